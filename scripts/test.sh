@@ -1,0 +1,8 @@
+#!/usr/bin/env bash
+# Installs what is missing, builds, and runs the whole test suite with CTest.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/setup.sh
+bash scripts/build.sh -DCROSSTRAIN_WERROR=ON
+cd build
+ctest --output-on-failure --timeout 900 -j "${CROSSTRAIN_TEST_JOBS:-2}" "$@"

@@ -1,0 +1,50 @@
+#include "cli/command.h"
+
+#include <iostream>
+#include <new>
+
+namespace crosstrain::cli {
+
+CLI::Option* add_json_option(CLI::App* cmd, std::string& path) {
+  return cmd->add_option("--json", path, "Write the report as JSON to PATH ('-' for stdout)")->type_name("PATH");
+}
+
+int run_cli(CLI::App& app, int argc, char** argv) {
+  try {
+    app.parse(argc, argv);
+    return 0;
+  } catch (const CLI::CallForHelp&) {
+    // Help of the deepest subcommand named on the command line.
+    const CLI::App* target = &app;
+    for (;;) {
+      auto subs = target->get_subcommands();
+      if (subs.empty()) break;
+      target = subs.front();
+    }
+    std::cout << target->help();
+    return 0;
+  } catch (const CLI::CallForAllHelp&) {
+    std::cout << app.help("", CLI::AppFormatMode::All);
+    return 0;
+  } catch (const CLI::Success&) {
+    return 0;
+  } catch (const CLI::ParseError& e) {
+    std::string msg = e.what();
+    if (msg.empty()) msg = e.get_name();
+    std::cerr << "crosstrain: error: " << msg << " (see --help)\n";
+    return 2;
+  } catch (const ExitStatus& s) {
+    return s.code;
+  } catch (const std::invalid_argument& e) {
+    std::cerr << "crosstrain: error: " << e.what() << "\n";
+    return 2;
+  } catch (const std::bad_alloc&) {
+    std::cerr << "crosstrain: error: out of host memory\n";
+    return 1;
+  } catch (const std::exception& e) {
+    std::cerr << "crosstrain: error: " << e.what() << "\n";
+    return 1;
+  }
+}
+
+}  // namespace crosstrain::cli

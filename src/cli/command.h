@@ -1,0 +1,33 @@
+#pragma once
+// How subcommands plug into the `crosstrain` binary, and how failures become exit codes.
+//
+//   exit 0  success
+//   exit 1  the command ran and found a problem (runtime failure, a check that did not pass)
+//   exit 2  the caller's mistake: unknown flag, bad value, unsupported combination
+//
+// Library code throws std::invalid_argument for caller mistakes and std::runtime_error for
+// environment failures; run_cli() turns them into a one-line "crosstrain: error: ..." and the exit
+// codes above. A command that wants another exit status throws ExitStatus.
+#include <CLI/CLI.hpp>
+#include <stdexcept>
+#include <string>
+
+namespace crosstrain::cli {
+
+struct ExitStatus {
+  int code;
+};
+
+// Adds one subcommand each; defined in cmd_<name>.cpp.
+void add_models_command(CLI::App& app);
+void add_train_command(CLI::App& app);
+void add_bench_command(CLI::App& app);
+void add_doctor_command(CLI::App& app);
+
+// Parses argv, runs the chosen subcommand's callback, maps exceptions to exit codes.
+int run_cli(CLI::App& app, int argc, char** argv);
+
+// `--json PATH` option shared by every reporting command ("-" = stdout).
+CLI::Option* add_json_option(CLI::App* cmd, std::string& path);
+
+}  // namespace crosstrain::cli

@@ -1,0 +1,16 @@
+// crosstrain: carry a PyTorch training job to another accelerator and see how well it runs there.
+#include "cli/command.h"
+
+int main(int argc, char** argv) {
+  CLI::App app{"crosstrain: train, benchmark, profile, align and migrate PyTorch training across devices"};
+  app.require_subcommand(1);
+  app.set_help_all_flag("--help-all", "Help for every command");
+  app.set_version_flag("--version", CROSSTRAIN_VERSION);
+#ifdef CROSSTRAIN_WITH_TORCH
+  crosstrain::cli::add_models_command(app);
+  crosstrain::cli::add_train_command(app);
+  crosstrain::cli::add_bench_command(app);
+  crosstrain::cli::add_doctor_command(app);
+#endif
+  return crosstrain::cli::run_cli(app, argc, argv);
+}
