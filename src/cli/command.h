@@ -23,6 +23,11 @@ void add_models_command(CLI::App& app);
 void add_train_command(CLI::App& app);
 void add_bench_command(CLI::App& app);
 void add_doctor_command(CLI::App& app);
+void add_analyze_command(CLI::App& app);          // trace analysis (tools/analyze)
+void add_compare_command(CLI::App& app);          // dump / loss-curve comparison (tools/align)
+void add_migrate_command(CLI::App& app);          // CUDA -> device-agnostic Python rewriting (tools/migrate)
+void add_make_imagefolder_command(CLI::App& app); // dataset tooling (core/data)
+void add_data_bench_command(CLI::App& app);
 
 // Parses argv, runs the chosen subcommand's callback, maps exceptions to exit codes.
 int run_cli(CLI::App& app, int argc, char** argv);
