@@ -1,0 +1,47 @@
+#include "cli/train_flags.h"
+
+namespace crosstrain::cli {
+
+void add_common_train_flags(CLI::App* cmd, tools::TrainConfig& c) {
+  const char* dev = "Device";
+  cmd->add_option("--device", c.device, "auto | cpu | cuda | cuda:N | <backend>[:N]")->capture_default_str()->group(dev);
+  cmd->add_option("--backend-lib", c.backend_libs,
+                  "Load an out-of-tree backend library (e.g. torch_npu's) before parsing --device; repeatable")
+      ->type_name("PATH")->group(dev);
+  cmd->add_option("--threads", c.threads, "Intra-op CPU threads (0: libtorch default)")->check(CLI::NonNegativeNumber)->group(dev);
+
+  const char* num = "Numerics";
+  cmd->add_option("--loss-scale", c.loss_scale,
+                  "auto (dynamic for fp16) | dynamic | off | a static scale, e.g. 1024")->capture_default_str()->group(num);
+  cmd->add_option("--scale-growth-interval", c.scale_growth_interval, "Clean steps before the dynamic scale doubles")
+      ->capture_default_str()->check(CLI::PositiveNumber)->group(num);
+  cmd->add_option("--scaler-kernels", c.scaler_kernels, "auto | fused | portable")
+      ->capture_default_str()->check(CLI::IsMember({"auto", "fused", "portable"}))->group(num);
+  cmd->add_flag("--channels-last", c.channels_last, "NHWC memory format for activations and weights")->group(num);
+  cmd->add_option("--seed", c.seed, "Seed for weights and synthetic data")->capture_default_str()->group(num);
+
+  const char* opt = "Optimization";
+  cmd->add_option("--optimizer", c.optimizer, "sgd | adamw")->capture_default_str()
+      ->check(CLI::IsMember({"sgd", "adamw"}))->group(opt);
+  cmd->add_option("--optimizer-kernels", c.optimizer_kernels, "auto | fused | foreach")
+      ->capture_default_str()->check(CLI::IsMember({"auto", "fused", "foreach"}))->group(opt);
+  cmd->add_option("--lr", c.lr, "Base learning rate")->capture_default_str()->check(CLI::NonNegativeNumber)->group(opt);
+  cmd->add_option("--momentum", c.momentum, "SGD momentum")->capture_default_str()->group(opt);
+  cmd->add_flag("--nesterov", c.nesterov, "Nesterov momentum (SGD)")->group(opt);
+  cmd->add_option("--weight-decay", c.weight_decay, "Weight decay")->capture_default_str()->group(opt);
+  cmd->add_flag("!--decay-bn-bias", c.no_decay_bn_bias, "Also decay BN and bias parameters (default: not)")->group(opt);
+  cmd->add_option("--schedule", c.schedule, "constant | step | cosine")->capture_default_str()
+      ->check(CLI::IsMember({"constant", "step", "cosine"}))->group(opt);
+  cmd->add_option("--lr-warmup-steps", c.lr_warmup_steps, "Linear warm-up steps")->check(CLI::NonNegativeNumber)->group(opt);
+  cmd->add_option("--lr-step-size", c.lr_step_size, "Step schedule: steps between decays")->check(CLI::PositiveNumber)->group(opt);
+  cmd->add_option("--lr-gamma", c.lr_gamma, "Step schedule: decay factor")->group(opt);
+  cmd->add_option("--label-smoothing", c.label_smoothing, "Cross-entropy label smoothing")->group(opt);
+  cmd->add_option("--clip-grad-norm", c.clip_grad_norm, "Clip the global gradient norm (0: off); unscaled first")->group(opt);
+  cmd->add_option("--peak-tflops", c.peak_tflops, "Device peak TFLOP/s for utilization %")->group("Reporting");
+  cmd->add_flag("--probe-peak", c.probe_peak, "Measure the peak with a short matmul probe")->group("Reporting");
+  cmd->add_flag("!--no-progress", c.progress, "No progress line")->group("Reporting");
+  cmd->add_option("--inject-inf-at-step", c.inject_inf_at_step, "Testing: make one gradient inf at this step")
+      ->group("");  // hidden
+}
+
+}  // namespace crosstrain::cli

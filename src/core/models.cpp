@@ -1,0 +1,295 @@
+#include "core/models.h"
+
+#include <torch/nn/init.h>
+#include <torch/nn/modules/container/modulelist.h>
+#include <torch/nn/functional/pooling.h>
+#include <caffe2/serialize/inline_container.h>
+#include <torch/csrc/jit/serialization/pickler.h>
+#include <torch/serialize.h>
+
+#include <fstream>
+#include <iterator>
+#include <map>
+#include <set>
+#include <sstream>
+#include <stdexcept>
+
+namespace crosstrain::core {
+
+namespace nn = torch::nn;
+
+namespace {
+
+nn::Conv2d conv(int64_t in, int64_t out, int64_t k, int64_t stride, int64_t pad) {
+  return nn::Conv2d(nn::Conv2dOptions(in, out, k).stride(stride).padding(pad).bias(false));
+}
+
+// A BasicBlock (two 3x3) or a Bottleneck (1x1, 3x3 with the stride, 1x1 x4), as in torchvision.
+class BlockImpl : public nn::Module {
+ public:
+  BlockImpl(bool bottleneck, int64_t inplanes, int64_t planes, int64_t stride) : bottleneck_(bottleneck) {
+    const int64_t expansion = bottleneck ? 4 : 1;
+    if (bottleneck) {
+      conv1 = register_module("conv1", conv(inplanes, planes, 1, 1, 0));
+      bn1 = register_module("bn1", nn::BatchNorm2d(planes));
+      conv2 = register_module("conv2", conv(planes, planes, 3, stride, 1));
+      bn2 = register_module("bn2", nn::BatchNorm2d(planes));
+      conv3 = register_module("conv3", conv(planes, planes * expansion, 1, 1, 0));
+      bn3 = register_module("bn3", nn::BatchNorm2d(planes * expansion));
+    } else {
+      conv1 = register_module("conv1", conv(inplanes, planes, 3, stride, 1));
+      bn1 = register_module("bn1", nn::BatchNorm2d(planes));
+      conv2 = register_module("conv2", conv(planes, planes, 3, 1, 1));
+      bn2 = register_module("bn2", nn::BatchNorm2d(planes));
+    }
+    if (stride != 1 || inplanes != planes * expansion) {
+      downsample = register_module(
+          "downsample", nn::Sequential(conv(inplanes, planes * expansion, 1, stride, 0),
+                                       nn::BatchNorm2d(planes * expansion)));
+    }
+  }
+
+  nn::BatchNorm2d last_bn() const { return bottleneck_ ? bn3 : bn2; }
+
+  template <typename Tap>
+  at::Tensor forward(at::Tensor x, const std::string& p, Tap&& tap) {
+    at::Tensor identity = x;
+    at::Tensor out = tap(p + "conv1", conv1(x));
+    out = tap(p + "bn1", bn1(out));
+    out = tap(p + "relu", at::relu(out));
+    out = tap(p + "conv2", conv2(out));
+    out = tap(p + "bn2", bn2(out));
+    if (bottleneck_) {
+      out = tap(p + "relu", at::relu(out));
+      out = tap(p + "conv3", conv3(out));
+      out = tap(p + "bn3", bn3(out));
+    }
+    if (downsample) {
+      at::Tensor d = tap(p + "downsample.0", downsample[0]->as<nn::Conv2d>()->forward(x));
+      d = tap(p + "downsample.1", downsample[1]->as<nn::BatchNorm2d>()->forward(d));
+      identity = tap(p + "downsample", d);
+    }
+    return tap(p + "relu", at::relu(out + identity));
+  }
+
+ private:
+  bool bottleneck_;
+  nn::Conv2d conv1{nullptr}, conv2{nullptr}, conv3{nullptr};
+  nn::BatchNorm2d bn1{nullptr}, bn2{nullptr}, bn3{nullptr};
+  nn::Sequential downsample{nullptr};
+};
+
+const std::vector<ResNetSpec>& specs() {
+  static const std::vector<ResNetSpec> all = {
+      {"resnet18", false, {2, 2, 2, 2}},  {"resnet34", false, {3, 4, 6, 3}},
+      {"resnet50", true, {3, 4, 6, 3}},   {"resnet101", true, {3, 4, 23, 3}},
+      {"resnet152", true, {3, 8, 36, 3}},
+  };
+  return all;
+}
+
+const ResNetSpec& find_spec(const std::string& name) {
+  for (const auto& s : specs())
+    if (s.name == name) return s;
+  std::string valid;
+  for (const auto& s : specs()) valid += (valid.empty() ? "" : ", ") + s.name;
+  throw std::invalid_argument("unknown model '" + name + "' (valid: " + valid + ")");
+}
+
+}  // namespace
+
+ResNetImpl::ResNetImpl(const ResNetSpec& spec, const ModelOptions& options) : spec_(spec), options_(options) {
+  if (options.num_classes < 1) throw std::invalid_argument("--num-classes must be >= 1");
+  conv1 = register_module("conv1", options.small_stem ? conv(options.in_channels, 64, 3, 1, 1)
+                                                       : conv(options.in_channels, 64, 7, 2, 3));
+  bn1 = register_module("bn1", nn::BatchNorm2d(64));
+  const int64_t expansion = spec.bottleneck ? 4 : 1;
+  int64_t inplanes = 64;
+  for (size_t s = 0; s < spec.layers.size(); ++s) {
+    const int64_t planes = int64_t{64} << s;
+    nn::ModuleList stage;
+    for (int64_t b = 0; b < spec.layers[s]; ++b) {
+      const int64_t stride = (s > 0 && b == 0) ? 2 : 1;
+      stage->push_back(std::make_shared<BlockImpl>(spec.bottleneck, inplanes, planes, stride));
+      inplanes = planes * expansion;
+    }
+    stages_.push_back(register_module("layer" + std::to_string(s + 1), stage));
+  }
+  fc = register_module("fc", nn::Linear(512 * expansion, options.num_classes));
+
+  // torchvision's initialisation.
+  for (auto& m : modules(/*include_self=*/false)) {
+    if (auto* c = m->as<nn::Conv2d>()) {
+      nn::init::kaiming_normal_(c->weight, 0.0, torch::kFanOut, torch::kReLU);
+    } else if (auto* bn = m->as<nn::BatchNorm2d>()) {
+      nn::init::ones_(bn->weight);
+      nn::init::zeros_(bn->bias);
+    }
+  }
+  if (options.zero_init_residual) {
+    for (auto& stage : stages_)
+      for (auto& child : stage->children()) nn::init::zeros_(child->as<BlockImpl>()->last_bn()->weight);
+  }
+}
+
+at::Tensor ResNetImpl::tap(const std::string& name, at::Tensor out) {
+  return observer_ ? observer_->on_exit(name, out) : out;
+}
+
+at::Tensor ResNetImpl::forward(at::Tensor x) {
+  auto tapper = [this](const std::string& name, at::Tensor out) { return tap(name, std::move(out)); };
+  x = tap("conv1", conv1(x));
+  x = tap("bn1", bn1(x));
+  x = tap("relu", at::relu(x));
+  if (!options_.small_stem) x = tap("maxpool", at::max_pool2d(x, {3, 3}, {2, 2}, {1, 1}));
+  for (size_t s = 0; s < stages_.size(); ++s) {
+    const std::string stage_name = "layer" + std::to_string(s + 1);
+    size_t b = 0;
+    for (auto& child : stages_[s]->children()) {
+      const std::string block_name = stage_name + "." + std::to_string(b++);
+      if (observer_) observer_->on_enter(block_name);
+      x = tap(block_name, child->as<BlockImpl>()->forward(x, block_name + ".", tapper));
+    }
+    x = tap(stage_name, x);
+  }
+  x = tap("avgpool", at::adaptive_avg_pool2d(x, {1, 1}));
+  x = x.flatten(1);
+  return tap("fc", fc(x));
+}
+
+std::vector<std::string> model_names() {
+  std::vector<std::string> out;
+  for (const auto& s : specs()) out.push_back(s.name);
+  return out;
+}
+
+ResNet create_model(const std::string& name, const ModelOptions& options) {
+  return ResNet(find_spec(name), options);
+}
+
+int64_t parameter_count(const torch::nn::Module& model) {
+  int64_t n = 0;
+  for (const auto& p : model.parameters()) n += p.numel();
+  return n;
+}
+
+int64_t forward_macs(const std::string& name, const ModelOptions& options, int64_t image_size) {
+  const ResNetSpec& spec = find_spec(name);
+  auto out_size = [](int64_t in, int64_t k, int64_t s, int64_t p) { return (in + 2 * p - k) / s + 1; };
+  int64_t h = image_size, macs = 0;
+  if (options.small_stem) {
+    macs += options.in_channels * 9 * 64 * h * h;
+  } else {
+    h = out_size(h, 7, 2, 3);
+    macs += options.in_channels * 49 * 64 * h * h;
+    h = out_size(h, 3, 2, 1);
+  }
+  const int64_t expansion = spec.bottleneck ? 4 : 1;
+  int64_t inplanes = 64;
+  for (size_t s = 0; s < spec.layers.size(); ++s) {
+    const int64_t planes = int64_t{64} << s;
+    for (int64_t b = 0; b < spec.layers[s]; ++b) {
+      const int64_t stride = (s > 0 && b == 0) ? 2 : 1;
+      const int64_t o = out_size(h, 3, stride, 1);
+      if (spec.bottleneck) {
+        macs += inplanes * planes * h * h + planes * 9 * planes * o * o + planes * planes * 4 * o * o;
+      } else {
+        macs += inplanes * 9 * planes * o * o + planes * 9 * planes * o * o;
+      }
+      if (stride != 1 || inplanes != planes * expansion) macs += inplanes * planes * expansion * o * o;
+      inplanes = planes * expansion;
+      h = o;
+    }
+  }
+  return macs + 512 * expansion * options.num_classes;
+}
+
+void to_channels_last(torch::nn::Module& model) {
+  torch::NoGradGuard no_grad;
+  for (auto& p : model.parameters())
+    if (p.dim() == 4) p.set_data(p.contiguous(at::MemoryFormat::ChannelsLast));
+  for (auto& b : model.buffers())
+    if (b.dim() == 4) b.set_data(b.contiguous(at::MemoryFormat::ChannelsLast));
+}
+
+namespace {
+// Parameters then buffers, in module order: the first bad key reported is the first a reader meets.
+std::vector<std::pair<std::string, at::Tensor>> model_state(const torch::nn::Module& model) {
+  std::vector<std::pair<std::string, at::Tensor>> state;
+  for (const auto& p : model.named_parameters()) state.emplace_back(p.key(), p.value());
+  for (const auto& b : model.named_buffers()) state.emplace_back(b.key(), b.value());
+  return state;
+}
+}  // namespace
+
+void load_weights(torch::nn::Module& model, const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw std::runtime_error("cannot open weights file " + path);
+  std::vector<char> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  c10::IValue value;
+  try {
+    value = torch::pickle_load(bytes);
+  } catch (const std::exception& e) {
+    std::string msg = e.what();
+    throw std::runtime_error("weights file " + path + " is not a torch.save()d state dict: " +
+                             msg.substr(0, msg.find('\n')));
+  }
+  if (!value.isGenericDict())
+    throw std::runtime_error("weights file " + path +
+                             " does not hold a dict; save it with torch.save(dict(model.state_dict()), path)");
+  std::map<std::string, at::Tensor> loaded;
+  for (const auto& item : value.toGenericDict()) {
+    if (!item.key().isString() || !item.value().isTensor())
+      throw std::runtime_error("weights file " + path + ": every entry must map a name to a tensor");
+    loaded[item.key().toStringRef()] = item.value().toTensor();
+  }
+  auto state = model_state(model);
+  for (const auto& [key, tensor] : state) {
+    auto it = loaded.find(key);
+    if (it == loaded.end()) throw std::runtime_error("weights file " + path + ": missing key '" + key + "'");
+    if (it->second.sizes() != tensor.sizes()) {
+      std::ostringstream os;
+      os << "weights file " << path << ": key '" << key << "' has shape " << it->second.sizes() << ", model expects "
+         << tensor.sizes();
+      throw std::runtime_error(os.str());
+    }
+  }
+  std::set<std::string> known;
+  for (const auto& entry : state) known.insert(entry.first);
+  for (const auto& [key, tensor] : loaded)
+    if (!known.count(key)) throw std::runtime_error("weights file " + path + ": unexpected key '" + key + "'");
+  torch::NoGradGuard no_grad;
+  for (auto& [key, tensor] : state) tensor.copy_(loaded[key]);
+}
+
+void save_weights(const torch::nn::Module& model, const std::string& path) {
+  c10::impl::GenericDict dict(c10::StringType::get(), c10::TensorType::get());
+  for (const auto& [key, tensor] : model_state(model)) dict.insert(key, tensor.detach().to(at::kCPU).contiguous());
+  // torch.save's layout: a zip with data.pkl (protocol 2, plain dict: no TorchScript type tags,
+  // which torch.load(weights_only=True) rejects) and one record per storage under data/.
+  std::vector<char> pkl;
+  torch::jit::Pickler pickler([&](const char* b, size_t n) { pkl.insert(pkl.end(), b, b + n); }, nullptr, nullptr,
+                              nullptr, nullptr, /*tag_aggregates=*/false);
+  pickler.protocol();
+  pickler.pushIValue(dict);
+  pickler.stop();
+  const std::string tmp = path + ".tmp";
+  try {
+    caffe2::serialize::PyTorchStreamWriter writer(tmp);
+    writer.writeRecord("data.pkl", pkl.data(), pkl.size());
+    writer.writeRecord("byteorder", "little", 6);
+    const auto& tensors = pickler.tensorData();
+    for (size_t i = 0; i < tensors.size(); ++i) {
+      auto data = torch::jit::getWriteableTensorData(tensors[i]);
+      writer.writeRecord("data/" + std::to_string(i), data.data(), data.sizeInBytes());
+    }
+    writer.writeEndOfFile();
+  } catch (const std::exception& e) {
+    std::remove(tmp.c_str());
+    std::string what = e.what();
+    throw std::runtime_error("cannot write weights file " + path + ": " + what.substr(0, what.find('\n')));
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) throw std::runtime_error("cannot write weights file " + path);
+}
+
+}  // namespace crosstrain::core

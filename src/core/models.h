@@ -1,0 +1,88 @@
+#pragma once
+// The ResNet family with torchvision's architecture (v1.5: stride on the 3x3 conv of bottlenecks)
+// and torchvision's state-dict key names (conv1.weight, layer3.2.conv2.weight, fc.bias, ...), so
+// weights move between crosstrain and Python unchanged.
+//
+//   auto model = create_model("resnet50", ModelOptions{.num_classes = 1000});
+//   auto logits = model->forward(images);                  // NCHW float
+//   load_weights(*model, "resnet50.pt");                    // torch.save(dict(m.state_dict()), f)
+//
+// A ForwardObserver sees every module's output by torchvision-style name, in execution order, at
+// block and leaf level ("layer3.2.conv2", "layer3.2"); it is how dumps and profiler annotations see
+// inside the model without changing its code.
+#include <torch/nn/module.h>
+#include <torch/nn/modules/batchnorm.h>
+#include <torch/nn/modules/container/modulelist.h>
+#include <torch/nn/modules/container/sequential.h>
+#include <torch/nn/modules/conv.h>
+#include <torch/nn/modules/linear.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace crosstrain::core {
+
+struct ModelOptions {
+  int64_t num_classes = 1000;
+  bool small_stem = false;          // 3x3 stride-1 conv, no max-pool: for 28-64 px inputs
+  bool zero_init_residual = false;  // last BN of each block starts at zero
+  int64_t in_channels = 3;
+};
+
+class ForwardObserver {
+ public:
+  virtual ~ForwardObserver() = default;
+  virtual void on_enter(const std::string& module) {}
+  // Called with the module's output; may return a replacement (e.g. to inject a perturbation).
+  virtual at::Tensor on_exit(const std::string& module, const at::Tensor& output) { return output; }
+};
+
+struct ResNetSpec {
+  std::string name;
+  bool bottleneck;
+  std::vector<int64_t> layers;  // blocks per stage
+};
+
+class ResNetImpl : public torch::nn::Module {
+ public:
+  ResNetImpl(const ResNetSpec& spec, const ModelOptions& options);
+  at::Tensor forward(at::Tensor x);
+  void set_observer(ForwardObserver* observer) { observer_ = observer; }
+  const ResNetSpec& spec() const { return spec_; }
+  const ModelOptions& options() const { return options_; }
+
+ private:
+  at::Tensor block_forward(const std::string& name, torch::nn::Module& block, at::Tensor x);
+  at::Tensor tap(const std::string& name, at::Tensor out);
+
+  ResNetSpec spec_;
+  ModelOptions options_;
+  torch::nn::Conv2d conv1{nullptr};
+  torch::nn::BatchNorm2d bn1{nullptr};
+  std::vector<torch::nn::ModuleList> stages_;
+  torch::nn::Linear fc{nullptr};
+  ForwardObserver* observer_ = nullptr;
+};
+TORCH_MODULE(ResNet);
+
+// Registry: names are resnet18, resnet34, resnet50, resnet101, resnet152. An unknown name throws
+// std::invalid_argument listing them.
+std::vector<std::string> model_names();
+ResNet create_model(const std::string& name, const ModelOptions& options);
+
+int64_t parameter_count(const torch::nn::Module& model);
+// Multiply-accumulates of one forward pass for one image (convolutions and the classifier; BN,
+// ReLU, pooling and additions are negligible and not counted). FLOPs = 2 x MACs.
+int64_t forward_macs(const std::string& name, const ModelOptions& options, int64_t image_size);
+
+// Puts 4-D parameters and buffers in channels-last layout.
+void to_channels_last(torch::nn::Module& model);
+
+// State dicts as plain {name: tensor} pickles, the format of torch.save(dict(m.state_dict()), f).
+// load_weights throws std::runtime_error naming the file and the first missing, unexpected or
+// mis-shaped key.
+void load_weights(torch::nn::Module& model, const std::string& path);
+void save_weights(const torch::nn::Module& model, const std::string& path);
+
+}  // namespace crosstrain::core

@@ -1,0 +1,176 @@
+#include "core/optim.h"
+
+#include <cmath>
+#include <stdexcept>
+
+#include "core/compat.h"
+
+namespace crosstrain::core {
+
+OptimizerKind optimizer_kind_from_name(const std::string& name) {
+  if (name == "sgd") return OptimizerKind::SGD;
+  if (name == "adamw") return OptimizerKind::AdamW;
+  throw std::invalid_argument("unknown optimizer '" + name + "' (valid: sgd, adamw)");
+}
+
+ScheduleKind schedule_kind_from_name(const std::string& name) {
+  if (name == "constant") return ScheduleKind::Constant;
+  if (name == "step") return ScheduleKind::Step;
+  if (name == "cosine") return ScheduleKind::Cosine;
+  throw std::invalid_argument("unknown lr schedule '" + name + "' (valid: constant, step, cosine)");
+}
+
+double LrSchedule::lr(int64_t step) const {
+  if (warmup_steps > 0 && step < warmup_steps)
+    return base_lr * static_cast<double>(step + 1) / static_cast<double>(warmup_steps);
+  const int64_t t = step - warmup_steps;
+  switch (kind) {
+    case ScheduleKind::Constant: return base_lr;
+    case ScheduleKind::Step: return base_lr * std::pow(gamma, static_cast<double>(t / std::max<int64_t>(1, step_size)));
+    case ScheduleKind::Cosine: {
+      const double span = static_cast<double>(std::max<int64_t>(1, total_steps - warmup_steps));
+      const double p = std::min(1.0, static_cast<double>(t) / span);
+      return 0.5 * base_lr * (1.0 + std::cos(M_PI * p));
+    }
+  }
+  return base_lr;
+}
+
+std::vector<ParamGroup> split_decay_groups(const torch::OrderedDict<std::string, at::Tensor>& named_params,
+                                           bool no_decay_bn_bias, double weight_decay) {
+  ParamGroup decay{{}, weight_decay}, no_decay{{}, 0.0};
+  for (const auto& item : named_params) {
+    if (!item.value().requires_grad()) continue;
+    if (no_decay_bn_bias && item.value().dim() <= 1)
+      no_decay.params.push_back(item.value());
+    else
+      decay.params.push_back(item.value());
+  }
+  std::vector<ParamGroup> out;
+  if (!decay.params.empty()) out.push_back(std::move(decay));
+  if (!no_decay.params.empty()) out.push_back(std::move(no_decay));
+  return out;
+}
+
+MultiTensorOptimizer::MultiTensorOptimizer(OptimizerKind kind, std::vector<ParamGroup> groups,
+                                           OptimizerOptions options)
+    : kind_(kind), opt_(options) {
+  if (!(opt_.lr >= 0)) throw std::invalid_argument("learning rate must be >= 0");
+  if (opt_.nesterov && (opt_.momentum <= 0 || opt_.dampening != 0))
+    throw std::invalid_argument("Nesterov momentum requires momentum > 0 and zero dampening");
+  c10::DeviceType dt = c10::DeviceType::CPU;
+  for (auto& g : groups) {
+    if (!g.params.empty()) dt = g.params.front().device().type();
+    groups_.push_back(GroupState{std::move(g)});
+  }
+  const char* fused_op = kind_ == OptimizerKind::SGD ? "aten::_fused_sgd_" : "aten::_fused_adamw_";
+  const bool have = compat::has_kernel(fused_op, dt);
+  switch (opt_.kernels) {
+    case OptimizerKernels::Auto: fused_ = have; break;
+    case OptimizerKernels::Fused:
+      if (!have) throw std::invalid_argument(std::string(fused_op) + " is not registered for this device");
+      fused_ = true;
+      break;
+    case OptimizerKernels::ForEach: fused_ = false; break;
+  }
+  // SGD without momentum has no fused kernel variant worth using; the foreach path is one op.
+  if (kind_ == OptimizerKind::SGD && opt_.momentum == 0) fused_ = false;
+}
+
+std::vector<at::Tensor> MultiTensorOptimizer::gradients() const {
+  std::vector<at::Tensor> out;
+  for (const auto& g : groups_)
+    for (const auto& p : g.group.params)
+      if (p.grad().defined()) out.push_back(p.grad());
+  return out;
+}
+
+void MultiTensorOptimizer::zero_grad() {
+  for (auto& g : groups_)
+    for (auto& p : g.group.params) p.mutable_grad().reset();
+}
+
+void MultiTensorOptimizer::step() {
+  at::NoGradGuard no_grad;
+  ++steps_;
+  for (auto& g : groups_) {
+    std::vector<at::Tensor> params, grads;
+    for (const auto& p : g.group.params) {
+      if (!p.grad().defined()) continue;
+      params.push_back(p);
+      grads.push_back(p.grad());
+    }
+    if (params.empty()) continue;
+    const size_t state_size = kind_ == OptimizerKind::SGD ? g.momentum.size() : g.exp_avg.size();
+    if (g.initialized && state_size != 0 && params.size() != state_size)
+      throw std::runtime_error("optimizer: the set of parameters with gradients changed between steps");
+    if (kind_ == OptimizerKind::SGD)
+      step_sgd(g, params, grads);
+    else
+      step_adamw(g, params, grads);
+  }
+}
+
+void MultiTensorOptimizer::step_sgd(GroupState& g, const std::vector<at::Tensor>& params,
+                                    const std::vector<at::Tensor>& grads) {
+  const double wd = g.group.weight_decay;
+  if (fused_) {
+    const bool first = !g.initialized;
+    if (first) {
+      for (const auto& p : params) g.momentum.push_back(at::empty_like(p));
+      g.initialized = true;
+    }
+    at::_fused_sgd_(params, grads, g.momentum, wd, opt_.momentum, opt_.lr, opt_.dampening, opt_.nesterov,
+                    /*maximize=*/false, /*is_first_step=*/first);
+    return;
+  }
+  std::vector<at::Tensor> d = grads;
+  if (wd != 0) d = at::_foreach_add(grads, params, wd);
+  if (opt_.momentum != 0) {
+    if (!g.initialized) {
+      for (const auto& t : d) g.momentum.push_back(t.clone().detach());
+      g.initialized = true;
+    } else {
+      at::_foreach_mul_(g.momentum, opt_.momentum);
+      at::_foreach_add_(g.momentum, d, 1.0 - opt_.dampening);
+    }
+    if (opt_.nesterov)
+      d = at::_foreach_add(d, g.momentum, opt_.momentum);
+    else
+      d = g.momentum;
+  }
+  at::_foreach_add_(params, d, -opt_.lr);
+}
+
+void MultiTensorOptimizer::step_adamw(GroupState& g, const std::vector<at::Tensor>& params,
+                                      const std::vector<at::Tensor>& grads) {
+  if (!g.initialized) {
+    for (const auto& p : params) {
+      g.exp_avg.push_back(at::zeros_like(p, at::MemoryFormat::Preserve));
+      g.exp_avg_sq.push_back(at::zeros_like(p, at::MemoryFormat::Preserve));
+      g.step_count.push_back(at::zeros({}, p.options().dtype(at::kFloat)));
+    }
+    g.initialized = true;
+  }
+  const double wd = g.group.weight_decay;
+  if (fused_) {
+    at::_foreach_add_(g.step_count, 1.0);
+    at::_fused_adamw_(params, grads, g.exp_avg, g.exp_avg_sq, /*max_exp_avg_sqs=*/{}, g.step_count, opt_.lr,
+                      opt_.beta1, opt_.beta2, wd, opt_.eps, /*amsgrad=*/false, /*maximize=*/false);
+    return;
+  }
+  // Every parameter of a group has taken the same number of steps: keep the count on the host.
+  const double step = static_cast<double>(steps_);
+  if (wd != 0) at::_foreach_mul_(params, 1.0 - opt_.lr * wd);
+  at::_foreach_lerp_(g.exp_avg, grads, 1.0 - opt_.beta1);
+  at::_foreach_mul_(g.exp_avg_sq, opt_.beta2);
+  at::_foreach_addcmul_(g.exp_avg_sq, grads, grads, 1.0 - opt_.beta2);
+  const double bc1 = 1.0 - std::pow(opt_.beta1, step);
+  const double bc2 = 1.0 - std::pow(opt_.beta2, step);
+  auto denom = at::_foreach_sqrt(g.exp_avg_sq);
+  at::_foreach_div_(denom, std::sqrt(bc2));
+  at::_foreach_add_(denom, opt_.eps);
+  at::_foreach_addcdiv_(params, g.exp_avg, denom, -opt_.lr / bc1);
+}
+
+}  // namespace crosstrain::core

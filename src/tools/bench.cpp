@@ -1,0 +1,60 @@
+#include "tools/bench.h"
+
+#include <iostream>
+
+#include "core/device.h"
+#include "tools/precision.h"
+#include "tools/train.h"
+
+namespace crosstrain::tools {
+
+void bench_defaults(TrainConfig& c, bool cpu) {
+  c.model = "resnet50";
+  c.image_size = 224;
+  if (cpu) {
+    // ~2 s per fp32 step on a 2-core x86 CPU: two precisions finish well inside 3 minutes.
+    c.batch_size = 8;
+    c.steps = 10;
+    c.warmup_steps = 2;
+  } else {
+    c.batch_size = 128;
+    c.steps = 40;
+    c.warmup_steps = 5;
+  }
+}
+
+std::vector<TrainResult> run_bench(const BenchOptions& o, std::ostream* messages) {
+  core::load_backend_libraries(o.base.backend_libs);
+  auto dev = core::DeviceContext::open(o.base.device);
+  TrainConfig c = o.base;
+  c.device = dev.name();
+  c.backend_libs.clear();  // loaded once above
+  bench_defaults(c, dev.is_cpu());
+  if (o.model) c.model = *o.model;
+  if (o.batch_size) c.batch_size = *o.batch_size;
+  if (o.image_size) c.image_size = *o.image_size;
+  if (o.steps) c.steps = *o.steps;
+  if (o.warmup_steps) c.warmup_steps = *o.warmup_steps;
+  std::vector<std::string> precisions = o.precisions;
+  if (precisions.empty()) precisions = {"fp32", default_amp_precision(dev)};
+  // Reject every bad precision before the first (long) run starts.
+  for (const auto& p : precisions) {
+    TrainConfig check = c;
+    check.precision = p;
+    validate_config(check);
+    plan_precision(p, c.loss_scale, dev);
+  }
+  std::vector<TrainResult> results;
+  for (const auto& p : precisions) {
+    TrainConfig run = c;
+    run.precision = p;
+    if (messages) *messages << "[bench] " << p << ": " << run.model << ", batch " << run.batch_size << ", "
+                            << run.image_size << "px, " << run.steps << " steps on " << run.device << std::endl;
+    TrainHooks hooks;
+    hooks.messages = messages ? messages : &std::cerr;
+    results.push_back(run_training(run, hooks));
+  }
+  return results;
+}
+
+}  // namespace crosstrain::tools

@@ -1,0 +1,254 @@
+#include "tools/train.h"
+
+#include <ATen/Context.h>
+#include <ATen/Parallel.h>
+#include <c10/util/Exception.h>
+#include <torch/nn/functional/loss.h>
+#include <torch/nn/utils/clip_grad.h>
+
+#include <chrono>
+#include <cmath>
+#include <fstream>
+#include <iostream>
+#include <limits>
+#include <nlohmann/json.hpp>
+
+#include "core/amp.h"
+#include "core/batch_source.h"
+#include "core/device.h"
+#include "core/models.h"
+#include "core/optim.h"
+#include "core/step_stats.h"
+#include "report/terminal.h"
+#include "report/units.h"
+#include "tools/precision.h"
+
+namespace crosstrain::tools {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double ms_since(Clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+}
+
+core::GradScalerOptions scaler_options(const TrainConfig& c, const PrecisionPlan& plan) {
+  core::GradScalerOptions o;
+  o.growth_interval = c.scale_growth_interval;
+  if (plan.static_scale) {
+    o.dynamic = false;
+    o.init_scale = *plan.static_scale;
+  }
+  if (c.scaler_kernels == "fused") o.kernels = core::ScalerKernels::Fused;
+  else if (c.scaler_kernels == "portable") o.kernels = core::ScalerKernels::Portable;
+  return o;
+}
+
+[[noreturn]] void rethrow_as_oom(const TrainConfig& c, const std::string& device, const std::string& what) {
+  throw std::runtime_error("out of memory on " + device + " with batch size " + std::to_string(c.batch_size) +
+                           " (" + c.model + ", " + std::to_string(c.image_size) + "px, " + c.precision +
+                           "): lower --batch-size, or use --precision bf16/fp16 to halve activation memory. " +
+                           what.substr(0, what.find('\n')));
+}
+
+}  // namespace
+
+void validate_config(const TrainConfig& c) {
+  if (c.batch_size < 1) throw std::invalid_argument("--batch-size must be >= 1");
+  if (c.image_size < 8) throw std::invalid_argument("--image-size must be >= 8");
+  if (c.steps < 1) throw std::invalid_argument("--steps must be >= 1");
+  if (c.warmup_steps < 0 || c.warmup_steps >= c.steps)
+    throw std::invalid_argument("--warmup-steps must be >= 0 and less than --steps (" + std::to_string(c.steps) + ")");
+  if (c.lr < 0) throw std::invalid_argument("--lr must be >= 0");
+  if (c.label_smoothing < 0 || c.label_smoothing >= 1) throw std::invalid_argument("--label-smoothing must be in [0, 1)");
+  if (c.clip_grad_norm < 0) throw std::invalid_argument("--clip-grad-norm must be >= 0");
+  if (c.threads < 0) throw std::invalid_argument("--threads must be >= 0");
+  if (c.scaler_kernels != "auto" && c.scaler_kernels != "fused" && c.scaler_kernels != "portable")
+    throw std::invalid_argument("--scaler-kernels must be auto, fused or portable");
+  if (c.optimizer_kernels != "auto" && c.optimizer_kernels != "fused" && c.optimizer_kernels != "foreach")
+    throw std::invalid_argument("--optimizer-kernels must be auto, fused or foreach");
+  core::optimizer_kind_from_name(c.optimizer);
+  core::schedule_kind_from_name(c.schedule);
+  parse_precision(c.precision);
+  parse_loss_scale(c.loss_scale);
+  (void)core::model_names();
+}
+
+TrainResult run_training(const TrainConfig& c, const TrainHooks& hooks) {
+  validate_config(c);
+  std::ostream& msg = hooks.messages ? *hooks.messages : std::cerr;
+  core::load_backend_libraries(c.backend_libs);
+  if (c.threads > 0) at::set_num_threads(c.threads);
+  auto dev = core::DeviceContext::open(c.device);
+  if (dev.is_cpu()) core::install_cpu_memory_tracking();
+  const PrecisionPlan plan = plan_precision(c.precision, c.loss_scale, dev);
+  apply_math_mode(plan, dev);
+
+  TrainResult r;
+  r.config = c;
+  r.device = dev.name();
+  r.device_description = dev.info().description;
+  r.precision = c.precision;
+
+  dev.synchronize();
+  dev.reset_peak_memory();
+  at::manual_seed(c.seed);
+
+  core::ModelOptions mo;
+  mo.num_classes = c.num_classes;
+  mo.small_stem = c.small_stem;
+  mo.zero_init_residual = c.zero_init_residual;
+  auto model = core::create_model(c.model, mo);
+  if (!c.weights_in.empty()) core::load_weights(*model, c.weights_in);
+  r.parameters = core::parameter_count(*model);
+  r.gflops_per_image = 2.0 * static_cast<double>(core::forward_macs(c.model, mo, c.image_size)) / 1e9;
+
+  try {
+    model->to(dev.device());
+    if (c.channels_last) core::to_channels_last(*model);
+    model->train();
+    model->set_observer(hooks.observer);
+
+    std::unique_ptr<core::BatchSource> source;
+    if (hooks.make_source) {
+      source = hooks.make_source(dev.name());
+    } else {
+      core::SyntheticOptions so;
+      so.batch_size = c.batch_size;
+      so.image_size = c.image_size;
+      so.num_classes = c.num_classes;
+      so.seed = c.seed;
+      so.channels_last = c.channels_last;
+      source = core::make_synthetic_source(so, dev.device());
+    }
+
+    core::OptimizerOptions oo;
+    oo.lr = c.lr;
+    oo.momentum = c.momentum;
+    oo.nesterov = c.nesterov;
+    if (c.optimizer_kernels == "fused") oo.kernels = core::OptimizerKernels::Fused;
+    else if (c.optimizer_kernels == "foreach") oo.kernels = core::OptimizerKernels::ForEach;
+    core::MultiTensorOptimizer optimizer(
+        core::optimizer_kind_from_name(c.optimizer),
+        core::split_decay_groups(model->named_parameters(), c.no_decay_bn_bias, c.weight_decay), oo);
+    r.fused_optimizer = optimizer.uses_fused_kernels();
+
+    core::LrSchedule schedule;
+    schedule.kind = core::schedule_kind_from_name(c.schedule);
+    schedule.base_lr = c.lr;
+    schedule.warmup_steps = c.lr_warmup_steps;
+    schedule.total_steps = c.steps;
+    schedule.step_size = c.lr_step_size;
+    schedule.gamma = c.lr_gamma;
+
+    std::unique_ptr<core::GradScaler> scaler;
+    if (plan.use_scaler) {
+      scaler = std::make_unique<core::GradScaler>(dev.device(), scaler_options(c, plan), [&](const std::string& line) {
+        msg << line << "\n";
+        r.messages.push_back(line);
+      });
+      r.fused_scaler = scaler->uses_fused_kernels();
+    }
+
+    std::ofstream log;
+    if (!c.log_path.empty()) {
+      log.open(c.log_path, std::ios::trunc);
+      if (!log) throw std::runtime_error("cannot write --log file " + c.log_path);
+    }
+    namespace F = torch::nn::functional;
+    const auto ce = F::CrossEntropyFuncOptions().label_smoothing(c.label_smoothing);
+    report::ProgressLine progress(c.progress && report::stderr_is_terminal());
+
+    for (int64_t step = 0; step < c.steps; ++step) {
+      if (hooks.on_step_begin) hooks.on_step_begin(step);
+      const auto t0 = Clock::now();
+      core::Batch batch = source->next();
+      optimizer.set_lr(schedule.lr(step));
+      at::Tensor loss;
+      {
+        core::AutocastGuard autocast(dev.device().type(), plan.autocast_dtype);
+        at::Tensor logits = model->forward(batch.images);
+        loss = F::cross_entropy(logits.to(at::kFloat), batch.labels, ce);
+      }
+      (scaler ? scaler->scale(loss) : loss).backward();
+      auto grads = optimizer.gradients();
+      if (step == c.inject_inf_at_step && !grads.empty())
+        grads.front().fill_(std::numeric_limits<float>::infinity());
+      bool stepped = true;
+      if (scaler) {
+        if (c.clip_grad_norm > 0) {
+          scaler->unscale(grads);
+          torch::nn::utils::clip_grad_norm_(model->parameters(), c.clip_grad_norm);
+        }
+        stepped = scaler->step(grads, [&] { optimizer.step(); });
+        scaler->update();
+      } else {
+        if (c.clip_grad_norm > 0) torch::nn::utils::clip_grad_norm_(model->parameters(), c.clip_grad_norm);
+        optimizer.step();
+      }
+      optimizer.zero_grad();
+      const double loss_value = loss.item<double>();  // waits for the step's work
+      dev.synchronize();
+      StepRecord rec;
+      rec.step = step;
+      rec.loss = loss_value;
+      rec.lr = optimizer.lr();
+      rec.step_ms = ms_since(t0);
+      rec.skipped = !stepped;
+      if (scaler) rec.loss_scale = scaler->current_scale();
+      r.steps.push_back(rec);
+      if (!std::isfinite(loss_value) && !scaler)
+        throw std::runtime_error("loss is " + std::string(std::isnan(loss_value) ? "NaN" : "infinite") +
+                                 " at step " + std::to_string(step) + " (" + c.precision +
+                                 "); lower --lr, add --clip-grad-norm, or check the input data");
+      if (log) {
+        nlohmann::json j = {{"step", step}, {"loss", loss_value}, {"lr", rec.lr}, {"step_ms", rec.step_ms},
+                            {"skipped", rec.skipped}};
+        j["loss_scale"] = rec.loss_scale ? nlohmann::json(*rec.loss_scale) : nlohmann::json(nullptr);
+        log << j.dump() << "\n" << std::flush;
+      }
+      if (hooks.on_step_end) hooks.on_step_end(rec);
+      progress.update("step " + std::to_string(step + 1) + "/" + std::to_string(c.steps) + "  loss " +
+                      report::format_fixed(loss_value, 4) + "  " + report::format_ms(rec.step_ms));
+    }
+    progress.clear();
+    if (scaler) {
+      r.skipped_steps = scaler->state().skipped_steps;
+      r.final_loss_scale = scaler->current_scale();
+    }
+    model->set_observer(nullptr);
+    if (!c.weights_out.empty()) core::save_weights(*model, c.weights_out);
+  } catch (const c10::OutOfMemoryError& e) {
+    rethrow_as_oom(c, dev.name(), e.what());
+  } catch (const std::bad_alloc& e) {
+    rethrow_as_oom(c, dev.name(), "host allocation failed");
+  } catch (const c10::Error& e) {
+    const std::string what = e.what();
+    if (what.find("can't allocate memory") != std::string::npos || what.find("out of memory") != std::string::npos)
+      rethrow_as_oom(c, dev.name(), what);
+    throw std::runtime_error(what.substr(0, what.find("\nException raised from")));
+  }
+
+  dev.synchronize();
+  const auto mem = dev.memory();
+  r.peak_memory_bytes = mem.peak_bytes;
+  if (dev.is_cpu()) r.peak_rss_bytes = core::process_peak_rss_bytes();
+  r.first_step_ms = r.steps.front().step_ms;
+  std::vector<double> measured;
+  for (const auto& s : r.steps)
+    if (s.step >= c.warmup_steps) measured.push_back(s.step_ms);
+  const auto stats = core::summarize_step_times(measured);
+  r.measured_steps = static_cast<int64_t>(measured.size());
+  r.batch_time_ms_median = stats.median_ms;
+  r.batch_time_ms_p90 = stats.p90_ms;
+  r.throughput_img_s = stats.total_ms > 0 ? static_cast<double>(c.batch_size * r.measured_steps) / (stats.total_ms / 1e3) : 0;
+  r.final_loss = r.steps.back().loss;
+  // Training costs about three forward passes (forward, and backward for inputs and weights).
+  r.achieved_tflops = 3.0 * r.gflops_per_image * r.throughput_img_s / 1e3;
+  r.peak_tflops = c.peak_tflops;
+  if (!r.peak_tflops && c.probe_peak) r.peak_tflops = probe_peak_tflops(plan, dev);
+  if (r.peak_tflops && *r.peak_tflops > 0) r.utilization = r.achieved_tflops / *r.peak_tflops;
+  return r;
+}
+
+}  // namespace crosstrain::tools

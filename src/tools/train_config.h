@@ -1,0 +1,94 @@
+#pragma once
+// Everything a training run is configured by, and everything it reports. Torch-free, so the CLI
+// and reporters compile without libtorch headers. Defaults are documented in docs/CLI.md.
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace crosstrain::tools {
+
+struct TrainConfig {
+  // where
+  std::string device = "auto";
+  std::vector<std::string> backend_libs;
+  int threads = 0;  // intra-op threads; 0 = libtorch's default
+  // what
+  std::string model = "resnet50";
+  int64_t num_classes = 1000;
+  bool small_stem = false;
+  bool zero_init_residual = false;
+  std::string weights_in;
+  std::string weights_out;
+  // data (synthetic)
+  int64_t batch_size = 32;
+  int64_t image_size = 224;
+  // how long
+  int64_t steps = 20;
+  int64_t warmup_steps = 3;  // excluded from throughput and batch-time statistics
+  // numerics
+  std::string precision = "fp32";    // fp32 | tf32 | fp16 | bf16
+  std::string loss_scale = "auto";   // auto (dynamic for fp16, off otherwise) | dynamic | off | <number>
+  int64_t scale_growth_interval = 2000;
+  std::string scaler_kernels = "auto";  // auto | fused | portable
+  bool channels_last = false;
+  uint64_t seed = 0;
+  // optimisation
+  std::string optimizer = "sgd";
+  std::string optimizer_kernels = "auto";  // auto | fused | foreach
+  double lr = 0.1;
+  double momentum = 0.9;
+  bool nesterov = false;
+  double weight_decay = 1e-4;
+  bool no_decay_bn_bias = true;
+  std::string schedule = "constant";
+  int64_t lr_warmup_steps = 0;
+  int64_t lr_step_size = 30;
+  double lr_gamma = 0.1;
+  double label_smoothing = 0.0;
+  double clip_grad_norm = 0.0;  // 0 = off
+  // reporting
+  std::string log_path;          // JSON lines, one per step
+  std::optional<double> peak_tflops;
+  bool probe_peak = false;       // measure peak with a short matmul probe
+  bool progress = true;          // progress line (only on a terminal)
+  // testing hooks
+  int64_t inject_inf_at_step = -1;  // make one gradient inf at this step (loss-scaler tests)
+};
+
+struct StepRecord {
+  int64_t step = 0;
+  double loss = 0;
+  double lr = 0;
+  std::optional<double> loss_scale;
+  double step_ms = 0;
+  bool skipped = false;
+};
+
+struct TrainResult {
+  TrainConfig config;
+  std::string device;               // resolved, e.g. "cpu", "cuda:0"
+  std::string device_description;
+  std::string precision;
+  int64_t parameters = 0;
+  double gflops_per_image = 0;      // forward, 2 x MACs
+  std::vector<StepRecord> steps;
+  double first_step_ms = 0;
+  double throughput_img_s = 0;      // over measured steps
+  double batch_time_ms_median = 0;
+  double batch_time_ms_p90 = 0;
+  int64_t measured_steps = 0;
+  std::optional<int64_t> peak_memory_bytes;   // device allocator peak / CPU tensor peak
+  std::optional<int64_t> peak_rss_bytes;      // process, CPU runs
+  double achieved_tflops = 0;       // 3 x forward FLOPs per image x img/s
+  std::optional<double> peak_tflops;
+  std::optional<double> utilization;           // achieved / peak
+  int64_t skipped_steps = 0;
+  std::optional<double> final_loss_scale;
+  double final_loss = 0;
+  bool fused_optimizer = false;
+  bool fused_scaler = false;
+  std::vector<std::string> messages;           // loss-scaler and other log lines, in order
+};
+
+}  // namespace crosstrain::tools

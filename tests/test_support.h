@@ -1,0 +1,41 @@
+#pragma once
+// Small things tests share: a scratch directory per test and running commands.
+#include <gtest/gtest.h>
+
+#include <array>
+#include <cstdio>
+#include <filesystem>
+#include <string>
+
+namespace crosstrain::testing {
+
+inline std::filesystem::path scratch_dir(const std::string& name) {
+  auto dir = std::filesystem::temp_directory_path() / ("crosstrain_test_" + name + "_" + std::to_string(::getpid()));
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  return dir;
+}
+
+struct CommandResult {
+  int exit_code;
+  std::string output;  // stdout (and stderr when merged)
+};
+
+// Runs a shell command; merge_stderr appends 2>&1.
+inline CommandResult run_command(const std::string& cmd, bool merge_stderr = true) {
+  std::string full = cmd + (merge_stderr ? " 2>&1" : " 2>/dev/null");
+  FILE* pipe = ::popen(full.c_str(), "r");
+  if (!pipe) return {-1, ""};
+  std::string out;
+  std::array<char, 4096> buf{};
+  size_t n;
+  while ((n = std::fread(buf.data(), 1, buf.size(), pipe)) > 0) out.append(buf.data(), n);
+  int status = ::pclose(pipe);
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
+}
+
+inline std::string python() { return CROSSTRAIN_PYTHON; }
+inline std::string source_dir() { return CROSSTRAIN_SOURCE_DIR; }
+inline std::string binary() { return CROSSTRAIN_BINARY; }
+
+}  // namespace crosstrain::testing
