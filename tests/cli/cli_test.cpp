@@ -1,0 +1,108 @@
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "test_support.h"
+
+using crosstrain::testing::binary;
+using crosstrain::testing::run_command;
+
+namespace {
+size_t line_count(const std::string& s) {
+  size_t n = 0;
+  for (char c : s) n += c == '\n';
+  return n;
+}
+#ifdef CROSSTRAIN_CLI_WITH_TORCH
+const char* kTiny = " --device cpu --model resnet18 --small-stem --num-classes 10 --image-size 16 --batch-size 2"
+                    " --steps 2 --warmup-steps 1 --threads 1";
+#endif
+}  // namespace
+
+TEST(Cli, HelpAndUnknownCommand) {
+  auto r = run_command(binary() + " --help");
+  EXPECT_EQ(r.exit_code, 0);
+  auto bad = run_command(binary() + " frobnicate");
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_EQ(line_count(bad.output), 1u) << bad.output;
+  EXPECT_EQ(bad.output.rfind("crosstrain: error:", 0), 0u);
+}
+
+#ifdef CROSSTRAIN_CLI_WITH_TORCH
+TEST(Cli, EveryCommandHasHelp) {
+  for (const char* cmd : {"train", "bench", "doctor", "models"}) {
+    auto r = run_command(binary() + " " + cmd + " --help");
+    EXPECT_EQ(r.exit_code, 0) << cmd;
+    EXPECT_NE(r.output.find("--json"), std::string::npos) << cmd;
+  }
+}
+
+TEST(Cli, BadFlagsAndValuesExitTwoWithOneLine) {
+  for (const std::string args : {"train --no-such-flag", "train --precision fp8", "train --batch-size 0",
+                                 "train --device tpu", "bench --precisions fp32,int4", "train --steps 3 --warmup-steps 3",
+                                 "train --device cpu --precision tf32", "train --loss-scale -3"}) {
+    auto r = run_command(binary() + " " + args);
+    EXPECT_EQ(r.exit_code, 2) << args << "\n" << r.output;
+    EXPECT_EQ(line_count(r.output), 1u) << args << "\n" << r.output;
+  }
+}
+
+TEST(Cli, MissingWeightsFileIsARuntimeErrorNamingIt) {
+  auto r = run_command(binary() + " train" + kTiny + " --weights /nonexistent/w.pt");
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.output.find("/nonexistent/w.pt"), std::string::npos) << r.output;
+}
+
+TEST(Cli, ModelsJson) {
+  auto r = run_command(binary() + " models --json -", /*merge_stderr=*/false);
+  ASSERT_EQ(r.exit_code, 0);
+  auto j = nlohmann::json::parse(r.output);  // stdout holds only JSON
+  ASSERT_EQ(j["models"].size(), 5u);
+  EXPECT_EQ(j["models"][2]["name"], "resnet50");
+  EXPECT_EQ(j["models"][2]["parameters"], 25557032);
+  EXPECT_NEAR(j["models"][2]["forward_gflops"].get<double>(), 8.18, 0.01);
+}
+
+TEST(Cli, TrainJsonAndSummary) {
+  auto dir = crosstrain::testing::scratch_dir("cli_train");
+  const std::string json = (dir / "r.json").string();
+  auto r = run_command(binary() + " train" + kTiny + " --precision bf16 --json " + json);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("throughput"), std::string::npos);
+  std::ifstream in(json);
+  auto j = nlohmann::json::parse(in);
+  EXPECT_EQ(j["kind"], "train");
+  EXPECT_EQ(j["precision"], "bf16");
+  EXPECT_EQ(j["step_log"].size(), 2u);
+}
+
+TEST(Cli, BenchJsonHasPerRunKeys) {
+  auto r = run_command(binary() + " bench" + kTiny + " --precisions fp32,bf16 --json -", /*merge_stderr=*/false);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  auto j = nlohmann::json::parse(r.output);
+  ASSERT_EQ(j["runs"].size(), 2u);
+  for (const auto& run : j["runs"])
+    for (const char* key : {"precision", "throughput_img_s", "batch_time_ms_median", "peak_memory_bytes", "first_step_ms"})
+      EXPECT_TRUE(run.contains(key)) << key;
+  EXPECT_EQ(j["runs"][1]["precision"], "bf16");
+}
+
+TEST(Cli, DoctorReportsAndFailsOnAMissingDevice) {
+  auto ok = run_command(binary() + " doctor --json -", false);
+  ASSERT_EQ(ok.exit_code, 0) << ok.output;
+  auto j = nlohmann::json::parse(ok.output);
+  EXPECT_TRUE(j["ok"].get<bool>());
+  std::set<std::string> names;
+  for (const auto& c : j["checks"]) names.insert(c["name"].get<std::string>());
+  for (const char* n : {"libtorch", "BLAS", "oneDNN (MKLDNN)", "intra-op threads", "device cpu"})
+    EXPECT_TRUE(names.count(n)) << n;
+  auto bad = run_command(binary() + " doctor --python '' --device cuda:3");
+  EXPECT_EQ(bad.exit_code, 1);
+  EXPECT_NE(bad.output.find("FAILED"), std::string::npos);
+  auto lib = run_command(binary() + " doctor --python '' --backend-lib /nonexistent/libtorch_npu.so");
+  EXPECT_EQ(lib.exit_code, 1);
+  EXPECT_NE(lib.output.find("/nonexistent/libtorch_npu.so"), std::string::npos);
+}
+#endif
