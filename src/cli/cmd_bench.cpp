@@ -20,13 +20,10 @@ void add_bench_command(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand(
       "bench", "Train the same model once per precision and compare throughput, peak memory and batch time");
   cmd->add_option("--model", o.model, "Model (default: resnet50)");
-  cmd->add_option("--num-classes", o.base.num_classes, "Classifier outputs")->capture_default_str()
-      ->check(CLI::PositiveNumber);
-  cmd->add_flag("--small-stem", o.base.small_stem, "3x3 stride-1 stem without max-pool, for 28-64 px images");
   cmd->add_option("--batch-size", o.batch_size, "Images per step (default: 8 on CPU, 128 on accelerators)")
       ->check(CLI::PositiveNumber);
   cmd->add_option("--image-size", o.image_size, "Input size (default: 224)")->check(CLI::Range(8, 4096));
-  cmd->add_option("--steps", o.steps, "Steps per run (default: 10 on CPU, 40 on accelerators)")->check(CLI::PositiveNumber);
+  cmd->add_option("--steps", o.steps, "Steps per run (default: 7 on CPU, 40 on accelerators)")->check(CLI::PositiveNumber);
   cmd->add_option("--warmup-steps", o.warmup_steps, "Steps excluded from timing (default: 2 on CPU, 5 on accelerators)")
       ->check(CLI::NonNegativeNumber);
   cmd->add_option("--precisions", o.precisions, "Runs in order, e.g. fp32,bf16 (default: fp32 then the device's AMP)")

@@ -20,9 +20,6 @@ void add_train_command(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand("train", "Train a ResNet on synthetic data and report speed and memory");
   const char* model = "Model";
   cmd->add_option("--model", c.model, "resnet18 | resnet34 | resnet50 | resnet101 | resnet152")->capture_default_str()->group(model);
-  cmd->add_option("--num-classes", c.num_classes, "Classifier outputs")->capture_default_str()->check(CLI::PositiveNumber)->group(model);
-  cmd->add_flag("--small-stem", c.small_stem, "3x3 stride-1 stem without max-pool, for 28-64 px images")->group(model);
-  cmd->add_flag("--zero-init-residual", c.zero_init_residual, "Zero-init the last BN of each block")->group(model);
   cmd->add_option("--weights", c.weights_in, "Load a state dict saved with torch.save(dict(m.state_dict()), PATH)")
       ->type_name("PATH")->group(model);
   cmd->add_option("--save-weights", c.weights_out, "Write the trained state dict (torch.load reads it)")

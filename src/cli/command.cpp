@@ -9,6 +9,17 @@ CLI::Option* add_json_option(CLI::App* cmd, std::string& path) {
   return cmd->add_option("--json", path, "Write the report as JSON to PATH ('-' for stdout)")->type_name("PATH");
 }
 
+namespace {
+// libtorch's errors carry a C++ backtrace after the message; users need the message.
+std::string error_text(const std::exception& e) {
+  std::string msg = e.what();
+  auto cut = msg.find("Exception raised from");
+  if (cut != std::string::npos) msg.erase(cut);
+  while (!msg.empty() && (msg.back() == '\n' || msg.back() == ' ')) msg.pop_back();
+  return msg;
+}
+}  // namespace
+
 int run_cli(CLI::App& app, int argc, char** argv) {
   try {
     app.parse(argc, argv);
@@ -36,13 +47,13 @@ int run_cli(CLI::App& app, int argc, char** argv) {
   } catch (const ExitStatus& s) {
     return s.code;
   } catch (const std::invalid_argument& e) {
-    std::cerr << "crosstrain: error: " << e.what() << "\n";
+    std::cerr << "crosstrain: error: " << error_text(e) << "\n";
     return 2;
   } catch (const std::bad_alloc&) {
     std::cerr << "crosstrain: error: out of host memory\n";
     return 1;
   } catch (const std::exception& e) {
-    std::cerr << "crosstrain: error: " << e.what() << "\n";
+    std::cerr << "crosstrain: error: " << error_text(e) << "\n";
     return 1;
   }
 }

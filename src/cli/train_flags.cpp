@@ -10,6 +10,15 @@ void add_common_train_flags(CLI::App* cmd, tools::TrainConfig& c) {
       ->type_name("PATH")->group(dev);
   cmd->add_option("--threads", c.threads, "Intra-op CPU threads (0: libtorch default)")->check(CLI::NonNegativeNumber)->group(dev);
 
+  const char* model = "Model";
+  cmd->add_option("--num-classes", c.num_classes, "Classifier outputs")->capture_default_str()
+      ->check(CLI::PositiveNumber)->group(model);
+  cmd->add_flag("--small-stem", c.small_stem, "3x3 stride-1 stem without max-pool, for 28-64 px images")->group(model);
+  cmd->add_flag("--zero-init-residual", c.zero_init_residual, "Zero-init the last BN of each block")->group(model);
+  cmd->add_option("--base-width", c.base_width,
+                  "Channels of the first stage (64 = torchvision; narrower nets are faster, not torchvision-compatible)")
+      ->capture_default_str()->check(CLI::Range(4, 1024))->group(model);
+
   const char* num = "Numerics";
   cmd->add_option("--loss-scale", c.loss_scale,
                   "auto (dynamic for fp16) | dynamic | off | a static scale, e.g. 1024")->capture_default_str()->group(num);
@@ -25,7 +34,7 @@ void add_common_train_flags(CLI::App* cmd, tools::TrainConfig& c) {
       ->check(CLI::IsMember({"sgd", "adamw"}))->group(opt);
   cmd->add_option("--optimizer-kernels", c.optimizer_kernels, "auto | fused | foreach")
       ->capture_default_str()->check(CLI::IsMember({"auto", "fused", "foreach"}))->group(opt);
-  cmd->add_option("--lr", c.lr, "Base learning rate")->capture_default_str()->check(CLI::NonNegativeNumber)->group(opt);
+  cmd->add_option("--lr", c.lr, "Base learning rate (default: 0.1 x batch size / 256)")->check(CLI::NonNegativeNumber)->group(opt);
   cmd->add_option("--momentum", c.momentum, "SGD momentum")->capture_default_str()->group(opt);
   cmd->add_flag("--nesterov", c.nesterov, "Nesterov momentum (SGD)")->group(opt);
   cmd->add_option("--weight-decay", c.weight_decay, "Weight decay")->capture_default_str()->group(opt);

@@ -44,8 +44,12 @@ DeviceContext DeviceContext::open(const std::string& spec) {
   if (spec == "auto") {
     if (torch::cuda::is_available()) return DeviceContext(c10::Device(c10::DeviceType::CUDA, 0));
     // A loaded out-of-tree accelerator (e.g. torch_npu) is the next best guess.
-    if (auto acc = at::accelerator::getAccelerator(false); acc && *acc == c10::DeviceType::PrivateUse1) {
-      if (at::accelerator::deviceCount() > 0) return DeviceContext(c10::Device(c10::DeviceType::PrivateUse1, 0));
+    try {
+      if (auto acc = at::accelerator::getAccelerator(false); acc && *acc == c10::DeviceType::PrivateUse1) {
+        if (at::accelerator::deviceCount() > 0) return DeviceContext(c10::Device(c10::DeviceType::PrivateUse1, 0));
+      }
+    } catch (const std::exception&) {
+      // A registered name without a working runtime: fall back to the CPU.
     }
     return DeviceContext(c10::Device(c10::DeviceType::CPU));
   }

@@ -51,25 +51,27 @@ class BlockImpl : public nn::Module {
 
   nn::BatchNorm2d last_bn() const { return bottleneck_ ? bn3 : bn2; }
 
-  template <typename Tap>
-  at::Tensor forward(at::Tensor x, const std::string& p, Tap&& tap) {
+  // `run(name, fn)` evaluates one named module; the observer (if any) sees it enter and exit.
+  template <typename Run>
+  at::Tensor forward(at::Tensor x, const std::string& p, Run&& run) {
     at::Tensor identity = x;
-    at::Tensor out = tap(p + "conv1", conv1(x));
-    out = tap(p + "bn1", bn1(out));
-    out = tap(p + "relu", at::relu(out));
-    out = tap(p + "conv2", conv2(out));
-    out = tap(p + "bn2", bn2(out));
+    at::Tensor out = run(p + "conv1", [&] { return conv1(x); });
+    out = run(p + "bn1", [&] { return bn1(out); });
+    out = run(p + "relu", [&] { return at::relu(out); });
+    out = run(p + "conv2", [&] { return conv2(out); });
+    out = run(p + "bn2", [&] { return bn2(out); });
     if (bottleneck_) {
-      out = tap(p + "relu", at::relu(out));
-      out = tap(p + "conv3", conv3(out));
-      out = tap(p + "bn3", bn3(out));
+      out = run(p + "relu", [&] { return at::relu(out); });
+      out = run(p + "conv3", [&] { return conv3(out); });
+      out = run(p + "bn3", [&] { return bn3(out); });
     }
     if (downsample) {
-      at::Tensor d = tap(p + "downsample.0", downsample[0]->as<nn::Conv2d>()->forward(x));
-      d = tap(p + "downsample.1", downsample[1]->as<nn::BatchNorm2d>()->forward(d));
-      identity = tap(p + "downsample", d);
+      identity = run(p + "downsample", [&] {
+        at::Tensor d = run(p + "downsample.0", [&] { return downsample[0]->as<nn::Conv2d>()->forward(x); });
+        return run(p + "downsample.1", [&] { return downsample[1]->as<nn::BatchNorm2d>()->forward(d); });
+      });
     }
-    return tap(p + "relu", at::relu(out + identity));
+    return run(p + "relu", [&] { return at::relu(out + identity); });
   }
 
  private:
@@ -100,13 +102,15 @@ const ResNetSpec& find_spec(const std::string& name) {
 
 ResNetImpl::ResNetImpl(const ResNetSpec& spec, const ModelOptions& options) : spec_(spec), options_(options) {
   if (options.num_classes < 1) throw std::invalid_argument("--num-classes must be >= 1");
-  conv1 = register_module("conv1", options.small_stem ? conv(options.in_channels, 64, 3, 1, 1)
-                                                       : conv(options.in_channels, 64, 7, 2, 3));
-  bn1 = register_module("bn1", nn::BatchNorm2d(64));
+  if (options.base_width < 4) throw std::invalid_argument("--base-width must be >= 4");
+  const int64_t w = options.base_width;
+  conv1 = register_module("conv1", options.small_stem ? conv(options.in_channels, w, 3, 1, 1)
+                                                       : conv(options.in_channels, w, 7, 2, 3));
+  bn1 = register_module("bn1", nn::BatchNorm2d(w));
   const int64_t expansion = spec.bottleneck ? 4 : 1;
-  int64_t inplanes = 64;
+  int64_t inplanes = w;
   for (size_t s = 0; s < spec.layers.size(); ++s) {
-    const int64_t planes = int64_t{64} << s;
+    const int64_t planes = w << s;
     nn::ModuleList stage;
     for (int64_t b = 0; b < spec.layers[s]; ++b) {
       const int64_t stride = (s > 0 && b == 0) ? 2 : 1;
@@ -115,7 +119,7 @@ ResNetImpl::ResNetImpl(const ResNetSpec& spec, const ModelOptions& options) : sp
     }
     stages_.push_back(register_module("layer" + std::to_string(s + 1), stage));
   }
-  fc = register_module("fc", nn::Linear(512 * expansion, options.num_classes));
+  fc = register_module("fc", nn::Linear(w * 8 * expansion, options.num_classes));
 
   // torchvision's initialisation.
   for (auto& m : modules(/*include_self=*/false)) {
@@ -132,29 +136,33 @@ ResNetImpl::ResNetImpl(const ResNetSpec& spec, const ModelOptions& options) : sp
   }
 }
 
-at::Tensor ResNetImpl::tap(const std::string& name, at::Tensor out) {
-  return observer_ ? observer_->on_exit(name, out) : out;
+template <typename F>
+at::Tensor ResNetImpl::run(const std::string& name, F&& f) {
+  if (!observer_) return f();
+  observer_->on_enter(name);
+  return observer_->on_exit(name, f());
 }
 
 at::Tensor ResNetImpl::forward(at::Tensor x) {
-  auto tapper = [this](const std::string& name, at::Tensor out) { return tap(name, std::move(out)); };
-  x = tap("conv1", conv1(x));
-  x = tap("bn1", bn1(x));
-  x = tap("relu", at::relu(x));
-  if (!options_.small_stem) x = tap("maxpool", at::max_pool2d(x, {3, 3}, {2, 2}, {1, 1}));
+  auto runner = [this](const std::string& name, auto&& f) { return run(name, f); };
+  x = run("conv1", [&] { return conv1(x); });
+  x = run("bn1", [&] { return bn1(x); });
+  x = run("relu", [&] { return at::relu(x); });
+  if (!options_.small_stem) x = run("maxpool", [&] { return at::max_pool2d(x, {3, 3}, {2, 2}, {1, 1}); });
   for (size_t s = 0; s < stages_.size(); ++s) {
     const std::string stage_name = "layer" + std::to_string(s + 1);
-    size_t b = 0;
-    for (auto& child : stages_[s]->children()) {
-      const std::string block_name = stage_name + "." + std::to_string(b++);
-      if (observer_) observer_->on_enter(block_name);
-      x = tap(block_name, child->as<BlockImpl>()->forward(x, block_name + ".", tapper));
-    }
-    x = tap(stage_name, x);
+    x = run(stage_name, [&] {
+      size_t b = 0;
+      for (auto& child : stages_[s]->children()) {
+        const std::string block_name = stage_name + "." + std::to_string(b++);
+        x = run(block_name, [&] { return child->as<BlockImpl>()->forward(x, block_name + ".", runner); });
+      }
+      return x;
+    });
   }
-  x = tap("avgpool", at::adaptive_avg_pool2d(x, {1, 1}));
+  x = run("avgpool", [&] { return at::adaptive_avg_pool2d(x, {1, 1}); });
   x = x.flatten(1);
-  return tap("fc", fc(x));
+  return run("fc", [&] { return fc(x); });
 }
 
 std::vector<std::string> model_names() {
@@ -176,18 +184,19 @@ int64_t parameter_count(const torch::nn::Module& model) {
 int64_t forward_macs(const std::string& name, const ModelOptions& options, int64_t image_size) {
   const ResNetSpec& spec = find_spec(name);
   auto out_size = [](int64_t in, int64_t k, int64_t s, int64_t p) { return (in + 2 * p - k) / s + 1; };
+  const int64_t w = options.base_width;
   int64_t h = image_size, macs = 0;
   if (options.small_stem) {
-    macs += options.in_channels * 9 * 64 * h * h;
+    macs += options.in_channels * 9 * w * h * h;
   } else {
     h = out_size(h, 7, 2, 3);
-    macs += options.in_channels * 49 * 64 * h * h;
+    macs += options.in_channels * 49 * w * h * h;
     h = out_size(h, 3, 2, 1);
   }
   const int64_t expansion = spec.bottleneck ? 4 : 1;
-  int64_t inplanes = 64;
+  int64_t inplanes = w;
   for (size_t s = 0; s < spec.layers.size(); ++s) {
-    const int64_t planes = int64_t{64} << s;
+    const int64_t planes = w << s;
     for (int64_t b = 0; b < spec.layers[s]; ++b) {
       const int64_t stride = (s > 0 && b == 0) ? 2 : 1;
       const int64_t o = out_size(h, 3, stride, 1);
@@ -201,7 +210,7 @@ int64_t forward_macs(const std::string& name, const ModelOptions& options, int64
       h = o;
     }
   }
-  return macs + 512 * expansion * options.num_classes;
+  return macs + w * 8 * expansion * options.num_classes;
 }
 
 void to_channels_last(torch::nn::Module& model) {

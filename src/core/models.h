@@ -28,8 +28,13 @@ struct ModelOptions {
   bool small_stem = false;          // 3x3 stride-1 conv, no max-pool: for 28-64 px inputs
   bool zero_init_residual = false;  // last BN of each block starts at zero
   int64_t in_channels = 3;
+  // Channels of the first stage (torchvision: 64). Narrower nets train fast on CPUs; any value
+  // other than 64 has no torchvision counterpart.
+  int64_t base_width = 64;
 };
 
+// Every named module is bracketed by on_enter / on_exit, nested (a block's leaves run between the
+// block's enter and exit); ReLU is one module called several times per block, as in torchvision.
 class ForwardObserver {
  public:
   virtual ~ForwardObserver() = default;
@@ -53,8 +58,8 @@ class ResNetImpl : public torch::nn::Module {
   const ModelOptions& options() const { return options_; }
 
  private:
-  at::Tensor block_forward(const std::string& name, torch::nn::Module& block, at::Tensor x);
-  at::Tensor tap(const std::string& name, at::Tensor out);
+  template <typename F>
+  at::Tensor run(const std::string& name, F&& f);
 
   ResNetSpec spec_;
   ModelOptions options_;

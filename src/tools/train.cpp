@@ -59,7 +59,6 @@ void validate_config(const TrainConfig& c) {
   if (c.steps < 1) throw std::invalid_argument("--steps must be >= 1");
   if (c.warmup_steps < 0 || c.warmup_steps >= c.steps)
     throw std::invalid_argument("--warmup-steps must be >= 0 and less than --steps (" + std::to_string(c.steps) + ")");
-  if (c.lr < 0) throw std::invalid_argument("--lr must be >= 0");
   if (c.label_smoothing < 0 || c.label_smoothing >= 1) throw std::invalid_argument("--label-smoothing must be in [0, 1)");
   if (c.clip_grad_norm < 0) throw std::invalid_argument("--clip-grad-norm must be >= 0");
   if (c.threads < 0) throw std::invalid_argument("--threads must be >= 0");
@@ -74,8 +73,14 @@ void validate_config(const TrainConfig& c) {
   (void)core::model_names();
 }
 
-TrainResult run_training(const TrainConfig& c, const TrainHooks& hooks) {
-  validate_config(c);
+double effective_lr(const TrainConfig& c) {
+  return c.lr >= 0 ? c.lr : 0.1 * static_cast<double>(c.batch_size) / 256.0;
+}
+
+TrainResult run_training(const TrainConfig& config, const TrainHooks& hooks) {
+  validate_config(config);
+  TrainConfig c = config;
+  c.lr = effective_lr(config);
   std::ostream& msg = hooks.messages ? *hooks.messages : std::cerr;
   core::load_backend_libraries(c.backend_libs);
   if (c.threads > 0) at::set_num_threads(c.threads);
@@ -97,6 +102,7 @@ TrainResult run_training(const TrainConfig& c, const TrainHooks& hooks) {
   core::ModelOptions mo;
   mo.num_classes = c.num_classes;
   mo.small_stem = c.small_stem;
+  mo.base_width = c.base_width;
   mo.zero_init_residual = c.zero_init_residual;
   auto model = core::create_model(c.model, mo);
   if (!c.weights_in.empty()) core::load_weights(*model, c.weights_in);

@@ -33,6 +33,9 @@ struct TrainHooks {
 
 TrainResult run_training(const TrainConfig& config, const TrainHooks& hooks = {});
 
+// The learning rate a run uses: --lr, or 0.1 x batch / 256 when it is not set.
+double effective_lr(const TrainConfig& config);
+
 // Validates a configuration without running it (flag combinations, names, ranges).
 void validate_config(const TrainConfig& config);
 

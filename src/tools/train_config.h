@@ -17,6 +17,7 @@ struct TrainConfig {
   std::string model = "resnet50";
   int64_t num_classes = 1000;
   bool small_stem = false;
+  int64_t base_width = 64;
   bool zero_init_residual = false;
   std::string weights_in;
   std::string weights_out;
@@ -36,7 +37,7 @@ struct TrainConfig {
   // optimisation
   std::string optimizer = "sgd";
   std::string optimizer_kernels = "auto";  // auto | fused | foreach
-  double lr = 0.1;
+  double lr = -1;  // < 0: 0.1 x batch_size / 256 (the linear scaling rule)
   double momentum = 0.9;
   bool nesterov = false;
   double weight_decay = 1e-4;

@@ -106,3 +106,24 @@ TEST(Cli, DoctorReportsAndFailsOnAMissingDevice) {
   EXPECT_NE(lib.output.find("/nonexistent/libtorch_npu.so"), std::string::npos);
 }
 #endif
+
+#ifdef CROSSTRAIN_CLI_WITH_TORCH
+TEST(Cli, BackendLibRegistersItsDeviceName) {
+  const std::string lib = FAKE_BACKEND_LIB;
+  auto doc = run_command(binary() + " doctor --python '' --json - --backend-lib " + lib, false);
+  ASSERT_EQ(doc.exit_code, 0) << doc.output;
+  auto j = nlohmann::json::parse(doc.output);
+  bool found = false;
+  for (const auto& c : j["checks"])
+    if (c["name"] == "PrivateUse1 backend") found = c["value"] == "fakenpu";
+  EXPECT_TRUE(found) << doc.output;
+  // Without the library the name is unknown (a usage error) ...
+  auto unknown = run_command(binary() + " train --device fakenpu:0");
+  EXPECT_EQ(unknown.exit_code, 2);
+  EXPECT_NE(unknown.output.find("unknown device"), std::string::npos);
+  // ... with it the device parses; this stand-in has no kernels, so the run fails at run time.
+  auto known = run_command(binary() + " train --backend-lib " + lib + kTiny + " --device fakenpu:0");
+  EXPECT_NE(known.exit_code, 0);
+  EXPECT_EQ(known.output.find("unknown device"), std::string::npos) << known.output;
+}
+#endif
