@@ -49,6 +49,20 @@ void add_common_train_flags(CLI::App* cmd, tools::TrainConfig& c) {
   cmd->add_option("--peak-tflops", c.peak_tflops, "Device peak TFLOP/s for utilization %")->group("Reporting");
   cmd->add_flag("--probe-peak", c.probe_peak, "Measure the peak with a short matmul probe")->group("Reporting");
   cmd->add_flag("!--no-progress", c.progress, "No progress line")->group("Reporting");
+  const char* prof = "Profiling";
+  cmd->add_option("--profile", c.profile.dir, "Record a Chrome trace (torch.profiler schema) into DIR")
+      ->type_name("DIR")->group(prof);
+  cmd->add_option("--profile-wait", c.profile.wait, "Steps skipped before each recording cycle")
+      ->capture_default_str()->check(CLI::NonNegativeNumber)->group(prof);
+  cmd->add_option("--profile-warmup", c.profile.warmup, "Steps the profiler warms up on (discarded)")
+      ->capture_default_str()->check(CLI::NonNegativeNumber)->group(prof);
+  cmd->add_option("--profile-active", c.profile.active, "Steps recorded per cycle")
+      ->capture_default_str()->check(CLI::PositiveNumber)->group(prof);
+  cmd->add_option("--profile-repeat", c.profile.repeat, "Cycles (0: until the run ends)")
+      ->capture_default_str()->check(CLI::NonNegativeNumber)->group(prof);
+  cmd->add_option("--profile-recorder", c.profile.recorder,
+                  "auto (Kineto where linked, else portable) | kineto | portable")
+      ->capture_default_str()->check(CLI::IsMember({"auto", "kineto", "portable"}))->group(prof);
   cmd->add_option("--inject-inf-at-step", c.inject_inf_at_step, "Testing: make one gradient inf at this step")
       ->group("");  // hidden
 }

@@ -48,6 +48,7 @@ std::vector<TrainResult> run_bench(const BenchOptions& o, std::ostream* messages
   for (const auto& p : precisions) {
     TrainConfig run = c;
     run.precision = p;
+    if (!run.profile.dir.empty()) run.profile.dir += "/" + p;
     if (messages) *messages << "[bench] " << p << ": " << run.model << ", batch " << run.batch_size << ", "
                             << run.image_size << "px, " << run.steps << " steps on " << run.device << std::endl;
     TrainHooks hooks;

@@ -2,6 +2,7 @@
 
 #include <ATen/Context.h>
 #include <ATen/Parallel.h>
+#include <ATen/record_function.h>
 #include <c10/util/Exception.h>
 #include <torch/nn/functional/loss.h>
 #include <torch/nn/utils/clip_grad.h>
@@ -44,6 +45,24 @@ core::GradScalerOptions scaler_options(const TrainConfig& c, const PrecisionPlan
   return o;
 }
 
+// Fans module events out to several observers (profiler spans, dumps).
+class ObserverList final : public core::ForwardObserver {
+ public:
+  explicit ObserverList(std::vector<core::ForwardObserver*> list) : list_(std::move(list)) {}
+  void on_enter(const std::string& m) override {
+    for (auto* o : list_) o->on_enter(m);
+  }
+  at::Tensor on_exit(const std::string& m, const at::Tensor& out) override {
+    at::Tensor t = out;
+    for (auto it = list_.rbegin(); it != list_.rend(); ++it) t = (*it)->on_exit(m, t);
+    return t;
+  }
+  bool empty() const { return list_.empty(); }
+
+ private:
+  std::vector<core::ForwardObserver*> list_;
+};
+
 [[noreturn]] void rethrow_as_oom(const TrainConfig& c, const std::string& device, const std::string& what) {
   throw std::runtime_error("out of memory on " + device + " with batch size " + std::to_string(c.batch_size) +
                            " (" + c.model + ", " + std::to_string(c.image_size) + "px, " + c.precision +
@@ -70,6 +89,7 @@ void validate_config(const TrainConfig& c) {
   core::schedule_kind_from_name(c.schedule);
   parse_precision(c.precision);
   parse_loss_scale(c.loss_scale);
+  validate_profile_options(c.profile);
   (void)core::model_names();
 }
 
@@ -113,7 +133,15 @@ TrainResult run_training(const TrainConfig& config, const TrainHooks& hooks) {
     model->to(dev.device());
     if (c.channels_last) core::to_channels_last(*model);
     model->train();
-    model->set_observer(hooks.observer);
+    std::unique_ptr<ProfileSession> profiler;
+    std::vector<core::ForwardObserver*> observers = hooks.observers;
+    if (!c.profile.dir.empty()) {
+      profiler = std::make_unique<ProfileSession>(c.profile, dev.name());
+      observers.insert(observers.begin(), profiler->module_observer());
+      r.profile_recorder = profiler->recorder();
+    }
+    ObserverList observer_list(observers);
+    model->set_observer(observer_list.empty() ? nullptr : &observer_list);
 
     std::unique_ptr<core::BatchSource> source;
     if (hooks.make_source) {
@@ -166,29 +194,45 @@ TrainResult run_training(const TrainConfig& config, const TrainHooks& hooks) {
     report::ProgressLine progress(c.progress && report::stderr_is_terminal());
 
     for (int64_t step = 0; step < c.steps; ++step) {
+      if (profiler) profiler->step_begin(step);
       if (hooks.on_step_begin) hooks.on_step_begin(step);
       const auto t0 = Clock::now();
-      core::Batch batch = source->next();
+      core::Batch batch;
+      {
+        RECORD_USER_SCOPE("data_wait");
+        batch = source->next();
+      }
+      const double data_wait_ms = ms_since(t0);
       optimizer.set_lr(schedule.lr(step));
       at::Tensor loss;
       {
+        RECORD_USER_SCOPE("forward");
         core::AutocastGuard autocast(dev.device().type(), plan.autocast_dtype);
         at::Tensor logits = model->forward(batch.images);
         loss = F::cross_entropy(logits.to(at::kFloat), batch.labels, ce);
       }
-      (scaler ? scaler->scale(loss) : loss).backward();
+      {
+        RECORD_USER_SCOPE("backward");
+        (scaler ? scaler->scale(loss) : loss).backward();
+      }
       auto grads = optimizer.gradients();
       if (step == c.inject_inf_at_step && !grads.empty())
         grads.front().fill_(std::numeric_limits<float>::infinity());
       bool stepped = true;
       if (scaler) {
         if (c.clip_grad_norm > 0) {
+          RECORD_USER_SCOPE("scaler_unscale");
           scaler->unscale(grads);
           torch::nn::utils::clip_grad_norm_(model->parameters(), c.clip_grad_norm);
         }
-        stepped = scaler->step(grads, [&] { optimizer.step(); });
+        {
+          RECORD_USER_SCOPE("optimizer_step");
+          stepped = scaler->step(grads, [&] { optimizer.step(); });
+        }
+        RECORD_USER_SCOPE("scaler_update");
         scaler->update();
       } else {
+        RECORD_USER_SCOPE("optimizer_step");
         if (c.clip_grad_norm > 0) torch::nn::utils::clip_grad_norm_(model->parameters(), c.clip_grad_norm);
         optimizer.step();
       }
@@ -200,6 +244,7 @@ TrainResult run_training(const TrainConfig& config, const TrainHooks& hooks) {
       rec.loss = loss_value;
       rec.lr = optimizer.lr();
       rec.step_ms = ms_since(t0);
+      rec.data_wait_ms = data_wait_ms;
       rec.skipped = !stepped;
       if (scaler) rec.loss_scale = scaler->current_scale();
       r.steps.push_back(rec);
@@ -213,6 +258,7 @@ TrainResult run_training(const TrainConfig& config, const TrainHooks& hooks) {
         j["loss_scale"] = rec.loss_scale ? nlohmann::json(*rec.loss_scale) : nlohmann::json(nullptr);
         log << j.dump() << "\n" << std::flush;
       }
+      if (profiler) profiler->step_end(step);
       if (hooks.on_step_end) hooks.on_step_end(rec);
       progress.update("step " + std::to_string(step + 1) + "/" + std::to_string(c.steps) + "  loss " +
                       report::format_fixed(loss_value, 4) + "  " + report::format_ms(rec.step_ms));
@@ -223,6 +269,10 @@ TrainResult run_training(const TrainConfig& config, const TrainHooks& hooks) {
       r.final_loss_scale = scaler->current_scale();
     }
     model->set_observer(nullptr);
+    if (profiler) {
+      profiler->finish();
+      r.profile_traces = profiler->traces_written();
+    }
     if (!c.weights_out.empty()) core::save_weights(*model, c.weights_out);
   } catch (const c10::OutOfMemoryError& e) {
     rethrow_as_oom(c, dev.name(), e.what());
@@ -241,14 +291,20 @@ TrainResult run_training(const TrainConfig& config, const TrainHooks& hooks) {
   if (dev.is_cpu()) r.peak_rss_bytes = core::process_peak_rss_bytes();
   r.first_step_ms = r.steps.front().step_ms;
   std::vector<double> measured;
+  double wait_total = 0;
   for (const auto& s : r.steps)
-    if (s.step >= c.warmup_steps) measured.push_back(s.step_ms);
+    if (s.step >= c.warmup_steps) {
+      measured.push_back(s.step_ms);
+      wait_total += s.data_wait_ms;
+    }
   const auto stats = core::summarize_step_times(measured);
   r.measured_steps = static_cast<int64_t>(measured.size());
   r.batch_time_ms_median = stats.median_ms;
   r.batch_time_ms_p90 = stats.p90_ms;
   r.throughput_img_s = stats.total_ms > 0 ? static_cast<double>(c.batch_size * r.measured_steps) / (stats.total_ms / 1e3) : 0;
   r.final_loss = r.steps.back().loss;
+  if (!measured.empty()) r.data_wait_ms_mean = wait_total / static_cast<double>(measured.size());
+  if (stats.total_ms > 0) r.data_wait_share = wait_total / stats.total_ms;
   // Training costs about three forward passes (forward, and backward for inputs and weights).
   r.achieved_tflops = 3.0 * r.gflops_per_image * r.throughput_img_s / 1e3;
   r.peak_tflops = c.peak_tflops;

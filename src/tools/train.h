@@ -10,6 +10,7 @@
 #include <functional>
 #include <memory>
 #include <ostream>
+#include <vector>
 
 #include "tools/train_config.h"
 
@@ -24,7 +25,7 @@ namespace crosstrain::tools {
 struct TrainHooks {
   // Replaces the synthetic data when set; called once the device is known.
   std::function<std::unique_ptr<core::BatchSource>(const std::string& device)> make_source;
-  core::ForwardObserver* observer = nullptr;
+  std::vector<core::ForwardObserver*> observers;  // all see every module, in this order
   std::function<void(int64_t step)> on_step_begin;
   std::function<void(const StepRecord&)> on_step_end;
   // Where loss-scaler messages and warnings are printed as they happen (default: stderr).

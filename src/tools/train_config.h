@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "tools/profile/profile_session.h"
+
 namespace crosstrain::tools {
 
 struct TrainConfig {
@@ -53,6 +55,7 @@ struct TrainConfig {
   std::optional<double> peak_tflops;
   bool probe_peak = false;       // measure peak with a short matmul probe
   bool progress = true;          // progress line (only on a terminal)
+  ProfileOptions profile;        // --profile DIR and its schedule
   // testing hooks
   int64_t inject_inf_at_step = -1;  // make one gradient inf at this step (loss-scaler tests)
 };
@@ -63,6 +66,7 @@ struct StepRecord {
   double lr = 0;
   std::optional<double> loss_scale;
   double step_ms = 0;
+  double data_wait_ms = 0;      // time spent waiting for the batch
   bool skipped = false;
 };
 
@@ -87,6 +91,10 @@ struct TrainResult {
   int64_t skipped_steps = 0;
   std::optional<double> final_loss_scale;
   double final_loss = 0;
+  double data_wait_ms_mean = 0;     // over measured steps
+  double data_wait_share = 0;       // data wait / step time, measured steps
+  std::string profile_recorder;     // "kineto" | "portable" when --profile ran
+  std::vector<std::string> profile_traces;
   bool fused_optimizer = false;
   bool fused_scaler = false;
   std::vector<std::string> messages;           // loss-scaler and other log lines, in order

@@ -30,7 +30,7 @@ nlohmann::json train_result_to_json(const TrainResult& r) {
   nlohmann::json steps = nlohmann::json::array();
   for (const auto& s : r.steps)
     steps.push_back({{"step", s.step}, {"loss", s.loss}, {"lr", s.lr}, {"loss_scale", opt(s.loss_scale)},
-                     {"step_ms", s.step_ms}, {"skipped", s.skipped}});
+                     {"step_ms", s.step_ms}, {"data_wait_ms", s.data_wait_ms}, {"skipped", s.skipped}});
   const auto& c = r.config;
   return {
       {"precision", r.precision},
@@ -55,6 +55,10 @@ nlohmann::json train_result_to_json(const TrainResult& r) {
       {"peak_tflops", opt(r.peak_tflops)},
       {"utilization", opt(r.utilization)},
       {"final_loss", r.final_loss},
+      {"data_wait_ms_mean", r.data_wait_ms_mean},
+      {"data_wait_share", r.data_wait_share},
+      {"profile_recorder", r.profile_recorder},
+      {"profile_traces", r.profile_traces},
       {"skipped_steps", r.skipped_steps},
       {"final_loss_scale", opt(r.final_loss_scale)},
       {"fused_optimizer", r.fused_optimizer},
@@ -78,6 +82,8 @@ std::string render_train_summary(const TrainResult& r) {
   t.add_row({"batch time median / p90",
              report::format_ms(r.batch_time_ms_median) + " / " + report::format_ms(r.batch_time_ms_p90)});
   t.add_row({"first step", report::format_ms(r.first_step_ms)});
+  t.add_row({"data wait", report::format_ms(r.data_wait_ms_mean) + " per step (" +
+                              report::format_percent(r.data_wait_share) + " of step time)"});
   t.add_row({"peak memory", report::format_bytes(r.peak_memory_bytes) +
                                 (r.peak_rss_bytes ? " (process RSS " + report::format_bytes(r.peak_rss_bytes) + ")" : "")});
   t.add_row({"achieved", report::format_fixed(r.achieved_tflops, 3) + " TFLOP/s" +
@@ -88,6 +94,7 @@ std::string render_train_summary(const TrainResult& r) {
   if (r.final_loss_scale)
     t.add_row({"loss scale", report::format_fixed(*r.final_loss_scale, 1) + " (" + std::to_string(r.skipped_steps) +
                                  " skipped steps)"});
+  for (const auto& trace : r.profile_traces) t.add_row({"profile (" + r.profile_recorder + ")", trace});
   return t.render();
 }
 
