@@ -13,7 +13,6 @@ namespace {
 
 constexpr size_t kChunk = 2048;
 constexpr size_t kParallelMin = size_t{1} << 20;  // below this, thread start-up is not worth it
-constexpr double kTiny = 1e-300;
 
 struct Partial {
   double dot = 0, norm_a = 0, norm_b = 0, sq_err = 0, max_abs = 0, max_rel = 0;
@@ -46,8 +45,9 @@ struct Partial {
       nb += y * y;
       se += err * err;
       ma = std::max(ma, err);
-      // err == 0 gives 0 even where a == 0; err > 0 with a == 0 gives a huge ratio, as it should.
-      mr = std::max(mr, err / std::max(ref, kTiny));
+      // Where a == 0 a ratio means nothing (it would be err / 0): such elements are left out of
+      // the max but never count as "under 1e-3" below unless b == 0 too.
+      mr = std::max(mr, ref > 0.0 ? err / ref : 0.0);
       u3 += (err < 1e-3 * ref || err == 0.0) ? 1.0 : 0.0;
       u5 += (err < 5e-3 * ref || err == 0.0) ? 1.0 : 0.0;
     }

@@ -20,7 +20,7 @@ struct TensorMetrics {
   int64_t nonfinite_mismatched = 0;
   double cosine = 1.0;             // 1 when both sides are all zero; 0 when exactly one is
   double max_abs_error = 0.0;
-  double max_rel_error = 0.0;      // |a-b| / |a|; 0 where a == b; huge where a == 0 != b
+  double max_rel_error = 0.0;      // max |a-b| / |a| over elements with a != 0
   double rmse = 0.0;
   double share_rel_1e3 = 1.0;      // share of finite pairs with relative error under 1e-3
   double share_rel_5e3 = 1.0;      // ... under 5e-3

@@ -1,8 +1,9 @@
 #pragma once
 // Pass / warn / error for one compared tensor, with thresholds chosen by the lower precision of
 // the two sides (docs/DUMP_FORMAT.md lists them; the rules start from msprobe's):
-//   error  when a NaN/Inf appears on one side only, or cosine < 0.9, or (cosine < 0.99 and
-//          max abs error > error_abs): the classic "this layer is broken" signal;
+//   error  when a NaN/Inf appears on one side only, or cosine < error_cosine, or (cosine <
+//          error_cosine_if_abs and max abs error > error_abs): "this layer is broken"
+//          (float32: 0.9 / 0.99 / 1e-3 as msprobe; looser for 16-bit types);
 //   warn   when cosine < warn_cosine: agreement worse than that precision's rounding explains;
 //   pass   otherwise.
 // Single-element tensors (loss, loss scale) use the relative error instead of the cosine, and
@@ -39,7 +40,7 @@ Verdict tensor_verdict(const TensorMetrics& m, DType effective, std::string* rea
 // near-zero means and minima from blowing the ratio up.
 double stat_relative_error(double a, double b, double scale);
 // Largest relative error over max/min/mean/norm; NaN/Inf presence on one side only is an error.
-Verdict stats_verdict(const TensorStats& a, const TensorStats& b, DType effective, double* worst_rel,
+Verdict stats_verdict(const TensorStats& a, const TensorStats& b, DType effective, double* worst_rel = nullptr,
                       std::string* reason = nullptr);
 
 }  // namespace crosstrain::align
