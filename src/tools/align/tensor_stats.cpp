@@ -18,21 +18,21 @@ struct Accumulator {
   double min = std::numeric_limits<double>::infinity();
   int64_t finite = 0, nan = 0, inf = 0;
 
-  // x must hold n doubles. The fast path assumes every element is finite; a chunk holding any
-  // NaN/Inf (rare) is redone element by element.
-  void add(const double* x, size_t n) {
-    int64_t bad = 0;
-#pragma omp simd reduction(+ : bad)
-    for (size_t i = 0; i < n; ++i) bad += (x[i] - x[i] != 0.0) ? 1 : 0;  // NaN and Inf give NaN
-    if (bad == 0) {
-      double s = 0, q = 0, hi = max, lo = min;
-#pragma omp simd reduction(+ : s, q) reduction(max : hi) reduction(min : lo)
-      for (size_t i = 0; i < n; ++i) {
-        s += x[i];
-        q += x[i] * x[i];
-        hi = std::max(hi, x[i]);
-        lo = std::min(lo, x[i]);
-      }
+  // The fast path assumes every element is finite and commits nothing when one is not (rare);
+  // that chunk is then redone element by element.
+  template <typename T>
+  void add(const T* x, size_t n) {
+    double s = 0, q = 0, hi = max, lo = min, nonfinite = 0;
+#pragma omp simd reduction(+ : s, q, nonfinite) reduction(max : hi) reduction(min : lo)
+    for (size_t i = 0; i < n; ++i) {
+      const double v = static_cast<double>(x[i]);
+      nonfinite += v - v;  // NaN as soon as one element is NaN or Inf
+      s += v;
+      q += v * v;
+      hi = v > hi ? v : hi;
+      lo = v < lo ? v : lo;
+    }
+    if (nonfinite == 0.0) {
       sum += s;
       sumsq += q;
       max = hi;
@@ -41,7 +41,7 @@ struct Accumulator {
       return;
     }
     for (size_t i = 0; i < n; ++i) {
-      double v = x[i];
+      const double v = static_cast<double>(x[i]);
       if (std::isnan(v)) {
         ++nan;
       } else if (std::isinf(v)) {
@@ -66,6 +66,8 @@ TensorStats compute_stats(DType type, const void* data, size_t numel) {
     size_t n = std::min(kChunk, numel - off);
     if (type == DType::Float64) {
       acc.add(static_cast<const double*>(data) + off, n);
+    } else if (type == DType::Float32) {
+      acc.add(static_cast<const float*>(data) + off, n);
     } else {
       decode_to_double(type, data, off, n, buf);
       acc.add(buf, n);
