@@ -13,6 +13,8 @@ namespace {
 
 struct CompareFlags {
   std::string a, b, json_path, csv_path, html_path, precision;
+  double loss_rtol = 0;
+  CLI::Option* loss_rtol_option = nullptr;  // given on the command line?
   align::CompareOptions options;
   align::ConsoleOptions console;
 };
@@ -25,7 +27,10 @@ void run_compare(const CompareFlags& f) {
       throw std::invalid_argument("--precision: expected float64, float32, float16 or bfloat16, got '" + f.precision + "'");
     opt.precision = t;
   }
-  if (!(opt.loss_rtol >= 0)) throw std::invalid_argument("--loss-rtol must be >= 0");
+  if (f.loss_rtol_option && f.loss_rtol_option->count() > 0) {
+    if (!(f.loss_rtol >= 0)) throw std::invalid_argument("--loss-rtol must be >= 0");
+    opt.loss_rtol = f.loss_rtol;
+  }
   report::ProgressLine progress;
   auto result = align::compare_paths(f.a, f.b, opt, [&](size_t done, size_t total) {
     progress.update("comparing " + std::to_string(done) + "/" + std::to_string(total));
@@ -52,8 +57,9 @@ void add_compare_command(CLI::App& app) {
   add_json_option(cmd, flags->json_path);
   cmd->add_option("--csv", flags->csv_path, "Write one CSV row per record to PATH")->type_name("PATH");
   cmd->add_option("--html", flags->html_path, "Write a self-contained HTML report to PATH")->type_name("PATH");
-  cmd->add_option("--loss-rtol", flags->options.loss_rtol, "Tolerated relative loss difference per step")
-      ->capture_default_str();
+  flags->loss_rtol_option = cmd->add_option("--loss-rtol", flags->loss_rtol,
+                  "Tolerated relative loss difference per step (default: 1e-2 for float32 runs, 5e-2 for "
+                  "bfloat16/float16 runs)");
   cmd->add_option("--context", flags->options.context, "Records shown before the first divergence")
       ->capture_default_str();
   cmd->add_option("--threads", flags->options.threads, "Threads per large tensor (0 = all cores)")

@@ -168,7 +168,7 @@ CompareResult compare_paths(const std::string& a, const std::string& b, const Co
     LossLog la = loss_of(a, r, "A"), lb = loss_of(b, r, "B");
     for (const auto& p : la.problems) r.problems.push_back("A: " + p);
     for (const auto& p : lb.problems) r.problems.push_back("B: " + p);
-    r.loss = compare_losses(la, lb, opt.loss_rtol);
+    r.loss = compare_losses(la, lb, opt.loss_rtol.value_or(thresholds_for(opt.precision.value_or(DType::Float32)).loss_rtol));
     finish(r, opt);
     r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     return r;
@@ -236,7 +236,14 @@ CompareResult compare_paths(const std::string& a, const std::string& b, const Co
     if (tc.a && tc.b) compare_pair(tc, da, db, effective_dtype(*tc.a, *tc.b, run_a, run_b, opt), opt, r.bytes_compared);
     if (progress) progress(i + 1, r.tensors.size());
   }
-  if (da.has_loss_log && db.has_loss_log) r.loss = compare_losses(da.loss, db.loss, opt.loss_rtol);
+  if (da.has_loss_log && db.has_loss_log) {
+    DType run = opt.precision.value_or(DType::Float32);
+    if (!opt.precision) {
+      if (run_a) run = lower_precision(run, *run_a);
+      if (run_b) run = lower_precision(run, *run_b);
+    }
+    r.loss = compare_losses(da.loss, db.loss, opt.loss_rtol.value_or(thresholds_for(run).loss_rtol));
+  }
   finish(r, opt);
   r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   return r;

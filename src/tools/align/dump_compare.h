@@ -39,7 +39,9 @@ struct TensorComparison {
 };
 
 struct CompareOptions {
-  double loss_rtol = 1e-2;        // loss curves: tolerated relative difference per step
+  // Loss curves: tolerated relative difference per step; unset: by the runs' precision
+  // (1e-2 for float32, 5e-2 for bfloat16/float16; see verdict.cpp).
+  std::optional<double> loss_rtol;
   size_t context = 3;             // records shown before the first divergence
   int threads = 0;                // <= 0: hardware concurrency
   bool stats_only = false;        // compare by statistics even when tensor files exist

@@ -26,6 +26,7 @@ struct Thresholds {
   double warn_cosine;                 // warn below this cosine
   double scalar_warn_rel, scalar_error_rel;  // single-element tensors
   double stat_warn_rel, stat_error_rel;      // stats-only comparison
+  double loss_rtol;                          // loss curves: tolerated relative difference per step
 };
 
 // Thresholds for a comparison whose lower-precision side computes in `t`.
