@@ -12,6 +12,14 @@ namespace crosstrain::align {
 namespace {
 
 constexpr size_t kChunk = 2048;
+
+// The streaming kernels are built twice on x86-64, for AVX2 and for the baseline, and the loader
+// picks one per machine: the same binary runs everywhere and uses 4-wide double math where it can.
+#if defined(__x86_64__) && defined(__GNUC__)
+#define CROSSTRAIN_SIMD_CLONES __attribute__((target_clones("avx2", "default")))
+#else
+#define CROSSTRAIN_SIMD_CLONES
+#endif
 constexpr size_t kParallelMin = size_t{1} << 20;  // below this, thread start-up is not worth it
 
 struct Partial {
@@ -89,27 +97,35 @@ struct Partial {
   }
 };
 
-Partial run_range(DType ta, const void* a, DType tb, const void* b, size_t begin, size_t end) {
-  Partial p;
-  // The common cases read the mapped files directly; every other pair of dtypes is widened to
-  // double a chunk at a time first.
-  if (ta == tb && (ta == DType::Float32 || ta == DType::Float64)) {
-    for (size_t off = begin; off < end; off += kChunk) {
-      const size_t n = std::min(kChunk, end - off);
-      if (ta == DType::Float32)
-        p.add(static_cast<const float*>(a) + off, static_cast<const float*>(b) + off, n);
-      else
-        p.add(static_cast<const double*>(a) + off, static_cast<const double*>(b) + off, n);
-    }
-    return p;
-  }
-  std::vector<double> bufa(kChunk), bufb(kChunk);
+CROSSTRAIN_SIMD_CLONES void stream_f32(const float* a, const float* b, size_t begin, size_t end, Partial& p) {
+  for (size_t off = begin; off < end; off += kChunk) p.add(a + off, b + off, std::min(kChunk, end - off));
+}
+
+CROSSTRAIN_SIMD_CLONES void stream_f64(const double* a, const double* b, size_t begin, size_t end, Partial& p) {
+  for (size_t off = begin; off < end; off += kChunk) p.add(a + off, b + off, std::min(kChunk, end - off));
+}
+
+// Every other pair of dtypes is widened to double a chunk at a time first.
+CROSSTRAIN_SIMD_CLONES void stream_decoded(DType ta, const void* a, DType tb, const void* b, size_t begin, size_t end,
+                                           Partial& p) {
+  double bufa[kChunk], bufb[kChunk];
   for (size_t off = begin; off < end; off += kChunk) {
     const size_t n = std::min(kChunk, end - off);
-    decode_to_double(ta, a, off, n, bufa.data());
-    decode_to_double(tb, b, off, n, bufb.data());
-    p.add(bufa.data(), bufb.data(), n);
+    decode_to_double(ta, a, off, n, bufa);
+    decode_to_double(tb, b, off, n, bufb);
+    p.add(static_cast<const double*>(bufa), static_cast<const double*>(bufb), n);
   }
+}
+
+Partial run_range(DType ta, const void* a, DType tb, const void* b, size_t begin, size_t end) {
+  Partial p;
+  // The common cases read the mapped files in place.
+  if (ta == DType::Float32 && tb == DType::Float32)
+    stream_f32(static_cast<const float*>(a), static_cast<const float*>(b), begin, end, p);
+  else if (ta == DType::Float64 && tb == DType::Float64)
+    stream_f64(static_cast<const double*>(a), static_cast<const double*>(b), begin, end, p);
+  else
+    stream_decoded(ta, a, tb, b, begin, end, p);
   return p;
 }
 

@@ -12,6 +12,13 @@ namespace {
 
 constexpr size_t kChunk = 2048;
 
+// Built for AVX2 and for the baseline on x86-64; the loader picks one per machine.
+#if defined(__x86_64__) && defined(__GNUC__)
+#define CROSSTRAIN_SIMD_CLONES __attribute__((target_clones("avx2", "default")))
+#else
+#define CROSSTRAIN_SIMD_CLONES
+#endif
+
 struct Accumulator {
   double sum = 0, sumsq = 0;
   double max = -std::numeric_limits<double>::infinity();
@@ -57,10 +64,7 @@ struct Accumulator {
   }
 };
 
-}  // namespace
-
-TensorStats compute_stats(DType type, const void* data, size_t numel) {
-  Accumulator acc;
+CROSSTRAIN_SIMD_CLONES void stream_stats(DType type, const void* data, size_t numel, Accumulator& acc) {
   double buf[kChunk];
   for (size_t off = 0; off < numel; off += kChunk) {
     size_t n = std::min(kChunk, numel - off);
@@ -70,9 +74,16 @@ TensorStats compute_stats(DType type, const void* data, size_t numel) {
       acc.add(static_cast<const float*>(data) + off, n);
     } else {
       decode_to_double(type, data, off, n, buf);
-      acc.add(buf, n);
+      acc.add(static_cast<const double*>(buf), n);
     }
   }
+}
+
+}  // namespace
+
+TensorStats compute_stats(DType type, const void* data, size_t numel) {
+  Accumulator acc;
+  stream_stats(type, data, numel, acc);
   TensorStats s;
   s.numel = static_cast<int64_t>(numel);
   s.nan_count = acc.nan;
