@@ -41,6 +41,7 @@ import numpy as np
 FORMAT_NAME = "crosstrain-dump"
 FORMAT_VERSION = 1
 KINDS = ("forward", "grad_output", "param_grad", "param_grad_unscaled", "loss", "loss_scale")
+DUMP_DTYPES = ("float32", "float64", "float16", "bfloat16", "int64", "int32", "uint8", "bool")
 _NUMPY_DTYPES = {
     "float32": np.float32, "float64": np.float64, "float16": np.float16, "int64": np.int64,
     "int32": np.int32, "uint8": np.uint8, "bool": np.bool_,
@@ -189,7 +190,9 @@ class ModelDumper:
             step = self.current
             outs = output if isinstance(output, (tuple, list)) else (output,)
             for i, out in enumerate(outs):
-                if not hasattr(out, "detach"):
+                # Non-tensors and dtypes the format has no name for (int8, complex) are skipped
+                # rather than stopping the user's training run.
+                if not hasattr(out, "detach") or str(out.dtype).replace("torch.", "") not in DUMP_DTYPES:
                     continue
                 label = name if len(outs) == 1 else f"{name}[{i}]"
                 # Written now: in-place ops later in forward (ReLU(inplace=True)) would change it.

@@ -22,9 +22,10 @@ struct CompareFlags {
 void run_compare(const CompareFlags& f) {
   align::CompareOptions opt = f.options;
   if (!f.precision.empty()) {
-    auto t = align::parse_dtype(f.precision);
-    if (!t || !align::dtype_is_float(*t))
-      throw std::invalid_argument("--precision: expected float64, float32, float16 or bfloat16, got '" + f.precision + "'");
+    auto t = align::parse_precision(f.precision);
+    if (!t)
+      throw std::invalid_argument("--precision: expected fp64, fp32, fp16 or bf16 (or float64, ...), got '" +
+                                  f.precision + "'");
     opt.precision = t;
   }
   if (f.loss_rtol_option && f.loss_rtol_option->count() > 0) {
@@ -65,8 +66,8 @@ void add_compare_command(CLI::App& app) {
   cmd->add_option("--threads", flags->options.threads, "Threads per large tensor (0 = all cores)")
       ->capture_default_str();
   cmd->add_option("--precision", flags->precision,
-                  "Compute precision of the runs for thresholds (float32, bfloat16, ...); default: "
-                  "from the dumps");
+                  "Compute precision of both runs, for the thresholds: fp32, bf16, fp16, fp64; default: "
+                  "from the dumps' meta.precision");
   cmd->add_flag("--stats-only", flags->options.stats_only, "Compare statistics even where tensor files exist");
   cmd->add_flag("--allow-missing", flags->options.allow_missing, "Records on one side only do not make runs differ");
   cmd->add_flag("--strict", flags->options.strict, "Warnings make the runs differ");

@@ -20,15 +20,7 @@ namespace {
 // mixed-precision run whose parameter gradients are float32 tensors computed from bf16 activations.
 std::optional<DType> run_precision(const nlohmann::json& meta) {
   if (!meta.is_object() || !meta.contains("precision") || !meta["precision"].is_string()) return std::nullopt;
-  std::string p = meta["precision"].get<std::string>();
-  std::transform(p.begin(), p.end(), p.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  if (p.find("bf16") != std::string::npos || p.find("bfloat16") != std::string::npos) return DType::BFloat16;
-  if (p.find("fp16") != std::string::npos || p.find("float16") != std::string::npos || p == "half")
-    return DType::Float16;
-  if (p.find("fp64") != std::string::npos || p.find("float64") != std::string::npos || p == "double")
-    return DType::Float64;
-  if (p.find("fp32") != std::string::npos || p.find("float32") != std::string::npos) return DType::Float32;
-  return std::nullopt;
+  return parse_precision(meta["precision"].get<std::string>());
 }
 
 DType effective_dtype(const DumpRecord& a, const DumpRecord& b, const std::optional<DType>& run_a,

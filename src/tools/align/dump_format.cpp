@@ -63,6 +63,17 @@ std::optional<DType> parse_dtype(const std::string& s) {
 }
 
 size_t dtype_size(DType t) { return info(t).size; }
+
+std::optional<DType> parse_precision(const std::string& s) {
+  std::string p = s;
+  for (auto& c : p) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  auto has = [&](const char* needle) { return p.find(needle) != std::string::npos; };
+  if (has("bf16") || has("bfloat16")) return DType::BFloat16;
+  if (has("fp16") || has("float16") || p == "half") return DType::Float16;
+  if (has("fp64") || has("float64") || p == "double") return DType::Float64;
+  if (has("fp32") || has("float32") || p == "float") return DType::Float32;
+  return std::nullopt;
+}
 bool dtype_is_float(DType t) {
   return t == DType::Float32 || t == DType::Float64 || t == DType::Float16 || t == DType::BFloat16;
 }

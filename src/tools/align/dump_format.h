@@ -36,6 +36,9 @@ enum class DType { Float32, Float64, Float16, BFloat16, Int64, Int32, UInt8, Boo
 std::string dtype_name(DType t);                 // "float32", "bfloat16", ...
 std::optional<DType> parse_dtype(const std::string& s);
 size_t dtype_size(DType t);
+// A compute precision as runs and users spell it: "fp32", "bf16", "amp_bf16", "float16", "half",
+// "fp64", ... (case-insensitive); nullopt when none is recognised.
+std::optional<DType> parse_precision(const std::string& s);
 bool dtype_is_float(DType t);
 // Digits of precision, used to pick the lower-precision side of a comparison.
 int dtype_precision_rank(DType t);               // float64 > float32 > float16 > bfloat16 > integers

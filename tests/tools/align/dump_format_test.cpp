@@ -23,6 +23,10 @@ TEST(DumpFormat, NamesRoundTrip) {
                   DType::UInt8, DType::Bool})
     EXPECT_EQ(parse_dtype(dtype_name(t)), t);
   EXPECT_FALSE(parse_dtype("complex64").has_value());
+  EXPECT_EQ(parse_precision("AMP_BF16"), DType::BFloat16);
+  EXPECT_EQ(parse_precision("fp16"), DType::Float16);
+  EXPECT_EQ(parse_precision("float32"), DType::Float32);
+  EXPECT_FALSE(parse_precision("int8").has_value());
   EXPECT_EQ(record_name(RecordKind::Forward, "layer3.2.conv2"), "forward/layer3.2.conv2");
   EXPECT_EQ(record_name(RecordKind::ParamGradUnscaled, "fc.weight"), "param_grad_unscaled/fc.weight");
   EXPECT_EQ(record_name(RecordKind::Loss, "ignored"), "loss");
