@@ -4,6 +4,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <vector>
 
 #include "tools/align/dump_reader.h"
@@ -91,4 +92,29 @@ TEST(DumpWriter, RefusesToMixDumpsAndMisuse) {
   float x = 1;
   EXPECT_THROW(closed.write_tensor(0, "a", RecordKind::Forward, DType::Float32, {1}, &x), std::logic_error);
   EXPECT_THROW(closed.open("/proc/crosstrain_cannot_create", DumpMode::Stats), std::runtime_error);
+}
+
+// The index and loss log are an interface (tools/dump_torch.py and other readers parse them):
+// these lines must not change by accident. Keys come out sorted.
+TEST(DumpWriter, GoldenIndexAndLossLines) {
+  TempDir dir("writer");
+  DumpWriter w;
+  w.open(dir.str(), DumpMode::Tensors);
+  std::vector<float> v = {1, -1, 2, -2};
+  w.write_tensor(3, "layer1.0.conv1", RecordKind::Forward, DType::Float32, {2, 2}, v.data());
+  w.log_loss(3, 2.5);
+  w.log_loss(4, -std::numeric_limits<double>::infinity());
+  w.close();
+  auto read = [](const std::string& path) {
+    std::ifstream in(path);
+    return std::string((std::istreambuf_iterator<char>(in)), {});
+  };
+  EXPECT_EQ(read(dir / "index.jsonl"),
+            "{\"format\":\"crosstrain-dump\",\"meta\":{},\"mode\":\"tensors\",\"producer\":\"crosstrain\",\"version\":1}\n"
+            "{\"dtype\":\"float32\",\"file\":\"tensors/step3/000000-forward_layer1.0.conv1.npy\",\"kind\":\"forward\","
+            "\"name\":\"forward/layer1.0.conv1\",\"seq\":0,\"shape\":[2,2],\"stats\":{\"inf_count\":0,\"max\":2.0,"
+            "\"mean\":0.0,\"min\":-2.0,\"nan_count\":0,\"norm\":3.1622776601683795},\"step\":3,"
+            "\"stored_dtype\":\"float32\"}\n");
+  EXPECT_EQ(read(dir / "loss.jsonl"), "{\"loss\":2.5,\"step\":3}\n{\"loss\":\"-inf\",\"step\":4}\n");
+  EXPECT_TRUE(std::filesystem::exists(dir / "tensors/step3/000000-forward_layer1.0.conv1.npy"));
 }
