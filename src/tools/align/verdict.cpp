@@ -31,13 +31,14 @@ std::string verdict_name(Verdict v) {
 
 const Thresholds& thresholds_for(DType t) {
   // Half-precision backward passes compound rounding layer after layer: on identical weights a
-  // bf16-autocast ResNet-18 step gives gradient cosines down to ~0.90 against float32 (measured
-  // with tools/dump_torch.py), so the error bar for 16-bit types sits below that.
+  // bf16-autocast ResNet-18 step gives gradient cosines down to ~0.90 against float32 (batch-norm
+  // parameter gradients, measured with tools/dump_torch.py), so the error bars for 16-bit types
+  // sit below that, with room for CPUs whose bf16 kernels round differently.
   //                          err_cos err_cos_abs err_abs warn_cos scalar warn/err stat warn/err loss
   static const Thresholds f64{0.9, 0.99, 1e-3, 0.9999999, 1e-9, 1e-6, 1e-9, 1e-5, 1e-2};
   static const Thresholds f32{0.9, 0.99, 1e-3, 0.99999, 1e-5, 1e-3, 1e-4, 1e-2, 1e-2};
   static const Thresholds f16{0.85, 0.95, 5e-3, 0.9999, 1e-3, 1e-2, 1e-3, 5e-2, 5e-2};
-  static const Thresholds bf16{0.8, 0.9, 1e-2, 0.999, 1e-2, 5e-2, 1e-2, 1e-1, 5e-2};
+  static const Thresholds bf16{0.8, 0.85, 1e-2, 0.999, 1e-2, 5e-2, 1e-2, 1e-1, 5e-2};
   switch (t) {
     case DType::Float64: return f64;
     case DType::Float16: return f16;
