@@ -13,6 +13,7 @@ As a library, around your own training loop:
             loss = criterion(model(x), y)
             loss.backward()
             dumper.after_backward(loss)  # parameter gradients and the loss
+            # with a GradScaler: scaler.unscale_(optimizer); dumper.after_unscale(scaler.get_scale())
         optimizer.step(); optimizer.zero_grad()
         writer.log_loss(step, loss.item())   # every step
     writer.close()
@@ -210,21 +211,29 @@ class ModelDumper:
 
     @contextlib.contextmanager
     def step(self, step):
+        """Records inside the block belong to `step` (nothing is recorded on unselected steps)."""
         self.current = step if self.selected(step) else None
         try:
             yield self.current is not None
         finally:
-            pass
+            self.current = None
 
-    def after_backward(self, loss, unscaled=False):
-        """Parameter gradients and the loss of the current step (call after loss.backward())."""
+    def _param_grads(self, kind):
+        for name, p in self.model.named_parameters():
+            if p.grad is not None:
+                self.writer.write_tensor(self.current, name, kind, p.grad)
+
+    def after_backward(self, loss):
+        """Parameter gradients (scaled, when a GradScaler runs) and the loss; call after backward."""
         if self.current is not None:
-            kind = "param_grad_unscaled" if unscaled else "param_grad"
-            for name, p in self.model.named_parameters():
-                if p.grad is not None:
-                    self.writer.write_tensor(self.current, name, kind, p.grad)
+            self._param_grads("param_grad")
             self.writer.write_tensor(self.current, "", "loss", loss)
-        self.current = None
+
+    def after_unscale(self, scale):
+        """With a GradScaler: the unscaled gradients and the scale; call after scaler.unscale_(opt)."""
+        if self.current is not None:
+            self._param_grads("param_grad_unscaled")
+            self.writer.write_array(self.current, "", "loss_scale", np.array(float(scale), dtype=np.float32))
 
     def remove(self):
         for h in self._handles:
