@@ -1,0 +1,80 @@
+// `crosstrain compare A B`: two dumps (or loss logs) -> agreement report; exit 0 agree, 1 differ.
+#include <iostream>
+
+#include "cli/command.h"
+#include "report/output.h"
+#include "report/terminal.h"
+#include "tools/align/compare_report.h"
+#include "tools/align/dump_compare.h"
+
+namespace crosstrain::cli {
+
+namespace {
+
+struct CompareFlags {
+  std::string a, b, json_path, csv_path, html_path, precision;
+  double loss_rtol = 0;
+  CLI::Option* loss_rtol_option = nullptr;  // given on the command line?
+  align::CompareOptions options;
+  align::ConsoleOptions console;
+};
+
+void run_compare(const CompareFlags& f) {
+  align::CompareOptions opt = f.options;
+  if (!f.precision.empty()) {
+    auto t = align::parse_precision(f.precision);
+    if (!t)
+      throw std::invalid_argument("--precision: expected fp64, fp32, fp16 or bf16 (or float64, ...), got '" +
+                                  f.precision + "'");
+    opt.precision = t;
+  }
+  if (f.loss_rtol_option && f.loss_rtol_option->count() > 0) {
+    if (!(f.loss_rtol >= 0)) throw std::invalid_argument("--loss-rtol must be >= 0");
+    opt.loss_rtol = f.loss_rtol;
+  }
+  report::ProgressLine progress;
+  auto result = align::compare_paths(f.a, f.b, opt, [&](size_t done, size_t total) {
+    progress.update("comparing " + std::to_string(done) + "/" + std::to_string(total));
+  });
+  progress.clear();
+  if (!f.json_path.empty()) report::write_json(align::compare_to_json(result), f.json_path);
+  if (!f.csv_path.empty()) report::write_file_atomic(f.csv_path, align::compare_to_csv(result));
+  if (!f.html_path.empty()) report::write_file_atomic(f.html_path, align::compare_to_html(result));
+  // With JSON on stdout the human-readable report goes to stderr.
+  (report::json_to_stdout(f.json_path) ? std::cerr : std::cout) << align::render_compare_console(result, f.console);
+  if (!result.agree) throw ExitStatus{1};
+}
+
+}  // namespace
+
+void add_compare_command(CLI::App& app) {
+  auto flags = std::make_shared<CompareFlags>();
+  auto* cmd = app.add_subcommand(
+      "compare",
+      "Compare two dumps (or loss logs) tensor by tensor: metrics, verdicts, the first divergence. "
+      "Exit 0 when the runs agree, 1 when they differ.");
+  cmd->add_option("A", flags->a, "Reference: a dump directory or a loss log")->required();
+  cmd->add_option("B", flags->b, "Candidate: a dump directory or a loss log")->required();
+  add_json_option(cmd, flags->json_path);
+  cmd->add_option("--csv", flags->csv_path, "Write one CSV row per record to PATH")->type_name("PATH");
+  cmd->add_option("--html", flags->html_path, "Write a self-contained HTML report to PATH")->type_name("PATH");
+  flags->loss_rtol_option = cmd->add_option("--loss-rtol", flags->loss_rtol,
+                  "Tolerated relative loss difference per step (default: 1e-2 for float32 runs, 5e-2 for "
+                  "bfloat16/float16 runs)");
+  cmd->add_option("--context", flags->options.context, "Records shown before the first divergence")
+      ->capture_default_str();
+  cmd->add_option("--threads", flags->options.threads, "Threads per large tensor (0 = all cores)")
+      ->capture_default_str();
+  cmd->add_option("--precision", flags->precision,
+                  "Compute precision of both runs, for the thresholds: fp32, bf16, fp16, fp64; default: "
+                  "from the dumps' meta.precision");
+  cmd->add_flag("--stats-only", flags->options.stats_only, "Compare statistics even where tensor files exist");
+  cmd->add_flag("--allow-missing", flags->options.allow_missing, "Records on one side only do not make runs differ");
+  cmd->add_flag("--strict", flags->options.strict, "Warnings make the runs differ");
+  cmd->add_flag("--all", flags->console.all_rows, "Show every record in the terminal table");
+  cmd->add_option("--max-rows", flags->console.max_rows, "Rows in the terminal table of records that did not pass")
+      ->capture_default_str();
+  cmd->callback([flags] { run_compare(*flags); });
+}
+
+}  // namespace crosstrain::cli

@@ -1,0 +1,244 @@
+#include "tools/align/dump_compare.h"
+
+#include <algorithm>
+#include <chrono>
+#include <filesystem>
+#include <map>
+#include <stdexcept>
+#include <unordered_map>
+
+#include "tools/align/dump_reader.h"
+#include "tools/align/npy.h"
+
+namespace fs = std::filesystem;
+
+namespace crosstrain::align {
+
+namespace {
+
+// The compute precision a run declares in its index header (meta.precision), e.g. "bf16" for a
+// mixed-precision run whose parameter gradients are float32 tensors computed from bf16 activations.
+std::optional<DType> run_precision(const nlohmann::json& meta) {
+  if (!meta.is_object() || !meta.contains("precision") || !meta["precision"].is_string()) return std::nullopt;
+  return parse_precision(meta["precision"].get<std::string>());
+}
+
+DType effective_dtype(const DumpRecord& a, const DumpRecord& b, const std::optional<DType>& run_a,
+                      const std::optional<DType>& run_b, const CompareOptions& opt) {
+  DType t = lower_precision(a.dtype, b.dtype);
+  if (!dtype_is_float(t)) return t;
+  if (opt.precision) return lower_precision(t, *opt.precision);
+  if (run_a) t = lower_precision(t, *run_a);
+  if (run_b) t = lower_precision(t, *run_b);
+  return t;
+}
+
+void compare_pair(TensorComparison& tc, const DumpIndex& da, const DumpIndex& db, DType effective,
+                  const CompareOptions& opt, int64_t& bytes) {
+  const DumpRecord& a = *tc.a;
+  const DumpRecord& b = *tc.b;
+  tc.effective_dtype = effective;
+  if (a.shape != b.shape) {
+    tc.status = PairStatus::ShapeMismatch;
+    tc.verdict = Verdict::Error;
+    tc.reason = "shape " + shape_to_string(a.shape) + " vs " + shape_to_string(b.shape);
+    return;
+  }
+  const bool tensors = !opt.stats_only && !a.file.empty() && !b.file.empty();
+  if (!tensors) {
+    tc.method = "stats";
+    double worst = 0;
+    tc.verdict = stats_verdict(a.stats, b.stats, effective, &worst, &tc.reason);
+    tc.stat_rel_error = worst;
+    return;
+  }
+  tc.method = "tensor";
+  auto open_side = [&](const DumpIndex& d, const DumpRecord& r, const char* side, NpyArray& out) {
+    try {
+      out = NpyArray::open((fs::path(d.dir) / r.file).string());
+    } catch (const std::exception& e) {
+      tc.reason = std::string(side) + ": " + e.what();
+      return false;
+    }
+    if (out.dtype() != r.stored_dtype || static_cast<int64_t>(out.numel()) != shape_numel(r.shape)) {
+      tc.reason = std::string(side) + ": " + r.file + " holds " + dtype_name(out.dtype()) + " " +
+                  shape_to_string(out.shape()) + " but the index says " + dtype_name(r.stored_dtype) + " " +
+                  shape_to_string(r.shape);
+      return false;
+    }
+    return true;
+  };
+  NpyArray fa, fb;
+  if (!open_side(da, a, "A", fa) || !open_side(db, b, "B", fb)) {
+    tc.status = PairStatus::Unreadable;
+    tc.verdict = Verdict::Error;
+    return;
+  }
+  tc.metrics = compare_arrays(fa.dtype(), fa.data(), fb.dtype(), fb.data(), fa.numel(), opt.threads);
+  bytes += static_cast<int64_t>(fa.numel() * dtype_size(fa.dtype()) + fb.numel() * dtype_size(fb.dtype()));
+  tc.verdict = tensor_verdict(*tc.metrics, effective, &tc.reason);
+}
+
+void finish(CompareResult& r, const CompareOptions& opt) {
+  for (size_t i = 0; i < r.tensors.size(); ++i) {
+    const auto& t = r.tensors[i];
+    switch (t.status) {
+      case PairStatus::MissingInA: ++r.counts.missing_in_a; continue;
+      case PairStatus::MissingInB: ++r.counts.missing_in_b; continue;
+      case PairStatus::ShapeMismatch: ++r.counts.shape_mismatch; break;
+      case PairStatus::Unreadable: ++r.counts.unreadable; break;
+      case PairStatus::Compared: break;
+    }
+    if (t.verdict == Verdict::Pass) ++r.counts.pass;
+    if (t.verdict == Verdict::Warn) ++r.counts.warn;
+    if (t.verdict == Verdict::Error) ++r.counts.error;
+    if (t.exact()) ++r.counts.exact;
+    if (t.verdict == Verdict::Error && !r.first_divergence) r.first_divergence = i;
+    if (t.verdict == Verdict::Warn && !r.first_warning) r.first_warning = i;
+  }
+  bool agree = r.problems.empty() && r.counts.error == 0;
+  if (!opt.allow_missing && (r.counts.missing_in_a > 0 || r.counts.missing_in_b > 0)) agree = false;
+  if (opt.strict && r.counts.warn > 0) agree = false;
+  if (r.loss && !r.loss->within_tolerance()) agree = false;
+  if (r.input == "loss_logs" && r.loss && r.loss->steps.empty()) agree = false;
+  r.agree = agree;
+}
+
+LossLog loss_of(const std::string& path, CompareResult& r, const char* side) {
+  try {
+    if (fs::is_directory(path)) {
+      const fs::path p = fs::path(path) / kLossFile;
+      if (!fs::exists(p)) throw std::runtime_error(path + ": no " + std::string(kLossFile));
+      return read_loss_log(p.string());
+    }
+    return read_loss_log(path);
+  } catch (const std::exception& e) {
+    r.problems.push_back(std::string(side) + ": " + e.what());
+    return {};
+  }
+}
+
+}  // namespace
+
+std::string pair_status_name(PairStatus s) {
+  switch (s) {
+    case PairStatus::Compared: return "compared";
+    case PairStatus::MissingInA: return "missing_in_a";
+    case PairStatus::MissingInB: return "missing_in_b";
+    case PairStatus::ShapeMismatch: return "shape_mismatch";
+    case PairStatus::Unreadable: return "unreadable";
+  }
+  return "unreadable";
+}
+
+std::vector<size_t> CompareResult::divergence_window() const {
+  std::vector<size_t> w;
+  if (!first_divergence) return w;
+  size_t want = context;
+  std::vector<size_t> before;
+  for (size_t i = *first_divergence; i-- > 0 && before.size() < want;)
+    if (tensors[i].status == PairStatus::Compared) before.push_back(i);
+  w.assign(before.rbegin(), before.rend());
+  w.push_back(*first_divergence);
+  return w;
+}
+
+CompareResult compare_paths(const std::string& a, const std::string& b, const CompareOptions& opt,
+                            const CompareProgress& progress) {
+  const auto start = std::chrono::steady_clock::now();
+  for (const auto& p : {a, b}) {
+    std::error_code ec;
+    if (!fs::exists(p, ec)) throw std::invalid_argument("no such file or directory: " + p);
+  }
+  CompareResult r;
+  r.path_a = a;
+  r.path_b = b;
+  r.context = opt.context;
+  const bool dirs = fs::is_directory(a) && fs::is_directory(b);
+  if (!dirs) {
+    r.input = "loss_logs";
+    LossLog la = loss_of(a, r, "A"), lb = loss_of(b, r, "B");
+    for (const auto& p : la.problems) r.problems.push_back("A: " + p);
+    for (const auto& p : lb.problems) r.problems.push_back("B: " + p);
+    r.loss = compare_losses(la, lb, opt.loss_rtol.value_or(thresholds_for(opt.precision.value_or(DType::Float32)).loss_rtol));
+    finish(r, opt);
+    r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    return r;
+  }
+  r.input = "dumps";
+  DumpIndex da, db;
+  bool ok = true;
+  for (auto [path, idx, side] : {std::tuple{&a, &da, "A"}, std::tuple{&b, &db, "B"}}) {
+    try {
+      *idx = read_dump(*path);
+      for (const auto& p : idx->problems) r.problems.push_back(std::string(side) + ": " + p);
+      for (const auto& p : idx->loss.problems) r.problems.push_back(std::string(side) + ": " + p);
+    } catch (const std::exception& e) {
+      r.problems.push_back(std::string(side) + ": " + e.what());
+      ok = false;
+    }
+  }
+  if (!ok) {
+    finish(r, opt);
+    r.agree = false;
+    return r;
+  }
+  // Pair records by (step, name); keep A's execution order, B-only records after their step.
+  std::unordered_map<std::string, size_t> b_by_key;
+  auto key = [](const DumpRecord& rec) { return std::to_string(rec.step) + '\n' + rec.name; };
+  for (size_t i = 0; i < db.records.size(); ++i) b_by_key.emplace(key(db.records[i]), i);
+  std::vector<bool> b_used(db.records.size(), false);
+  std::map<int64_t, std::vector<TensorComparison>> by_step;
+  for (const auto& rec : da.records) {
+    TensorComparison tc;
+    tc.step = rec.step;
+    tc.name = rec.name;
+    tc.kind = rec.kind;
+    tc.a = rec;
+    auto it = b_by_key.find(key(rec));
+    if (it == b_by_key.end()) {
+      tc.status = PairStatus::MissingInB;
+      tc.verdict = Verdict::Error;
+      tc.reason = "only in A";
+    } else {
+      tc.b = db.records[it->second];
+      b_used[it->second] = true;
+    }
+    by_step[rec.step].push_back(std::move(tc));
+  }
+  for (size_t i = 0; i < db.records.size(); ++i) {
+    if (b_used[i]) continue;
+    const auto& rec = db.records[i];
+    TensorComparison tc;
+    tc.step = rec.step;
+    tc.name = rec.name;
+    tc.kind = rec.kind;
+    tc.b = rec;
+    tc.status = PairStatus::MissingInA;
+    tc.verdict = Verdict::Error;
+    tc.reason = "only in B";
+    by_step[rec.step].push_back(std::move(tc));
+  }
+  for (auto& [step, list] : by_step)
+    for (auto& tc : list) r.tensors.push_back(std::move(tc));
+
+  const auto run_a = run_precision(da.meta), run_b = run_precision(db.meta);
+  for (size_t i = 0; i < r.tensors.size(); ++i) {
+    auto& tc = r.tensors[i];
+    if (tc.a && tc.b) compare_pair(tc, da, db, effective_dtype(*tc.a, *tc.b, run_a, run_b, opt), opt, r.bytes_compared);
+    if (progress) progress(i + 1, r.tensors.size());
+  }
+  if (da.has_loss_log && db.has_loss_log) {
+    DType run = opt.precision.value_or(DType::Float32);
+    if (!opt.precision) {
+      if (run_a) run = lower_precision(run, *run_a);
+      if (run_b) run = lower_precision(run, *run_b);
+    }
+    r.loss = compare_losses(da.loss, db.loss, opt.loss_rtol.value_or(thresholds_for(run).loss_rtol));
+  }
+  finish(r, opt);
+  r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return r;
+}
+
+}  // namespace crosstrain::align

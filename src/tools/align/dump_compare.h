@@ -1,0 +1,82 @@
+#pragma once
+// `crosstrain compare A B`: do two runs agree, and if not, where do they first part?
+//
+// A and B are dump directories (docs/DUMP_FORMAT.md) or loss logs. Records are matched by step and
+// name, then must agree in shape; each matched pair is compared element-wise when both sides have
+// tensor files, else by statistics. Side A is the reference (relative errors divide by A).
+// Bad input (a missing or corrupt .npy, a shape mismatch, a record on one side only) is reported on
+// that record and never stops the comparison; a dump that cannot be read at all becomes a
+// dump-level problem. The result is data only; compare_report.h renders it.
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "tools/align/dump_format.h"
+#include "tools/align/loss_curve.h"
+#include "tools/align/tensor_metrics.h"
+#include "tools/align/verdict.h"
+
+namespace crosstrain::align {
+
+enum class PairStatus { Compared, MissingInA, MissingInB, ShapeMismatch, Unreadable };
+std::string pair_status_name(PairStatus s);  // "compared", "missing_in_a", ...
+
+struct TensorComparison {
+  int64_t step = 0;
+  std::string name;
+  RecordKind kind = RecordKind::Other;
+  std::optional<DumpRecord> a, b;
+  PairStatus status = PairStatus::Compared;
+  std::string method;                     // "tensor" (element-wise) or "stats"
+  DType effective_dtype = DType::Float32; // precision whose thresholds apply
+  std::optional<TensorMetrics> metrics;   // method "tensor"
+  std::optional<double> stat_rel_error;   // method "stats"
+  Verdict verdict = Verdict::Pass;        // Error for every status other than Compared
+  std::string reason;                     // why not pass, or what went wrong
+  bool exact() const { return metrics ? metrics->exact() : false; }
+};
+
+struct CompareOptions {
+  // Loss curves: tolerated relative difference per step; unset: by the runs' precision
+  // (1e-2 for float32, 5e-2 for bfloat16/float16; see verdict.cpp).
+  std::optional<double> loss_rtol;
+  size_t context = 3;             // records shown before the first divergence
+  int threads = 0;                // <= 0: hardware concurrency
+  bool stats_only = false;        // compare by statistics even when tensor files exist
+  bool allow_missing = false;     // records on one side only do not make the runs differ
+  bool strict = false;            // warnings make the runs differ
+  std::optional<DType> precision; // override the compute precision of both runs
+};
+
+struct CompareCounts {
+  int64_t pass = 0, warn = 0, error = 0, exact = 0;
+  int64_t missing_in_a = 0, missing_in_b = 0, shape_mismatch = 0, unreadable = 0;
+};
+
+struct CompareResult {
+  std::string path_a, path_b;
+  std::string input;                     // "dumps" or "loss_logs"
+  std::vector<TensorComparison> tensors; // execution order: step, then A's order, B-only last
+  CompareCounts counts;
+  std::optional<size_t> first_divergence;  // first error (including unreadable/shape mismatch)
+  std::optional<size_t> first_warning;
+  size_t context = 3;
+  std::optional<LossComparison> loss;
+  std::vector<std::string> problems;     // dump-level: unreadable index, bad lines, ...
+  int64_t bytes_compared = 0;            // tensor bytes read, both sides
+  double seconds = 0;
+  bool agree = false;
+  // Indices of the records shown with the first divergence: `context` before it, then itself.
+  std::vector<size_t> divergence_window() const;
+};
+
+using CompareProgress = std::function<void(size_t done, size_t total)>;
+
+// Compares two dump directories, two loss logs, or a dump's loss log with a loss log.
+// Throws std::invalid_argument when a path does not exist.
+CompareResult compare_paths(const std::string& a, const std::string& b, const CompareOptions& options,
+                            const CompareProgress& progress = nullptr);
+
+}  // namespace crosstrain::align

@@ -1,0 +1,31 @@
+#pragma once
+// Reads a dump directory's index (and its loss log) back into records, tolerating damage: a bad
+// record line becomes a problem string and the rest is still read. What cannot be read at all
+// (no directory, no index, a header from a newer format version) throws std::runtime_error with
+// a message that names the path.
+#include <string>
+#include <vector>
+
+#include "tools/align/dump_format.h"
+#include "tools/align/loss_curve.h"
+
+namespace crosstrain::align {
+
+struct DumpIndex {
+  std::string dir;
+  int version = 0;
+  DumpMode mode = DumpMode::Stats;
+  std::string producer;
+  nlohmann::json meta = nlohmann::json::object();
+  std::vector<DumpRecord> records;    // sorted by (step, seq)
+  std::vector<std::string> problems;  // "index.jsonl line 7: ..."
+  bool has_loss_log = false;
+  LossLog loss;
+};
+
+DumpIndex read_dump(const std::string& dir);
+
+// True when `path` is a directory holding index.jsonl.
+bool is_dump_dir(const std::string& path);
+
+}  // namespace crosstrain::align

@@ -1,0 +1,20 @@
+#pragma once
+// Reading tensor elements of any dump dtype as double, a chunk at a time. The compare engine and
+// the statistics work in double whatever the stored type, so that float16/bfloat16/integer data
+// take the same code path as float32, and so that sums over 100M elements stay accurate.
+#include <cstddef>
+#include <cstdint>
+
+#include "tools/align/dump_format.h"
+
+namespace crosstrain::align {
+
+float half_to_float(uint16_t bits);
+float bfloat16_to_float(uint16_t bits);
+uint16_t float_to_half(float f);        // round to nearest even; for tests and tools
+uint16_t float_to_bfloat16(float f);    // round to nearest even; NaN stays NaN
+
+// out[i] = element (offset + i) of `data` (an array of `type`), for i < n.
+void decode_to_double(DType type, const void* data, size_t offset, size_t n, double* out);
+
+}  // namespace crosstrain::align
