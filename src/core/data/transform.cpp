@@ -1,0 +1,276 @@
+#include "core/data/transform.h"
+
+#include <algorithm>
+#include <cfenv>
+#include <cmath>
+#include <stdexcept>
+
+namespace crosstrain::data {
+namespace {
+
+// Python's round(): halves go to the even neighbour (the default floating-point rounding mode).
+int round_half_even(double v) { return static_cast<int>(std::nearbyint(v)); }
+
+// Separable filter taps for one axis, PIL's precompute_coeffs with the bilinear (triangle) filter.
+struct AxisTaps {
+  std::vector<int> start;
+  std::vector<int> count;
+  std::vector<float> weights;  // max_taps per output index
+  int max_taps = 0;
+};
+
+void compute_taps(const ResampleAxis& axis, int out_size, bool flip, AxisTaps& taps) {
+  const double filterscale = std::max(axis.scale, 1.0);
+  const double support = filterscale;  // the triangle filter's support is 1
+  const double inv = 1.0 / filterscale;
+  const int lo = axis.lo, span = axis.hi - axis.lo;
+  taps.max_taps = static_cast<int>(std::ceil(support)) * 2 + 1;
+  taps.start.assign(out_size, lo);
+  taps.count.assign(out_size, 1);
+  taps.weights.assign(static_cast<size_t>(out_size) * taps.max_taps, 0.0f);
+  double w[64];
+  const bool on_stack = taps.max_taps <= 64;
+  std::vector<double> heap(on_stack ? 0 : taps.max_taps);
+  double* ww = on_stack ? w : heap.data();
+  for (int i = 0; i < out_size; ++i) {
+    const double center = axis.offset - lo + (i + 0.5) * axis.scale;  // relative to lo
+    int xmin = static_cast<int>(center - support + 0.5);
+    if (xmin < 0) xmin = 0;
+    int xmax = static_cast<int>(center + support + 0.5);
+    if (xmax > span) xmax = span;
+    int n = std::min(xmax - xmin, taps.max_taps);
+    double total = 0.0;
+    for (int k = 0; k < n; ++k) {
+      double t = std::fabs((k + xmin - center + 0.5) * inv);
+      ww[k] = t < 1.0 ? 1.0 - t : 0.0;
+      total += ww[k];
+    }
+    const int slot = flip ? out_size - 1 - i : i;
+    float* dst = taps.weights.data() + static_cast<size_t>(slot) * taps.max_taps;
+    if (n <= 0 || total <= 0.0) {
+      // Sampling point outside the usable source (only with degenerate boxes): nearest pixel.
+      taps.start[slot] = lo + std::clamp(static_cast<int>(center), 0, std::max(span - 1, 0));
+      taps.count[slot] = 1;
+      dst[0] = 1.0f;
+      continue;
+    }
+    taps.start[slot] = lo + xmin;
+    taps.count[slot] = n;
+    for (int k = 0; k < n; ++k) dst[k] = static_cast<float>(ww[k] / total);
+  }
+}
+
+// Axis in the coordinates of the decoded pixels (which may be a DCT-scaled part of the source).
+ResampleAxis to_view(const ResampleAxis& a, int origin, double scale, int view_size) {
+  ResampleAxis v;
+  v.scale = a.scale * scale;
+  v.offset = (a.offset - origin) * scale;
+  v.lo = std::clamp(static_cast<int>(std::floor((a.lo - origin) * scale + 1e-9)), 0, view_size - 1);
+  v.hi = std::clamp(static_cast<int>(std::ceil((a.hi - origin) * scale - 1e-9)), v.lo + 1, view_size);
+  return v;
+}
+
+struct Scratch {
+  AxisTaps xt, yt;
+  std::vector<float> rows;  // horizontally resampled source rows, out_w * channels each
+  std::vector<float> acc;   // one output row before channel mapping
+};
+
+void horizontal_pass(const PixelView& src, const AxisTaps& xt, int out_w, int y0, int y1, std::vector<float>& rows) {
+  const int c = src.channels;
+  const size_t row_len = static_cast<size_t>(out_w) * c;
+  rows.resize(row_len * (y1 - y0));
+  for (int y = y0; y < y1; ++y) {
+    const uint8_t* in = src.pixels + static_cast<size_t>(y) * src.width * c;
+    float* out = rows.data() + row_len * (y - y0);
+    for (int x = 0; x < out_w; ++x) {
+      const float* w = xt.weights.data() + static_cast<size_t>(x) * xt.max_taps;
+      const uint8_t* p = in + static_cast<size_t>(xt.start[x]) * c;
+      const int n = xt.count[x];
+      if (c == 3) {
+        float r = 0, g = 0, b = 0;
+        for (int k = 0; k < n; ++k, p += 3) {
+          r += w[k] * p[0];
+          g += w[k] * p[1];
+          b += w[k] * p[2];
+        }
+        out[3 * x] = r;
+        out[3 * x + 1] = g;
+        out[3 * x + 2] = b;
+      } else {
+        float v = 0;
+        for (int k = 0; k < n; ++k) v += w[k] * p[k];
+        out[x] = v;
+      }
+    }
+  }
+}
+
+}  // namespace
+
+void TransformSpec::validate() const {
+  if (size < 0) throw std::invalid_argument("transform: size must be >= 0");
+  if (resize < 0) throw std::invalid_argument("transform: resize must be >= 0");
+  if (mode == Mode::Eval && size > 0 && resize > 0 && resize < size)
+    throw std::invalid_argument("transform: resize (" + std::to_string(resize) + ") must be >= size (" +
+                                std::to_string(size) + ")");
+  if (!(scale_min > 0 && scale_min <= scale_max)) throw std::invalid_argument("transform: need 0 < scale_min <= scale_max");
+  if (!(ratio_min > 0 && ratio_min <= ratio_max)) throw std::invalid_argument("transform: need 0 < ratio_min <= ratio_max");
+  if ((mean.size() != 1 && mean.size() != 3) || mean.size() != std.size())
+    throw std::invalid_argument("transform: mean and std need 1 or 3 values each, as many of both");
+  for (float s : std)
+    if (!(s > 0)) throw std::invalid_argument("transform: std values must be > 0");
+  if (channels != 0 && channels != 1 && channels != 3) throw std::invalid_argument("transform: channels must be 0, 1 or 3");
+}
+
+SampleLayout TransformSpec::layout(int source_channels, int source_width, int source_height) const {
+  SampleLayout l;
+  l.channels = channels ? channels : source_channels;
+  l.height = size ? size : source_height;
+  l.width = size ? size : source_width;
+  l.type = output;
+  return l;
+}
+
+CropBox sample_resized_crop(int height, int width, double scale_min, double scale_max, double ratio_min,
+                            double ratio_max, SampleRng& rng) {
+  const double area = static_cast<double>(height) * width;
+  const double log_lo = std::log(ratio_min), log_hi = std::log(ratio_max);
+  for (int attempt = 0; attempt < 10; ++attempt) {
+    const double target_area = area * rng.uniform(scale_min, scale_max);
+    const double aspect = std::exp(rng.uniform(log_lo, log_hi));
+    const int w = round_half_even(std::sqrt(target_area * aspect));
+    const int h = round_half_even(std::sqrt(target_area / aspect));
+    if (0 < w && w <= width && 0 < h && h <= height) {
+      const int top = static_cast<int>(rng.randint(0, height - h + 1));
+      const int left = static_cast<int>(rng.randint(0, width - w + 1));
+      return CropBox{top, left, h, w};
+    }
+  }
+  // torchvision's fallback: the largest central crop with the ratio clamped into range.
+  const double in_ratio = static_cast<double>(width) / height;
+  int w = width, h = height;
+  if (in_ratio < ratio_min) {
+    h = round_half_even(w / ratio_min);
+  } else if (in_ratio > ratio_max) {
+    w = round_half_even(h * ratio_max);
+  }
+  return CropBox{(height - h) / 2, (width - w) / 2, h, w};
+}
+
+SampleGeometry plan_sample_geometry(const TransformSpec& spec, int src_width, int src_height, SampleRng& rng) {
+  if (src_width <= 0 || src_height <= 0) throw DecodeError("image has no pixels");
+  SampleGeometry g;
+  g.out_width = spec.size ? spec.size : src_width;
+  g.out_height = spec.size ? spec.size : src_height;
+  if (spec.mode == TransformSpec::Mode::Train) {
+    const CropBox box = sample_resized_crop(src_height, src_width, spec.scale_min, spec.scale_max, spec.ratio_min,
+                                            spec.ratio_max, rng);
+    g.x = ResampleAxis{static_cast<double>(box.width) / g.out_width, static_cast<double>(box.left), box.left,
+                       box.left + box.width};
+    g.y = ResampleAxis{static_cast<double>(box.height) / g.out_height, static_cast<double>(box.top), box.top,
+                       box.top + box.height};
+    g.flip = spec.hflip && rng.coin();
+    return g;
+  }
+  if (spec.size == 0) {
+    g.x = ResampleAxis{1.0, 0.0, 0, src_width};
+    g.y = ResampleAxis{1.0, 0.0, 0, src_height};
+    return g;
+  }
+  // Resize the shorter side (torchvision truncates the longer one), then center-crop.
+  const int64_t r = spec.resize ? spec.resize : static_cast<int64_t>(spec.size) * 256 / 224;
+  int64_t new_w, new_h;
+  if (src_width <= src_height) {
+    new_w = r;
+    new_h = r * src_height / src_width;
+  } else {
+    new_h = r;
+    new_w = r * src_width / src_height;
+  }
+  new_w = std::max<int64_t>(new_w, spec.size);
+  new_h = std::max<int64_t>(new_h, spec.size);
+  const int crop_top = round_half_even((new_h - spec.size) / 2.0);
+  const int crop_left = round_half_even((new_w - spec.size) / 2.0);
+  const double sx = static_cast<double>(src_width) / new_w, sy = static_cast<double>(src_height) / new_h;
+  g.x = ResampleAxis{sx, crop_left * sx, 0, src_width};
+  g.y = ResampleAxis{sy, crop_top * sy, 0, src_height};
+  return g;
+}
+
+PixelView view_of(const Image& image) {
+  return PixelView{image.pixels.data(), image.width, image.height, image.channels, 0, 0, 1.0};
+}
+
+PixelView view_of(const DecodedRegion& region) {
+  const Image& im = region.image;
+  return PixelView{im.pixels.data(), im.width, im.height, im.channels, region.origin_x, region.origin_y, region.scale};
+}
+
+RegionRequest region_for(const SampleGeometry& g, int src_width, int src_height) {
+  auto extent = [](const ResampleAxis& a, int out, int limit, int& from, int& to) {
+    const double support = std::max(a.scale, 1.0);
+    from = std::max({0, a.lo, static_cast<int>(std::floor(a.offset + 0.5 * a.scale - support))});
+    to = std::min({limit, a.hi, static_cast<int>(std::ceil(a.offset + (out - 0.5) * a.scale + support))});
+    if (to <= from) to = std::min(limit, from + 1);
+  };
+  RegionRequest r;
+  extent(g.x, g.out_width, src_width, r.x0, r.x1);
+  extent(g.y, g.out_height, src_height, r.y0, r.y1);
+  r.out_w = g.out_width;
+  r.out_h = g.out_height;
+  return r;
+}
+
+void render_sample(const PixelView& src, const SampleGeometry& g, const TransformSpec& spec, void* dest) {
+  if (src.channels != 1 && src.channels != 3) throw DecodeError("unsupported channel count " + std::to_string(src.channels));
+  if (src.width <= 0 || src.height <= 0) throw DecodeError("image has no pixels");
+  thread_local Scratch s;
+  const int out_w = g.out_width, out_h = g.out_height;
+  compute_taps(to_view(g.x, src.origin_x, src.scale, src.width), out_w, g.flip, s.xt);
+  compute_taps(to_view(g.y, src.origin_y, src.scale, src.height), out_h, false, s.yt);
+  int y0 = src.height, y1 = 0;
+  for (int i = 0; i < out_h; ++i) {
+    y0 = std::min(y0, s.yt.start[i]);
+    y1 = std::max(y1, s.yt.start[i] + s.yt.count[i]);
+  }
+  horizontal_pass(src, s.xt, out_w, y0, y1, s.rows);
+
+  const int cin = src.channels;
+  const int cout = spec.channels ? spec.channels : cin;
+  const size_t row_len = static_cast<size_t>(out_w) * cin;
+  const size_t plane = static_cast<size_t>(out_w) * out_h;
+  // float output = v * a + b with a = 1 / (255 std), b = -mean / std.
+  float a[3], b[3];
+  for (int c = 0; c < 3; ++c) {
+    const size_t k = spec.mean.size() == 3 ? c : 0;
+    a[c] = 1.0f / (255.0f * spec.std[k]);
+    b[c] = -spec.mean[k] / spec.std[k];
+  }
+  s.acc.resize(row_len);
+  for (int y = 0; y < out_h; ++y) {
+    const float* w = s.yt.weights.data() + static_cast<size_t>(y) * s.yt.max_taps;
+    const float* first = s.rows.data() + row_len * (s.yt.start[y] - y0);
+    float* acc = s.acc.data();
+    for (size_t i = 0; i < row_len; ++i) acc[i] = w[0] * first[i];
+    for (int k = 1; k < s.yt.count[y]; ++k) {
+      const float* r = first + row_len * k;
+      const float wk = w[k];
+      for (size_t i = 0; i < row_len; ++i) acc[i] += wk * r[i];
+    }
+    for (int c = 0; c < cout; ++c) {
+      const size_t base = c * plane + static_cast<size_t>(y) * out_w;
+      for (int x = 0; x < out_w; ++x) {
+        float v;
+        if (cin == cout) v = acc[static_cast<size_t>(x) * cin + c];
+        else if (cin == 1) v = acc[x];
+        else v = 0.299f * acc[3 * x] + 0.587f * acc[3 * x + 1] + 0.114f * acc[3 * x + 2];
+        v = std::clamp(v, 0.0f, 255.0f);
+        if (spec.output == SampleType::Float32) static_cast<float*>(dest)[base + x] = v * a[c] + b[c];
+        else static_cast<uint8_t*>(dest)[base + x] = static_cast<uint8_t>(v + 0.5f);
+      }
+    }
+  }
+}
+
+}  // namespace crosstrain::data
