@@ -51,8 +51,8 @@ ImageInfo probe_image(const uint8_t* data, size_t size);
 struct RegionRequest {
   int x0 = 0, y0 = 0, x1 = 0, y1 = 0;
   int out_w = 0, out_h = 0;  // 0 = full resolution wanted
-  // Also decode (cheaply) the rows after the region so that truncated files are always caught,
-  // whatever region is asked for: makes skip-and-count of bad files independent of the crop.
+  // Reject JPEGs without their end-of-image marker, so that a truncated file is caught whatever
+  // region is asked for: skip-and-count of bad files does not depend on the random crop.
   bool verify_whole_file = true;
 };
 

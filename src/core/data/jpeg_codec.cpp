@@ -69,6 +69,16 @@ int dct_scale_numerator(const RegionRequest& r) {
   return 8;
 }
 
+// A complete JPEG ends with EOI (FF D9), possibly followed by padding. Entropy-coded data can
+// never contain FF D9 (an FF there is stuffed as FF 00), so a file cut anywhere after its headers
+// has no EOI in its tail. Cheap (no decoding), and independent of which rows a crop needs.
+bool has_end_of_image_marker(const uint8_t* data, size_t size) {
+  const size_t window = std::min<size_t>(size, 4096);
+  for (size_t i = size - window; i + 1 < size; ++i)
+    if (data[i] == 0xFF && data[i + 1] == 0xD9) return true;
+  return false;
+}
+
 }  // namespace
 
 ImageInfo probe_jpeg(const uint8_t* data, size_t size) {
@@ -89,6 +99,8 @@ ImageInfo probe_jpeg(const uint8_t* data, size_t size) {
 }
 
 DecodedRegion decode_jpeg_region(const uint8_t* data, size_t size, const RegionRequest& request) {
+  if (request.verify_whole_file && !has_end_of_image_marker(data, size))
+    throw DecodeError("JPEG: truncated (no end-of-image marker)");
   DecodedRegion out;  // constructed before setjmp; only its heap buffer is touched afterwards
   jpeg_decompress_struct cinfo;
   JpegErrorManager err;
@@ -140,14 +152,9 @@ DecodedRegion decode_jpeg_region(const uint8_t* data, size_t size, const RegionR
                    static_cast<size_t>(cinfo.output_scanline - sy0) * cw * channels;
     jpeg_read_scanlines(&cinfo, &row, 1);
   }
-  if (request.verify_whole_file) {
-    // Entropy-decodes the rest without IDCT or colour conversion: catches truncation cheaply.
-    if (static_cast<int>(cinfo.output_scanline) < oh)
-      jpeg_skip_scanlines(&cinfo, static_cast<JDIMENSION>(oh) - cinfo.output_scanline);
-    jpeg_finish_decompress(&cinfo);
-  } else {
-    jpeg_abort_decompress(&cinfo);
-  }
+  // The rows below the region are never entropy-decoded (that would double the cost of a
+  // typical crop); a truncated file is caught by the end-of-image check instead.
+  jpeg_abort_decompress(&cinfo);
   jpeg_destroy_decompress(&cinfo);
   // Source coordinates of the decoded pixel grid's origin (exact when m == 8).
   out.scale = m / 8.0;

@@ -59,6 +59,7 @@ struct BatchAllocator {
   std::function<void*(size_t bytes)> allocate;
   std::function<void(void* ptr, size_t bytes)> release;
 };
+// malloc/free with recycling: released buffers are reused for batches of the same size.
 BatchAllocator malloc_batch_allocator();
 
 class Batch {
