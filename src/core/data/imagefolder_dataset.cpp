@@ -99,7 +99,7 @@ class ImageFolderDataset : public Dataset {
       const ImageInfo info = probe_image(bytes.data(), bytes.size());
       if (static_cast<int64_t>(info.width) * info.height > kMaxImagePixels) throw DecodeError("image too large");
       const SampleGeometry g = plan_sample_geometry(transform_, info.width, info.height, rng);
-      const DecodedRegion region = decode_image_region(bytes.data(), bytes.size(), region_for(g, info.width, info.height));
+      const DecodedRegion region = decode_image_region(bytes.data(), bytes.size(), region_for(g, info.width, info.height, transform_.dct_scaling));
       render_sample(view_of(region), g, transform_, dest);
     } catch (const DecodeError& e) {
       throw BadSample(path, e.what());

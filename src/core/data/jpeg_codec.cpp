@@ -130,11 +130,14 @@ DecodedRegion decode_jpeg_region(const uint8_t* data, size_t size, const RegionR
 
   const int ow = static_cast<int>(cinfo.output_width), oh = static_cast<int>(cinfo.output_height);
   const int channels = cinfo.output_components;
-  // Region in decoded coordinates, widened to whole pixels.
-  int sx0 = static_cast<int>(static_cast<int64_t>(r.x0) * m / 8);
-  int sx1 = std::min<int>(ow, static_cast<int>((static_cast<int64_t>(r.x1) * m + 7) / 8));
-  int sy0 = static_cast<int>(static_cast<int64_t>(r.y0) * m / 8);
-  int sy1 = std::min<int>(oh, static_cast<int>((static_cast<int64_t>(r.y1) * m + 7) / 8));
+  // Region in decoded coordinates, widened to whole pixels plus a margin: chroma upsampling
+  // treats the edge of a cropped decode as the image edge, so the outermost decoded pixels can
+  // differ from a full decode; the margin keeps them out of what the caller uses.
+  constexpr int kMargin = 2;
+  int sx0 = std::max(0, static_cast<int>(static_cast<int64_t>(r.x0) * m / 8) - kMargin);
+  int sx1 = std::min<int>(ow, static_cast<int>((static_cast<int64_t>(r.x1) * m + 7) / 8) + kMargin);
+  int sy0 = std::max(0, static_cast<int>(static_cast<int64_t>(r.y0) * m / 8) - kMargin);
+  int sy1 = std::min<int>(oh, static_cast<int>((static_cast<int64_t>(r.y1) * m + 7) / 8) + kMargin);
   if (sx1 <= sx0) sx1 = std::min(ow, sx0 + 1);
   if (sy1 <= sy0) sy1 = std::min(oh, sy0 + 1);
 

@@ -177,28 +177,19 @@ CropBox sample_resized_crop(int height, int width, double scale_min, double scal
   return CropBox{(height - h) / 2, (width - w) / 2, h, w};
 }
 
-SampleGeometry plan_sample_geometry(const TransformSpec& spec, int src_width, int src_height, SampleRng& rng) {
-  if (src_width <= 0 || src_height <= 0) throw DecodeError("image has no pixels");
+SampleGeometry resized_crop_geometry(const CropBox& box, int out_width, int out_height, bool flip) {
   SampleGeometry g;
-  g.out_width = spec.size ? spec.size : src_width;
-  g.out_height = spec.size ? spec.size : src_height;
-  if (spec.mode == TransformSpec::Mode::Train) {
-    const CropBox box = sample_resized_crop(src_height, src_width, spec.scale_min, spec.scale_max, spec.ratio_min,
-                                            spec.ratio_max, rng);
-    g.x = ResampleAxis{static_cast<double>(box.width) / g.out_width, static_cast<double>(box.left), box.left,
-                       box.left + box.width};
-    g.y = ResampleAxis{static_cast<double>(box.height) / g.out_height, static_cast<double>(box.top), box.top,
-                       box.top + box.height};
-    g.flip = spec.hflip && rng.coin();
-    return g;
-  }
-  if (spec.size == 0) {
-    g.x = ResampleAxis{1.0, 0.0, 0, src_width};
-    g.y = ResampleAxis{1.0, 0.0, 0, src_height};
-    return g;
-  }
+  g.out_width = out_width;
+  g.out_height = out_height;
+  g.x = ResampleAxis{static_cast<double>(box.width) / out_width, static_cast<double>(box.left), box.left, box.left + box.width};
+  g.y = ResampleAxis{static_cast<double>(box.height) / out_height, static_cast<double>(box.top), box.top, box.top + box.height};
+  g.flip = flip;
+  return g;
+}
+
+SampleGeometry resize_center_crop_geometry(int src_width, int src_height, int resize, int size) {
   // Resize the shorter side (torchvision truncates the longer one), then center-crop.
-  const int64_t r = spec.resize ? spec.resize : static_cast<int64_t>(spec.size) * 256 / 224;
+  const int64_t r = resize;
   int64_t new_w, new_h;
   if (src_width <= src_height) {
     new_w = r;
@@ -207,14 +198,31 @@ SampleGeometry plan_sample_geometry(const TransformSpec& spec, int src_width, in
     new_h = r;
     new_w = r * src_width / src_height;
   }
-  new_w = std::max<int64_t>(new_w, spec.size);
-  new_h = std::max<int64_t>(new_h, spec.size);
-  const int crop_top = round_half_even((new_h - spec.size) / 2.0);
-  const int crop_left = round_half_even((new_w - spec.size) / 2.0);
+  new_w = std::max<int64_t>(new_w, size);
+  new_h = std::max<int64_t>(new_h, size);
+  const int crop_top = round_half_even((new_h - size) / 2.0);
+  const int crop_left = round_half_even((new_w - size) / 2.0);
   const double sx = static_cast<double>(src_width) / new_w, sy = static_cast<double>(src_height) / new_h;
+  SampleGeometry g;
+  g.out_width = g.out_height = size;
   g.x = ResampleAxis{sx, crop_left * sx, 0, src_width};
   g.y = ResampleAxis{sy, crop_top * sy, 0, src_height};
   return g;
+}
+
+SampleGeometry plan_sample_geometry(const TransformSpec& spec, int src_width, int src_height, SampleRng& rng) {
+  if (src_width <= 0 || src_height <= 0) throw DecodeError("image has no pixels");
+  const int out_w = spec.size ? spec.size : src_width;
+  const int out_h = spec.size ? spec.size : src_height;
+  if (spec.mode == TransformSpec::Mode::Train) {
+    const CropBox box = sample_resized_crop(src_height, src_width, spec.scale_min, spec.scale_max, spec.ratio_min,
+                                            spec.ratio_max, rng);
+    const bool flip = spec.hflip && rng.coin();
+    return resized_crop_geometry(box, out_w, out_h, flip);
+  }
+  if (spec.size == 0) return resized_crop_geometry(CropBox{0, 0, src_height, src_width}, out_w, out_h, false);
+  const int resize = spec.resize ? spec.resize : spec.size * 256 / 224;
+  return resize_center_crop_geometry(src_width, src_height, resize, spec.size);
 }
 
 PixelView view_of(const Image& image) {
@@ -226,7 +234,7 @@ PixelView view_of(const DecodedRegion& region) {
   return PixelView{im.pixels.data(), im.width, im.height, im.channels, region.origin_x, region.origin_y, region.scale};
 }
 
-RegionRequest region_for(const SampleGeometry& g, int src_width, int src_height) {
+RegionRequest region_for(const SampleGeometry& g, int src_width, int src_height, bool allow_dct_scaling) {
   auto extent = [](const ResampleAxis& a, int out, int limit, int& from, int& to) {
     const double support = std::max(a.scale, 1.0);
     from = std::max({0, a.lo, static_cast<int>(std::floor(a.offset + 0.5 * a.scale - support))});
@@ -236,8 +244,8 @@ RegionRequest region_for(const SampleGeometry& g, int src_width, int src_height)
   RegionRequest r;
   extent(g.x, g.out_width, src_width, r.x0, r.x1);
   extent(g.y, g.out_height, src_height, r.y0, r.y1);
-  r.out_w = g.out_width;
-  r.out_h = g.out_height;
+  r.out_w = allow_dct_scaling ? g.out_width : 0;
+  r.out_h = allow_dct_scaling ? g.out_height : 0;
   return r;
 }
 

@@ -49,6 +49,9 @@ struct TransformSpec {
   std::vector<float> std = {0.229f, 0.224f, 0.225f};
   SampleType output = SampleType::Float32;
   int channels = 0;  // 0 = as the source; 3 = gray becomes RGB; 1 = RGB becomes luma (PIL's "L")
+  // JPEG: decode at 1/2, 1/4 or 1/8 resolution (DCT domain) when the output needs at most half
+  // of the crop. Much faster on large photos; not bit-compatible with PIL (see docs/DATA.md).
+  bool dct_scaling = true;
 
   // Throws std::invalid_argument naming the bad field.
   void validate() const;
@@ -81,6 +84,11 @@ struct SampleGeometry {
   bool flip = false;
 };
 
+// torchvision's resized_crop(box, [out_h, out_w]) then optional hflip.
+SampleGeometry resized_crop_geometry(const CropBox& box, int out_width, int out_height, bool flip);
+// torchvision's resize(shorter side = resize) then center_crop(size).
+SampleGeometry resize_center_crop_geometry(int src_width, int src_height, int resize, int size);
+
 // Draws the random parts (train) or computes the fixed ones (eval) for a source of w x h.
 SampleGeometry plan_sample_geometry(const TransformSpec& spec, int src_width, int src_height, SampleRng& rng);
 
@@ -96,8 +104,8 @@ PixelView view_of(const Image& image);
 PixelView view_of(const DecodedRegion& region);
 
 // The part of the source (whole pixels, clamped to the image) that `geometry` reads, as a
-// decoder request.
-RegionRequest region_for(const SampleGeometry& geometry, int src_width, int src_height);
+// decoder request; allow_dct_scaling = false asks for full resolution.
+RegionRequest region_for(const SampleGeometry& geometry, int src_width, int src_height, bool allow_dct_scaling = true);
 
 // The fused pass: writes spec.layout(...) bytes at `dest`. Thread-safe (scratch is per thread).
 void render_sample(const PixelView& source, const SampleGeometry& geometry, const TransformSpec& spec, void* dest);
