@@ -100,20 +100,28 @@ std::unique_ptr<Dataset> open_dataset(const std::string& spec, const DatasetOpti
   return factory(path, options);
 }
 
-std::vector<uint8_t> read_file_bytes(const std::string& path) {
+void read_file_bytes(const std::string& path, std::vector<uint8_t>& bytes) {
   std::FILE* f = std::fopen(path.c_str(), "rb");
   if (!f) throw BadSample(path, std::string("cannot open: ") + std::strerror(errno));
-  std::vector<uint8_t> bytes;
-  uint8_t chunk[1 << 16];
+  // Read in chunks up to EOF rather than trusting a size taken beforehand (files can change).
+  size_t used = 0;
   for (;;) {
-    const size_t n = std::fread(chunk, 1, sizeof(chunk), f);
-    bytes.insert(bytes.end(), chunk, chunk + n);
-    if (n < sizeof(chunk)) break;
+    if (bytes.size() < used + (1 << 16)) bytes.resize(std::max<size_t>(used + (1 << 16), bytes.size() * 2));
+    const size_t want = bytes.size() - used;
+    const size_t n = std::fread(bytes.data() + used, 1, want, f);
+    used += n;
+    if (n < want) break;
   }
   const bool failed = std::ferror(f) != 0;
   const int err = errno;
   std::fclose(f);
+  bytes.resize(used);
   if (failed) throw BadSample(path, std::string("read error: ") + std::strerror(err));
+}
+
+std::vector<uint8_t> read_file_bytes(const std::string& path) {
+  std::vector<uint8_t> bytes;
+  read_file_bytes(path, bytes);
   return bytes;
 }
 

@@ -98,8 +98,10 @@ std::unique_ptr<Dataset> open_idx_dataset(const std::string& path, const Dataset
 std::unique_ptr<Dataset> open_cifar_dataset(const std::string& path, const DatasetOptions& options);
 std::unique_ptr<Dataset> open_imagefolder_dataset(const std::string& path, const DatasetOptions& options);
 
-// Reads a whole file; throws BadSample(path, reason) when it cannot.
+// Reads a whole file; throws BadSample(path, reason) when it cannot. The second form reuses
+// `out`'s capacity.
 std::vector<uint8_t> read_file_bytes(const std::string& path);
+void read_file_bytes(const std::string& path, std::vector<uint8_t>& out);
 
 // Deterministic class-dependent test pattern (gradients, stripes, a disc, mild noise) of w x h,
 // shared by the synthetic dataset and make-imagefolder.

@@ -5,7 +5,7 @@
 namespace crosstrain::data {
 
 ImageInfo probe_jpeg(const uint8_t* data, size_t size);
-DecodedRegion decode_jpeg_region(const uint8_t* data, size_t size, const RegionRequest& request);
+void decode_jpeg_region(const uint8_t* data, size_t size, const RegionRequest& request, DecodedRegion& out);
 
 ImageInfo probe_png(const uint8_t* data, size_t size);
 Image decode_png(const uint8_t* data, size_t size);

@@ -20,17 +20,23 @@ ImageInfo probe_image(const uint8_t* data, size_t size) {
   }
 }
 
-DecodedRegion decode_image_region(const uint8_t* data, size_t size, const RegionRequest& request) {
+void decode_image_region(const uint8_t* data, size_t size, const RegionRequest& request, DecodedRegion& out) {
   switch (sniff_image_format(data, size)) {
-    case ImageFormat::Jpeg: return decode_jpeg_region(data, size, request);
-    case ImageFormat::Png: {
+    case ImageFormat::Jpeg: decode_jpeg_region(data, size, request, out); return;
+    case ImageFormat::Png:
       // libpng has no cheap partial decode; the whole image is the region.
-      DecodedRegion out;
       out.image = decode_png(data, size);
-      return out;
-    }
+      out.origin_x = out.origin_y = 0;
+      out.scale = 1.0;
+      return;
     default: throw DecodeError("not a JPEG or PNG file");
   }
+}
+
+DecodedRegion decode_image_region(const uint8_t* data, size_t size, const RegionRequest& request) {
+  DecodedRegion out;
+  decode_image_region(data, size, request, out);
+  return out;
 }
 
 Image decode_image(const uint8_t* data, size_t size) {

@@ -66,6 +66,9 @@ struct DecodedRegion {
 };
 
 DecodedRegion decode_image_region(const uint8_t* data, size_t size, const RegionRequest& request);
+// The same into `out`, reusing its pixel buffer: no allocation (or page faults) per image once
+// the buffer is large enough. Loader workers keep one per thread.
+void decode_image_region(const uint8_t* data, size_t size, const RegionRequest& request, DecodedRegion& out);
 
 // The whole image at full resolution.
 Image decode_image(const uint8_t* data, size_t size);

@@ -94,12 +94,14 @@ class ImageFolderDataset : public Dataset {
 
   void decode(size_t index, SampleRng& rng, void* dest) const override {
     const std::string& path = paths_.at(index);
-    const std::vector<uint8_t> bytes = read_file_bytes(path);
+    thread_local std::vector<uint8_t> bytes;
+    thread_local DecodedRegion region;
+    read_file_bytes(path, bytes);
     try {
       const ImageInfo info = probe_image(bytes.data(), bytes.size());
       if (static_cast<int64_t>(info.width) * info.height > kMaxImagePixels) throw DecodeError("image too large");
       const SampleGeometry g = plan_sample_geometry(transform_, info.width, info.height, rng);
-      const DecodedRegion region = decode_image_region(bytes.data(), bytes.size(), region_for(g, info.width, info.height, transform_.dct_scaling));
+      decode_image_region(bytes.data(), bytes.size(), region_for(g, info.width, info.height, transform_.dct_scaling), region);
       render_sample(view_of(region), g, transform_, dest);
     } catch (const DecodeError& e) {
       throw BadSample(path, e.what());

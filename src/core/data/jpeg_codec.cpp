@@ -98,10 +98,10 @@ ImageInfo probe_jpeg(const uint8_t* data, size_t size) {
   return info;
 }
 
-DecodedRegion decode_jpeg_region(const uint8_t* data, size_t size, const RegionRequest& request) {
+void decode_jpeg_region(const uint8_t* data, size_t size, const RegionRequest& request, DecodedRegion& out) {
   if (request.verify_whole_file && !has_end_of_image_marker(data, size))
     throw DecodeError("JPEG: truncated (no end-of-image marker)");
-  DecodedRegion out;  // constructed before setjmp; only its heap buffer is touched afterwards
+  // `out` lives in the caller's frame; after setjmp only its fields and heap buffer change.
   jpeg_decompress_struct cinfo;
   JpegErrorManager err;
   install_error_manager(cinfo, err);
@@ -163,7 +163,6 @@ DecodedRegion decode_jpeg_region(const uint8_t* data, size_t size, const RegionR
   out.scale = m / 8.0;
   out.origin_x = static_cast<int>(static_cast<int64_t>(xoff) * 8 / m);
   out.origin_y = static_cast<int>(static_cast<int64_t>(sy0) * 8 / m);
-  return out;
 }
 
 std::vector<uint8_t> encode_jpeg(const Image& image, int quality) {

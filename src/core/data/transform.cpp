@@ -105,13 +105,32 @@ void vertical_pass(const PixelView& src, const AxisTaps& yt, int y, int x0, int 
 }
 
 // Horizontal pass: out[x * 4 + ch] for ch < channels (lane 3 is junk for RGB).
+// RGB runs every output pixel over max_taps taps (the unused ones have weight 0 and read the
+// zeroed padding after the row): a loop count that does not change from pixel to pixel keeps
+// the branch predictor right, which is worth more than the skipped multiplications.
 void horizontal_pass(const float* column, int channels, int x0, const AxisTaps& xt, int out_w, float* out) {
   if (channels == 3) {
-    for (int x = 0; x < out_w; ++x) {
-      const float* w = xt.weights.data() + static_cast<size_t>(x) * xt.max_taps;
+    const int taps = xt.max_taps;
+    int x = 0;
+    // Two output pixels per iteration: two independent add chains hide the add latency.
+    for (; x + 1 < out_w; x += 2) {
+      const float* wa = xt.weights.data() + static_cast<size_t>(x) * taps;
+      const float* wb = wa + taps;
+      const float* pa = column + static_cast<size_t>(xt.start[x] - x0) * 3;
+      const float* pb = column + static_cast<size_t>(xt.start[x + 1] - x0) * 3;
+      Float4 a = load4(pa) * wa[0], b = load4(pb) * wb[0];
+      for (int k = 1; k < taps; ++k) {
+        a += load4(pa + 3 * k) * wa[k];
+        b += load4(pb + 3 * k) * wb[k];
+      }
+      std::memcpy(out + 4 * x, &a, sizeof(a));
+      std::memcpy(out + 4 * x + 4, &b, sizeof(b));
+    }
+    for (; x < out_w; ++x) {
+      const float* w = xt.weights.data() + static_cast<size_t>(x) * taps;
       const float* p = column + static_cast<size_t>(xt.start[x] - x0) * 3;
       Float4 acc = load4(p) * w[0];
-      for (int k = 1; k < xt.count[x]; ++k) acc += load4(p + 3 * k) * w[k];
+      for (int k = 1; k < taps; ++k) acc += load4(p + 3 * k) * w[k];
       std::memcpy(out + 4 * x, &acc, sizeof(acc));
     }
   } else {
@@ -263,8 +282,11 @@ void render_sample(const PixelView& src, const SampleGeometry& g, const Transfor
   }
   const int cin = src.channels;
   const int cout = spec.channels ? spec.channels : cin;
-  // +4: the 4-wide loads of the last RGB pixel read one float past it.
-  s.column.resize(static_cast<size_t>(x1 - x0) * cin + 4);
+  // Padding after the row: the 4-wide loads of the last pixel read one float past it, and RGB
+  // taps run to max_taps; zeros there keep 0-weight taps at 0 (never 0 * NaN).
+  const size_t used = static_cast<size_t>(x1 - x0) * cin;
+  s.column.resize(used + static_cast<size_t>(s.xt.max_taps) * 3 + 4);
+  std::fill(s.column.begin() + static_cast<std::ptrdiff_t>(used), s.column.end(), 0.0f);
   s.pixel.resize(static_cast<size_t>(out_w) * 4);
   const size_t plane = static_cast<size_t>(out_w) * out_h;
   // float output = v * a + b with a = 1 / (255 std), b = -mean / std.
