@@ -6,10 +6,23 @@ Prints one JSON object: {"rows": [{"workers": N, "images": M, "seconds": S, "ima
 """
 import argparse
 import json
+import os
 import time
 
 import torch
 from torchvision import datasets, transforms
+
+
+def cpu_seconds(pids):
+    """utime + stime of live processes, from /proc (workers are not waited for, so
+    RUSAGE_CHILDREN would miss them)."""
+    tick = os.sysconf("SC_CLK_TCK")
+    total = 0.0
+    for pid in pids:
+        with open(f"/proc/{pid}/stat") as f:
+            fields = f.read().rsplit(")", 1)[1].split()
+        total += (int(fields[11]) + int(fields[12])) / tick
+    return total
 
 
 def measure(root, workers, images, batch_size, mode, size, seed):
@@ -31,6 +44,8 @@ def measure(root, workers, images, batch_size, mode, size, seed):
                                          generator=g, persistent_workers=workers > 0, drop_last=False)
     it = iter(loader)
     next(it)
+    pids = [os.getpid()] + [w.pid for w in getattr(it, "_workers", [])]
+    cpu0 = cpu_seconds(pids)
     t0 = time.perf_counter()
     while timed < images:
         try:
@@ -41,8 +56,10 @@ def measure(root, workers, images, batch_size, mode, size, seed):
             continue
         timed += x.shape[0]
     seconds = time.perf_counter() - t0
+    cpu = cpu_seconds(pids) - cpu0
     return {"workers": workers, "images": timed, "seconds": seconds, "images_per_s": timed / seconds,
-            "images_per_s_per_worker": timed / seconds / max(workers, 1)}
+            "images_per_s_per_worker": timed / seconds / max(workers, 1), "cpu_seconds": cpu,
+            "images_per_cpu_s": timed / cpu if cpu > 0 else 0.0}
 
 
 def main():

@@ -27,7 +27,9 @@ nlohmann::json to_json(const data::DataBenchResult& r) {
                     {"images", row.images},
                     {"seconds", row.seconds},
                     {"images_per_s", row.images_per_s},
-                    {"images_per_s_per_worker", row.images_per_s_per_worker}});
+                    {"images_per_s_per_worker", row.images_per_s_per_worker},
+                    {"cpu_seconds", row.cpu_seconds},
+                    {"images_per_cpu_s", row.images_per_cpu_s}});
   nlohmann::json bad = nlohmann::json::array();
   for (const auto& b : r.first_bad) bad.push_back({{"where", b.where}, {"reason", b.reason}});
   return {{"schema_version", report::kJsonSchemaVersion},
@@ -54,10 +56,11 @@ std::string render_console(const data::DataBenchResult& r) {
                     std::to_string(r.layout.channels) + "x" + std::to_string(r.layout.height) + "x" +
                     std::to_string(r.layout.width) + (r.layout.type == data::SampleType::Float32 ? " float32" : " uint8") +
                     ", batch " + std::to_string(r.batch_size) + "\n";
-  report::Table t({"workers", "images", "time", "img/s", "img/s per worker"});
+  report::Table t({"workers", "images", "time", "img/s", "img/s per worker", "CPU time", "img per CPU-s"});
   for (const auto& row : r.rows)
     t.add_row({std::to_string(row.workers), report::format_count(row.images), report::format_ms(row.seconds * 1e3),
-               report::format_fixed(row.images_per_s, 1), report::format_fixed(row.images_per_s_per_worker, 1)});
+               report::format_fixed(row.images_per_s, 1), report::format_fixed(row.images_per_s_per_worker, 1),
+               report::format_ms(row.cpu_seconds * 1e3), report::format_fixed(row.images_per_cpu_s, 1)});
   out += t.render();
   const int64_t bad = r.bad_samples + r.skipped_at_open;
   if (bad > 0) {

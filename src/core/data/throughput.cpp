@@ -1,9 +1,20 @@
 #include "core/data/throughput.h"
 
+#include <sys/resource.h>
+
 #include <algorithm>
 #include <chrono>
 
 namespace crosstrain::data {
+namespace {
+
+double process_cpu_seconds() {
+  rusage u{};
+  getrusage(RUSAGE_SELF, &u);
+  return u.ru_utime.tv_sec + u.ru_stime.tv_sec + (u.ru_utime.tv_usec + u.ru_stime.tv_usec) * 1e-6;
+}
+
+}  // namespace
 
 void DataBenchOptions::validate() const {
   if (workers.empty()) throw std::invalid_argument("data-bench: give at least one worker count");
@@ -50,6 +61,7 @@ DataBenchResult run_data_bench(const DataBenchOptions& options, const std::funct
     auto first = loader.next();
     if (!first) throw std::runtime_error("data-bench: the dataset gives no batch");
     const auto t0 = std::chrono::steady_clock::now();
+    const double cpu0 = process_cpu_seconds();
     int64_t timed = 0;
     while (timed < want) {
       auto batch = loader.next();
@@ -60,6 +72,8 @@ DataBenchResult run_data_bench(const DataBenchOptions& options, const std::funct
       timed += batch->size();
     }
     row.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    row.cpu_seconds = process_cpu_seconds() - cpu0;
+    row.images_per_cpu_s = row.cpu_seconds > 0 ? timed / row.cpu_seconds : 0;
     row.images = timed;
     row.images_per_s = row.seconds > 0 ? timed / row.seconds : 0;
     row.images_per_s_per_worker = row.images_per_s / std::max(workers, 1);

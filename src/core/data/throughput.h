@@ -2,7 +2,7 @@
 // data-bench: decode + augment throughput of a dataset through the Loader, for several worker
 // counts, with no training. Steady state: the clock starts when the first batch arrives, so
 // thread start-up and the first file-cache misses are not counted (the torchvision reference in
-// bench/ measures the same way).
+// bench/ measures the same way). Wall-clock img/s and img per CPU-second are both reported.
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -31,6 +31,10 @@ struct DataBenchRow {
   double seconds = 0;
   double images_per_s = 0;
   double images_per_s_per_worker = 0;  // workers 0 counts as 1 (the consumer's thread)
+  // CPU time of the whole process (workers and consumer) over the timed part: on a shared
+  // machine, images per CPU-second is the per-core cost that wall-clock rates blur.
+  double cpu_seconds = 0;
+  double images_per_cpu_s = 0;
 };
 
 struct DataBenchResult {
