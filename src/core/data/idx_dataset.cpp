@@ -23,8 +23,16 @@ std::vector<uint8_t> gunzip(const std::vector<uint8_t>& in, const std::string& p
   zs.next_in = const_cast<Bytef*>(in.data());
   zs.avail_in = static_cast<uInt>(in.size());
   int rc = Z_OK;
+  // Bound the output: a small hostile .gz must not inflate into all of memory.
+  constexpr size_t kMaxInflated = size_t{4} << 30;
   while (rc != Z_STREAM_END) {
-    if (zs.total_out == out.size()) out.resize(out.size() * 2);
+    if (zs.total_out == out.size()) {
+      if (out.size() >= kMaxInflated) {
+        inflateEnd(&zs);
+        throw std::runtime_error(path + ": inflates to more than 4 GiB; not an IDX file");
+      }
+      out.resize(out.size() * 2);
+    }
     zs.next_out = out.data() + zs.total_out;
     zs.avail_out = static_cast<uInt>(out.size() - zs.total_out);
     rc = inflate(&zs, Z_NO_FLUSH);

@@ -61,13 +61,6 @@ ImageFolderWriteResult write_imagefolder(const ImageFolderWriteOptions& options,
                                          const std::function<void(int64_t, int64_t)>& progress) {
   options.validate();
   const auto start = std::chrono::steady_clock::now();
-  const fs::path root(options.root);
-  for (const char* split : {"train", "val"}) {
-    std::error_code ec;
-    if (fs::exists(root / split, ec) && !options.overwrite)
-      throw std::runtime_error(root.string() + "/" + split + " exists; choose another root or overwrite");
-    if (options.overwrite) fs::remove_all(root / split, ec);
-  }
   const bool synthetic = options.source.rfind("synthetic", 0) == 0;
 
   // One job list over both splits; each job makes and writes one file.
@@ -86,6 +79,9 @@ ImageFolderWriteResult write_imagefolder(const ImageFolderWriteOptions& options,
     splits[0].count = options.train_count ? options.train_count : 1000;
     splits[1].count = options.val_count ? options.val_count : 200;
   } else {
+    if (options.source.rfind("idx:", 0) != 0 && options.source.rfind("cifar:", 0) != 0)
+      throw std::invalid_argument("make-imagefolder: the source must be synthetic, idx:DIR or cifar:DIR, not '" +
+                                  options.source + "'");
     for (int s = 0; s < 2; ++s) {
       DatasetOptions d;
       d.split = s == 0 ? data::Split::Train : data::Split::Val;
@@ -95,12 +91,17 @@ ImageFolderWriteResult write_imagefolder(const ImageFolderWriteOptions& options,
       d.max_samples = s == 0 ? options.train_count : options.val_count;
       splits[s].dataset = open_dataset(options.source, d);
       splits[s].count = static_cast<int64_t>(splits[s].dataset->size());
-      if (splits[s].dataset->kind() == "imagefolder" || splits[s].dataset->kind() == "synthetic")
-        throw std::invalid_argument("make-imagefolder: the source must be synthetic, idx:DIR or cifar:DIR");
     }
     classes = splits[0].dataset->num_classes();
     const SampleLayout l = splits[0].dataset->sample_layout();
     if (!options.width) width = l.width, height = l.height;
+  }
+  const fs::path root(options.root);
+  for (const char* split : {"train", "val"}) {
+    std::error_code ec;
+    if (fs::exists(root / split, ec) && !options.overwrite)
+      throw std::runtime_error(root.string() + "/" + split + " exists; choose another root or overwrite");
+    if (options.overwrite) fs::remove_all(root / split, ec);
   }
   for (auto& s : splits)
     for (int c = 0; c < classes; ++c) fs::create_directories(root / s.name / class_folder(c, classes));
