@@ -8,8 +8,9 @@
 //
 // Resampling is bilinear with antialiasing when shrinking: the triangle filter widened by the
 // shrink factor, as PIL's Image.resize(BILINEAR) and torchvision's tensor resize(antialias=True)
-// do. Against PIL the 0..255 values differ by at most 2 (PIL rounds to 8 bits between its two
-// passes and uses fixed-point weights; we keep floats), see tests/core/data/transform_test.cpp.
+// do. Against PIL the 0..255 values differ by at most 1 (PIL rounds to 8 bits between its two
+// passes and uses fixed-point weights; we keep floats; the tests allow 2), see
+// tests/core/data/transform_test.cpp and docs/DATA.md.
 //
 // Output is planar CHW: float32 normalized ((x/255 - mean) / std) or uint8 (raw, for
 // normalizing on the device with 4x less host-to-device traffic).

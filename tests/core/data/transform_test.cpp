@@ -93,6 +93,8 @@ void expect_close_to_reference(const Rendered& ours, const std::string& out, dou
   EXPECT_LE(tensor.mean, mean_u8) << out;
   // Normalized values: one 8-bit step is 1 / (255 * 0.224) = 0.0175.
   const Diff f = diff(ours.f32, read_raw<float>(out + ".pil.f32"));
+  std::printf("%s: vs PIL max %.0f mean %.3f, vs tensor max %.0f mean %.3f (0..255); normalized max %.4f\n",
+              std::filesystem::path(out).filename().c_str(), pil.max, pil.mean, tensor.max, tensor.mean, f.max);
   EXPECT_LE(f.max, (max_u8 + 0.5) / (255 * 0.224)) << out;
   EXPECT_LE(f.mean, (mean_u8 + 0.5) / (255 * 0.224)) << out;
 }
