@@ -73,8 +73,8 @@ void decode_image_region(const uint8_t* data, size_t size, const RegionRequest& 
 // The whole image at full resolution.
 Image decode_image(const uint8_t* data, size_t size);
 
-// Baseline JPEG, 4:2:0 chroma subsampling for RGB, quality 1..100.
-std::vector<uint8_t> encode_jpeg(const Image& image, int quality);
+// JPEG, 4:2:0 chroma subsampling for RGB, quality 1..100; baseline unless progressive.
+std::vector<uint8_t> encode_jpeg(const Image& image, int quality, bool progressive = false);
 
 // Largest accepted image, in pixels: a hostile header cannot make us allocate without bound.
 constexpr int64_t kMaxImagePixels = int64_t{1} << 28;

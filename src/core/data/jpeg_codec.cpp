@@ -110,6 +110,9 @@ void decode_jpeg_region(const uint8_t* data, size_t size, const RegionRequest& r
     throw DecodeError(std::string("JPEG: ") + err.message);
   }
   jpeg_create_decompress(&cinfo);
+  // Progressive files buffer every coefficient of the image; cap libjpeg's memory so a hostile
+  // header fails with an error (no backing store) instead of exhausting the host.
+  cinfo.mem->max_memory_to_use = 1L << 30;
   jpeg_mem_src(&cinfo, data, static_cast<unsigned long>(size));
   jpeg_read_header(&cinfo, TRUE);
   const int64_t src_w = cinfo.image_width, src_h = cinfo.image_height;
@@ -165,7 +168,7 @@ void decode_jpeg_region(const uint8_t* data, size_t size, const RegionRequest& r
   out.origin_y = static_cast<int>(static_cast<int64_t>(sy0) * 8 / m);
 }
 
-std::vector<uint8_t> encode_jpeg(const Image& image, int quality) {
+std::vector<uint8_t> encode_jpeg(const Image& image, int quality, bool progressive) {
   if (image.channels != 1 && image.channels != 3) throw std::invalid_argument("encode_jpeg: channels must be 1 or 3");
   if (image.width <= 0 || image.height <= 0 ||
       image.pixels.size() != static_cast<size_t>(image.width) * image.height * image.channels)
@@ -189,6 +192,7 @@ std::vector<uint8_t> encode_jpeg(const Image& image, int quality) {
   cinfo.in_color_space = image.channels == 1 ? JCS_GRAYSCALE : JCS_RGB;
   jpeg_set_defaults(&cinfo);
   jpeg_set_quality(&cinfo, std::clamp(quality, 1, 100), TRUE);
+  if (progressive) jpeg_simple_progression(&cinfo);
   jpeg_start_compress(&cinfo, TRUE);
   while (cinfo.next_scanline < cinfo.image_height) {
     JSAMPROW row = const_cast<JSAMPROW>(image.row(static_cast<int>(cinfo.next_scanline)));

@@ -55,8 +55,10 @@ TEST(ImageCodec, PngRoundTripIsExactForRgbAndGray) {
 }
 
 TEST(ImageCodec, RegionDecodeMatchesTheFullDecode) {
+  for (bool progressive : {false, true}) {
+  SCOPED_TRACE(progressive ? "progressive" : "baseline");
   const Image im = textured_image(200, 150, 3, 4);
-  const auto jpeg = encode_jpeg(im, 90);
+  const auto jpeg = encode_jpeg(im, 90, progressive);
   const Image full = decode_image(jpeg.data(), jpeg.size());
   RegionRequest r;
   r.x0 = 37, r.y0 = 21, r.x1 = 150, r.y1 = 120;
@@ -76,6 +78,7 @@ TEST(ImageCodec, RegionDecodeMatchesTheFullDecode) {
         max_diff = std::max(max_diff, std::abs(a - b));
       }
   EXPECT_LE(max_diff, 1);
+  }
 }
 
 TEST(ImageCodec, DctScalingOnlyWhenTheTargetIsAtMostHalf) {
@@ -117,4 +120,30 @@ TEST(ImageCodec, GrayJpegStaysOneChannel) {
   const Image back = decode_image(jpeg.data(), jpeg.size());
   EXPECT_EQ(back.channels, 1);
   EXPECT_LT(mean_abs_diff(back.pixels, im.pixels), 8.0);
+}
+
+TEST(ImageCodec, MutatedFilesNeverCrash) {
+  // Random byte changes and cuts anywhere: every outcome is an image or a DecodeError.
+  const Image im = textured_image(64, 48, 3, 8);
+  const std::vector<std::vector<uint8_t>> originals = {encode_jpeg(im, 85), encode_jpeg(im, 85, true), encode_png(im)};
+  crosstrain::data::SampleRng rng(99);
+  int decoded = 0, rejected = 0;
+  for (const auto& original : originals) {
+    for (int trial = 0; trial < 150; ++trial) {
+      std::vector<uint8_t> bytes = original;
+      const int edits = 1 + static_cast<int>(rng.randint(0, 8));
+      for (int e = 0; e < edits; ++e) bytes[static_cast<size_t>(rng.randint(0, static_cast<int64_t>(bytes.size())))] ^= static_cast<uint8_t>(1 + rng.randint(0, 255));
+      if (rng.coin()) bytes.resize(static_cast<size_t>(rng.randint(1, static_cast<int64_t>(bytes.size()) + 1)));
+      try {
+        RegionRequest r{8, 8, 40, 30, 16, 12};
+        const DecodedRegion d = decode_image_region(bytes.data(), bytes.size(), r);
+        EXPECT_GT(d.image.width, 0);
+        ++decoded;
+      } catch (const DecodeError&) {
+        ++rejected;
+      }
+    }
+  }
+  EXPECT_GT(rejected, 0);
+  EXPECT_EQ(decoded + rejected, 450);
 }
