@@ -17,6 +17,7 @@ struct DataBenchFlags {
   std::string mode;  // default: train for the train split, eval for val
   std::vector<float> mean, std;
   bool uint8 = false;
+  bool no_dct_scaling = false;
   std::string json_path;
 };
 
@@ -80,6 +81,7 @@ void run(DataBenchFlags& f) {
   if (!f.mean.empty()) o.dataset.transform.mean = f.mean;
   if (!f.std.empty()) o.dataset.transform.std = f.std;
   if (f.uint8) o.dataset.transform.output = data::SampleType::UInt8;
+  if (f.no_dct_scaling) o.dataset.transform.dct_scaling = false;
   o.validate();
 
   report::ProgressLine progress(report::stderr_is_terminal());
@@ -107,6 +109,8 @@ void add_data_bench_command(CLI::App& app) {
   cmd->add_option("--mean", flags->mean, "Normalization mean, 1 or 3 values (default ImageNet)")->delimiter(',');
   cmd->add_option("--std", flags->std, "Normalization std, 1 or 3 values (default ImageNet)")->delimiter(',');
   cmd->add_flag("--uint8", flags->uint8, "Emit uint8 samples (normalized later on the device)");
+  cmd->add_flag("--no-dct-scaling", flags->no_dct_scaling,
+                "JPEG: always decode at full resolution (closest to PIL; slower on large images)");
   cmd->add_option("--workers", o.workers, "Worker counts to measure, comma-separated")->delimiter(',')->capture_default_str();
   cmd->add_option("--batch-size", o.batch_size, "Samples per batch")->capture_default_str();
   cmd->add_option("--images", o.images, "Images timed per worker count (0 = the split, at most 4096)");
