@@ -64,12 +64,12 @@ ImageFolderWriteResult write_imagefolder(const ImageFolderWriteOptions& options,
   const bool synthetic = options.source.rfind("synthetic", 0) == 0;
 
   // One job list over both splits; each job makes and writes one file.
-  struct Split {
+  struct SplitJobs {
     std::string name;
     std::unique_ptr<Dataset> dataset;  // null for synthetic
     int64_t count = 0;
   };
-  std::vector<Split> splits(2);
+  std::vector<SplitJobs> splits(2);
   splits[0].name = "train";
   splits[1].name = "val";
   int classes = options.classes;
