@@ -6,6 +6,8 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   app.set_help_all_flag("--help-all", "Help for every command");
   app.set_version_flag("--version", CROSSTRAIN_VERSION);
+  crosstrain::cli::add_make_imagefolder_command(app);
+  crosstrain::cli::add_data_bench_command(app);
 #ifdef CROSSTRAIN_WITH_TORCH
   crosstrain::cli::add_models_command(app);
   crosstrain::cli::add_train_command(app);

@@ -1,0 +1,52 @@
+#!/usr/bin/env bash
+# Input pipeline benchmark: `crosstrain data-bench` against torchvision's ImageFolder + DataLoader
+# (PIL decoding, same transforms, output 224, same worker counts, same timing rule) on one
+# 500x375 JPEG folder written by `crosstrain make-imagefolder`. Rounds alternate the two sides so
+# that load from other processes hits both alike. Prints a Markdown table: wall-clock img/s (per
+# worker = img/s / workers) and images per CPU-second of all the processes/threads involved,
+# the per-core cost that load from other processes on a shared machine does not blur.
+#
+#   bench/input_pipeline.sh            (env: BIN, PY, ROOT, TRAIN, IMAGES, WORKERS, ROUNDS, MODES)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+BIN=${BIN:-build-nt/crosstrain}
+PY=${PY:-.venv/bin/python}
+ROOT=${ROOT:-/tmp/crosstrain_bench_imagefolder}
+TRAIN=${TRAIN:-1000}
+IMAGES=${IMAGES:-1500}
+WORKERS=${WORKERS:-1,2}
+ROUNDS=${ROUNDS:-2}
+MODES=${MODES:-train eval}
+OUT=$(mktemp -d)
+trap 'rm -rf "$OUT"' EXIT
+
+if [ ! -f "$ROOT/complete" ]; then
+  "$BIN" make-imagefolder --out "$ROOT" --train "$TRAIN" --val 200 --size 500x375 --quality 90 --overwrite
+  touch "$ROOT/complete"
+fi
+# Warm the page cache so neither side pays for the first disk reads.
+cat "$ROOT"/train/*/*.jpg > /dev/null
+
+for mode in $MODES; do
+  for round in $(seq 1 "$ROUNDS"); do
+    "$BIN" data-bench --data "imagefolder:$ROOT" --mode "$mode" --size 224 --workers "$WORKERS" \
+      --images "$IMAGES" --batch-size 64 --json "$OUT/ct_${mode}_${round}.json" > /dev/null
+    "$PY" bench/torchvision_imagefolder.py "$ROOT/train" --mode "$mode" --size 224 --workers "$WORKERS" \
+      --images "$IMAGES" --batch-size 64 > "$OUT/tv_${mode}_${round}.json"
+  done
+done
+
+"$PY" - "$OUT" "$ROUNDS" "$MODES" <<'PYEOF'
+import json, sys
+out, rounds, modes = sys.argv[1], int(sys.argv[2]), sys.argv[3].split()
+print("| transform | workers | round | crosstrain img/s | torchvision img/s | wall ratio | crosstrain img/CPU-s | torchvision img/CPU-s | CPU ratio |")
+print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+for mode in modes:
+    for r in range(1, rounds + 1):
+        ct = json.load(open(f"{out}/ct_{mode}_{r}.json"))["rows"]
+        tv = json.load(open(f"{out}/tv_{mode}_{r}.json"))["rows"]
+        for a, b in zip(ct, tv):
+            print(f"| {mode} | {a['workers']} | {r} | {a['images_per_s']:.0f} | {b['images_per_s']:.0f} | "
+                  f"{a['images_per_s'] / b['images_per_s']:.2f}x | {a['images_per_cpu_s']:.0f} | "
+                  f"{b['images_per_cpu_s']:.0f} | {a['images_per_cpu_s'] / b['images_per_cpu_s']:.2f}x |")
+PYEOF

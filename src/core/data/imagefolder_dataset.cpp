@@ -1,0 +1,136 @@
+// torchvision's ImageFolder layout: ROOT/<class>/**/<file>.{jpg,jpeg,png}, classes sorted by
+// folder name, files sorted by path. Files are only listed when the dataset is opened; they are
+// read and decoded by decode(), so a bad file is found (and skipped or reported) when it is used.
+#include <algorithm>
+#include <filesystem>
+
+#include "core/data/fixed_size_dataset.h"
+
+namespace crosstrain::data {
+namespace {
+
+namespace fs = std::filesystem;
+
+bool is_dir(const fs::path& p) {
+  std::error_code ec;
+  return fs::is_directory(p, ec);
+}
+
+bool has_image_extension(const fs::path& p) {
+  std::string ext = p.extension().string();
+  std::transform(ext.begin(), ext.end(), ext.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return ext == ".jpg" || ext == ".jpeg" || ext == ".png";
+}
+
+std::vector<std::string> list_classes(const fs::path& root) {
+  std::vector<std::string> classes;
+  std::error_code ec;
+  for (fs::directory_iterator it(root, ec), end; !ec && it != end; it.increment(ec))
+    if (is_dir(it->path())) classes.push_back(it->path().filename().string());
+  if (ec) throw std::runtime_error("imagefolder dataset: cannot list " + root.string() + ": " + ec.message());
+  std::sort(classes.begin(), classes.end());
+  return classes;
+}
+
+class ImageFolderDataset : public Dataset {
+ public:
+  ImageFolderDataset(const fs::path& class_root, const fs::path& sample_root, const DatasetOptions& options)
+      : root_(sample_root.string()), transform_(options.transform) {
+    transform_.validate();
+    if (transform_.size == 0) throw std::invalid_argument("imagefolder dataset: the transform needs an output size (size > 0)");
+    classes_ = list_classes(class_root);
+    if (classes_.empty()) throw std::runtime_error("imagefolder dataset: no class folders in " + class_root.string());
+    for (size_t label = 0; label < classes_.size(); ++label) {
+      const fs::path dir = sample_root / classes_[label];
+      std::vector<std::string> found;
+      std::error_code ec;
+      if (is_dir(dir)) {
+        auto opts = fs::directory_options::follow_directory_symlink | fs::directory_options::skip_permission_denied;
+        for (fs::recursive_directory_iterator it(dir, opts, ec), end; !ec && it != end; it.increment(ec)) {
+          std::error_code fec;
+          if (has_image_extension(it->path()) && !fs::is_directory(it->path(), fec)) found.push_back(it->path().string());
+        }
+      }
+      if (found.empty()) {
+        const std::string reason = ec ? "cannot list: " + ec.message()
+                                      : is_dir(dir) ? "empty class folder (no .jpg/.jpeg/.png files)"
+                                                    : "class folder missing in this split";
+        if (options.strict) throw std::runtime_error("imagefolder dataset: " + dir.string() + ": " + reason);
+        skipped_.push_back({dir.string(), reason});
+        continue;
+      }
+      std::sort(found.begin(), found.end());
+      for (auto& f : found) {
+        paths_.push_back(std::move(f));
+        labels_.push_back(static_cast<int64_t>(label));
+      }
+    }
+    if (options.max_samples > 0 && static_cast<size_t>(options.max_samples) < paths_.size()) {
+      std::vector<size_t> keep = evenly_spaced_subset(paths_.size(), options.max_samples);
+      std::vector<std::string> paths;
+      std::vector<int64_t> labels;
+      for (size_t i : keep) {
+        paths.push_back(paths_[i]);
+        labels.push_back(labels_[i]);
+      }
+      paths_.swap(paths);
+      labels_.swap(labels);
+    }
+    if (paths_.empty())
+      throw std::runtime_error("imagefolder dataset " + root_ + ": no usable samples" + describe_skipped(skipped_));
+    // Channels are a property of each file; the transform fixes the output's. Without an explicit
+    // choice we promise 3 (grayscale files are expanded), which is what image models expect.
+    if (transform_.channels == 0) transform_.channels = 3;
+  }
+
+  std::string kind() const override { return "imagefolder"; }
+  size_t size() const override { return paths_.size(); }
+  int num_classes() const override { return static_cast<int>(classes_.size()); }
+  int source_channels() const override { return 3; }
+  SampleLayout sample_layout() const override { return transform_.layout(3); }
+  int64_t label(size_t index) const override { return labels_.at(index); }
+  std::string describe(size_t index) const override { return paths_.at(index); }
+  std::vector<std::string> class_names() const override { return classes_; }
+
+  void decode(size_t index, SampleRng& rng, void* dest) const override {
+    const std::string& path = paths_.at(index);
+    thread_local std::vector<uint8_t> bytes;
+    thread_local DecodedRegion region;
+    read_file_bytes(path, bytes);
+    try {
+      const ImageInfo info = probe_image(bytes.data(), bytes.size());
+      if (static_cast<int64_t>(info.width) * info.height > kMaxImagePixels) throw DecodeError("image too large");
+      const SampleGeometry g = plan_sample_geometry(transform_, info.width, info.height, rng);
+      decode_image_region(bytes.data(), bytes.size(), region_for(g, info.width, info.height, transform_.dct_scaling), region);
+      render_sample(view_of(region), g, transform_, dest);
+    } catch (const DecodeError& e) {
+      throw BadSample(path, e.what());
+    }
+  }
+
+ private:
+  std::string root_;
+  TransformSpec transform_;
+  std::vector<std::string> classes_;
+  std::vector<std::string> paths_;
+  std::vector<int64_t> labels_;
+};
+
+}  // namespace
+
+std::unique_ptr<Dataset> open_imagefolder_dataset(const std::string& path, const DatasetOptions& options) {
+  const fs::path root(path);
+  if (!is_dir(root)) throw std::runtime_error("imagefolder dataset: " + path + " is not a directory");
+  // ROOT/train + ROOT/val: one tree for both splits (what make-imagefolder writes).
+  const bool split_tree = is_dir(root / "train") && is_dir(root / "val");
+  const fs::path train_root = split_tree ? root / "train" : root;
+  if (options.split == Split::Train) return std::make_unique<ImageFolderDataset>(train_root, train_root, options);
+  fs::path val_root = split_tree ? root / "val" : fs::path(options.val_root);
+  if (val_root.empty())
+    throw std::invalid_argument("imagefolder dataset: " + path + " has no train/ and val/ folders; give the validation root");
+  if (!is_dir(val_root)) throw std::runtime_error("imagefolder dataset: validation root " + val_root.string() + " is not a directory");
+  // Labels come from the training root's class folders, so both splits agree on them.
+  return std::make_unique<ImageFolderDataset>(train_root, val_root, options);
+}
+
+}  // namespace crosstrain::data
