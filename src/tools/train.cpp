@@ -23,6 +23,7 @@
 #include "report/terminal.h"
 #include "report/units.h"
 #include "tools/precision.h"
+#include "tools/train_observer.h"
 
 namespace crosstrain::tools {
 
@@ -135,6 +136,16 @@ TrainResult run_training(const TrainConfig& config, const TrainHooks& hooks) {
     model->train();
     std::unique_ptr<ProfileSession> profiler;
     std::vector<core::ForwardObserver*> observers = hooks.observers;
+    for (auto* t : hooks.train_observers)
+      if (auto* f = t->forward_observer()) observers.push_back(f);
+    const auto& watchers = hooks.train_observers;
+    // Gradients by state-dict name, only built when someone watches.
+    auto named_grads = [&] {
+      NamedTensors out;
+      for (const auto& p : model->named_parameters())
+        if (p.value().grad().defined()) out.emplace_back(p.key(), p.value().grad());
+      return out;
+    };
     if (!c.profile.dir.empty()) {
       profiler = std::make_unique<ProfileSession>(c.profile, dev.name());
       observers.insert(observers.begin(), profiler->module_observer());
@@ -196,6 +207,7 @@ TrainResult run_training(const TrainConfig& config, const TrainHooks& hooks) {
     for (int64_t step = 0; step < c.steps; ++step) {
       if (profiler) profiler->step_begin(step);
       if (hooks.on_step_begin) hooks.on_step_begin(step);
+      for (auto* w : watchers) w->on_step_begin(step);
       const auto t0 = Clock::now();
       core::Batch batch;
       {
@@ -211,6 +223,8 @@ TrainResult run_training(const TrainConfig& config, const TrainHooks& hooks) {
         at::Tensor logits = model->forward(batch.images);
         loss = F::cross_entropy(logits.to(at::kFloat), batch.labels, ce);
       }
+      for (auto* w : watchers)
+        w->on_loss(step, loss, scaler ? std::optional<double>(scaler->current_scale()) : std::nullopt);
       {
         RECORD_USER_SCOPE("backward");
         (scaler ? scaler->scale(loss) : loss).backward();
@@ -220,11 +234,19 @@ TrainResult run_training(const TrainConfig& config, const TrainHooks& hooks) {
         grads.front().fill_(std::numeric_limits<float>::infinity());
       bool stepped = true;
       if (scaler) {
-        if (c.clip_grad_norm > 0) {
+        if (!watchers.empty()) {
+          const auto g = named_grads();
+          for (auto* w : watchers) w->on_param_grads(step, /*scaled=*/true, g);
+        }
+        if (c.clip_grad_norm > 0 || !watchers.empty()) {
           RECORD_USER_SCOPE("scaler_unscale");
           scaler->unscale(grads);
-          torch::nn::utils::clip_grad_norm_(model->parameters(), c.clip_grad_norm);
         }
+        if (!watchers.empty()) {
+          const auto g = named_grads();
+          for (auto* w : watchers) w->on_param_grads(step, /*scaled=*/false, g);
+        }
+        if (c.clip_grad_norm > 0) torch::nn::utils::clip_grad_norm_(model->parameters(), c.clip_grad_norm);
         {
           RECORD_USER_SCOPE("optimizer_step");
           stepped = scaler->step(grads, [&] { optimizer.step(); });
@@ -232,6 +254,10 @@ TrainResult run_training(const TrainConfig& config, const TrainHooks& hooks) {
         RECORD_USER_SCOPE("scaler_update");
         scaler->update();
       } else {
+        if (!watchers.empty()) {
+          const auto g = named_grads();
+          for (auto* w : watchers) w->on_param_grads(step, /*scaled=*/false, g);
+        }
         RECORD_USER_SCOPE("optimizer_step");
         if (c.clip_grad_norm > 0) torch::nn::utils::clip_grad_norm_(model->parameters(), c.clip_grad_norm);
         optimizer.step();
@@ -260,6 +286,7 @@ TrainResult run_training(const TrainConfig& config, const TrainHooks& hooks) {
       }
       if (profiler) profiler->step_end(step);
       if (hooks.on_step_end) hooks.on_step_end(rec);
+      for (auto* w : watchers) w->on_step_end(rec);
       progress.update("step " + std::to_string(step + 1) + "/" + std::to_string(c.steps) + "  loss " +
                       report::format_fixed(loss_value, 4) + "  " + report::format_ms(rec.step_ms));
     }

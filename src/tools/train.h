@@ -21,11 +21,14 @@ class ForwardObserver;
 
 namespace crosstrain::tools {
 
+class TrainObserver;
+
 // Extension points for later stages (real data, dumps, profiling) without touching the loop.
 struct TrainHooks {
   // Replaces the synthetic data when set; called once the device is known.
   std::function<std::unique_ptr<core::BatchSource>(const std::string& device)> make_source;
   std::vector<core::ForwardObserver*> observers;  // all see every module, in this order
+  std::vector<TrainObserver*> train_observers;     // see tools/train_observer.h
   std::function<void(int64_t step)> on_step_begin;
   std::function<void(const StepRecord&)> on_step_end;
   // Where loss-scaler messages and warnings are printed as they happen (default: stderr).
