@@ -33,7 +33,9 @@ void print_rules(std::ostream& out, migrate::Target target) {
         << (rule.action == migrate::RuleAction::Rewrite && !what.empty() ? "rewrite" : "report") << "]\n"
         << "    matches: " << rule.matches << "\n";
     if (!what.empty())
-      out << (rule.action == migrate::RuleAction::Rewrite ? "    becomes: " : "    advice:  ") << what << "\n";
+      out << (rule.action == migrate::RuleAction::Rewrite ? "    becomes: " : "    advice:  ")
+          << migrate::expand_template(what, target, {}) << "\n";
+    if (!rule.message.empty()) out << "    note:    " << rule.message << "\n";
   }
 }
 

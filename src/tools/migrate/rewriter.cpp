@@ -31,7 +31,9 @@ std::pair<bool, std::string_view> parse_cuda_string(std::string_view value) {
   return {false, {}};
 }
 
-enum class ArgContext { None, Docstring, Device, DeviceType, TorchDevice, Backend };
+// MapLocation is a Device that torch.load reads as a location tag: "cpu:0" is not a valid tag, so
+// on device-agnostic an index there is dropped rather than kept.
+enum class ArgContext { None, Docstring, Device, MapLocation, DeviceType, TorchDevice, Backend };
 
 class Matcher {
  public:
@@ -215,6 +217,7 @@ class Matcher {
       return;
     }
     plan_.replace(*rule, matched, expand(replacement), "");
+    if (agnostic() && replacement.find("{device") != std::string_view::npos) plan_.mark_last_uses_device();
   }
 
   // --- calls --------------------------------------------------------------------------------------
@@ -253,12 +256,13 @@ class Matcher {
     if (agnostic()) plan_.mark_last_uses_device();
   }
 
-  // `.cuda(index, non_blocking)` -> `.to(<device>, non_blocking=...)`, keeping other keywords.
+  // `.cuda(index, non_blocking)` -> `.to(<device>, non_blocking=...)`. Edits stay small (the
+  // method name, around the index) so CUDA references inside the arguments are migrated too.
   void tensor_cuda(TSNode call, TSNode attr, TSNode args) {
     const Rule& rule = rule_by_id("tensor.cuda");
-    std::string_view index;
-    std::vector<std::string> kept;
-    size_t positional = 0;
+    std::vector<TSNode> positional;
+    TSNode device_keyword{};
+    size_t count = 0;
     for (TSNode arg : named_children(args)) {
       std::string_view type = node_type(arg);
       if (type == "comment") continue;
@@ -267,21 +271,49 @@ class Matcher {
         return;
       }
       if (type == "keyword_argument") {
-        std::string_view name = text(field(arg, "name"));
-        if (name == "device") index = text(field(arg, "value"));
-        else kept.emplace_back(text(arg));
-        continue;
+        if (text(field(arg, "name")) == "device") {
+          if (count != 0) {  // `.to()` takes the device first; a late device= keyword is rare
+            plan_.find(rule, call, std::string(text(call)), target_, "device= after other arguments: port by hand");
+            return;
+          }
+          device_keyword = arg;
+        }
+      } else {
+        positional.push_back(arg);
       }
-      if (positional == 0) index = text(arg);
-      else if (positional == 1) kept.push_back("non_blocking=" + std::string(text(arg)));
-      ++positional;
+      ++count;
     }
-    if (index == "None") index = {};
-    std::string device = index.empty() ? expand("{device}") : expand("{device_at_index}", index);
-    std::string replacement = "to(" + device;
-    for (const auto& k : kept) replacement += ", " + k;
-    replacement += ")";
-    plan_.replace_span(rule, ts_node_start_byte(attr), ts_node_end_byte(call), call, replacement, "");
+    std::vector<SpanEdit> edits;
+    edits.push_back({ts_node_start_byte(attr), ts_node_end_byte(attr), "to"});
+    // The index expression is kept in place; the target's template is split around it.
+    static constexpr std::string_view kMarker = "\x01index\x01";
+    std::string wrapped = expand("{device_at_index}", kMarker);
+    size_t marker = wrapped.find(kMarker);
+    auto wrap = [&](uint32_t index_start, uint32_t index_end, uint32_t replace_from) {
+      if (marker == std::string::npos) {
+        edits.push_back({replace_from, index_end, wrapped});
+        return;
+      }
+      if (replace_from == index_start) edits.push_back({index_start, index_start, wrapped.substr(0, marker)});
+      else edits.push_back({replace_from, index_start, wrapped.substr(0, marker)});
+      edits.push_back({index_end, index_end, wrapped.substr(marker + kMarker.size())});
+    };
+    TSNode index = !positional.empty() ? positional[0] : ts_node_is_null(device_keyword) ? TSNode{} : field(device_keyword, "value");
+    uint32_t open = ts_node_start_byte(args) + 1;
+    if (ts_node_is_null(index)) {
+      edits.push_back({open, open, expand("{device}") + (count ? ", " : "")});
+    } else if (text(index) == "None") {
+      uint32_t from = ts_node_is_null(device_keyword) ? ts_node_start_byte(index) : ts_node_start_byte(device_keyword);
+      edits.push_back({from, ts_node_end_byte(index), expand("{device}")});
+    } else {
+      uint32_t from = ts_node_is_null(device_keyword) ? ts_node_start_byte(index) : ts_node_start_byte(device_keyword);
+      wrap(ts_node_start_byte(index), ts_node_end_byte(index), from);
+    }
+    if (positional.size() >= 2) {
+      uint32_t at = ts_node_start_byte(positional[1]);
+      edits.push_back({at, at, "non_blocking="});
+    }
+    plan_.add(rule, std::move(edits), call, "`" + std::string(text(call)) + "`: " + std::string(rule.message));
     if (agnostic()) plan_.mark_last_uses_device();
   }
 
@@ -387,8 +419,10 @@ class Matcher {
         replacement = expand("{device_type}");
         break;
       case ArgContext::Device:
+      case ArgContext::MapLocation:
         rule = &rule_by_id("device-string");
-        replacement = index.empty() ? expand("{device}") : indexed_device(index);
+        if (index.empty() || (context == ArgContext::MapLocation && agnostic())) replacement = expand("{device}");
+        else replacement = indexed_device(index);
         break;
       case ArgContext::TorchDevice: {
         rule = &rule_by_id("device-type-string");
@@ -413,8 +447,13 @@ class Matcher {
   // f"cuda:{rank}" -> f"{device.type}:{rank}" / f"npu:{rank}": only the "cuda" bytes change.
   void fstring_device(TSNode node, uint32_t content_begin, const std::vector<TSNode>& ancestors) {
     auto context = context_of(node, ancestors).first;
-    if (context != ArgContext::Device && context != ArgContext::TorchDevice) {
+    if (context != ArgContext::Device && context != ArgContext::TorchDevice && context != ArgContext::MapLocation) {
       plan_.find(rule_by_id("cuda-string"), node, std::string(text(node)), target_);
+      return;
+    }
+    if (context == ArgContext::MapLocation && agnostic()) {
+      plan_.replace(rule_by_id("device-string"), node, expand("{device}"), "");
+      plan_.mark_last_uses_device();
       return;
     }
     std::string type = agnostic() ? "{device.type}" : std::string(target_ == Target::Npu ? "npu" : "cpu");
@@ -440,10 +479,12 @@ class Matcher {
         "conditional_expression", "parenthesized_expression", "boolean_operator", "list", "tuple",
         "dictionary", "pair", "expression_list", "set"};
     TSNode child = node;
+    bool via_dict = false;  // map_location={"cuda:1": "cuda:0"} maps location tags: not devices
     for (auto it = ancestors.rbegin(); it != ancestors.rend(); ++it) {
       TSNode parent = *it;
       std::string_view type = node_type(parent);
       if (kPassThrough.count(type)) {
+        via_dict = via_dict || type == "dictionary";
         child = parent;
         continue;
       }
@@ -454,7 +495,8 @@ class Matcher {
         if (name == "device_type") return {ArgContext::DeviceType, {}};
         if (name == "device" && is_type(call, "call") && last_segment(field(call, "function")) == "GradScaler")
           return {ArgContext::DeviceType, {}};
-        if (name == "device" || name == "map_location" || name == "output_device") return {ArgContext::Device, {}};
+        if (name == "map_location") return {via_dict ? ArgContext::None : ArgContext::MapLocation, {}};
+        if (name == "device" || name == "output_device") return {ArgContext::Device, {}};
         if (name == "backend") return {ArgContext::Backend, {}};
         return {ArgContext::None, {}};
       }
