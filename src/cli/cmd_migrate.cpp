@@ -29,8 +29,10 @@ struct MigrateArgs {
 void print_rules(std::ostream& out, migrate::Target target) {
   for (const auto& rule : migrate::rule_table()) {
     std::string_view what = rule.per_target[static_cast<size_t>(target)];
-    out << rule.id << "  [" << rule.family << ", "
-        << (rule.action == migrate::RuleAction::Rewrite && !what.empty() ? "rewrite" : "report") << "]\n"
+    const char* action = rule.action == migrate::RuleAction::Report ? "report"
+                         : what.empty()                                ? "not used for this target"
+                                                                       : "rewrite";
+    out << rule.id << "  [" << rule.family << ", " << action << "]\n"
         << "    matches: " << rule.matches << "\n";
     if (!what.empty())
       out << (rule.action == migrate::RuleAction::Rewrite ? "    becomes: " : "    advice:  ")

@@ -108,6 +108,9 @@ class Matcher {
       if (module == "torch" || module.substr(0, 6) == "torch.") {
         if (is_type(child, "aliased_import")) {
           if (module == "torch") plan_.add_torch_alias(text(field(child, "alias")));
+          else if (module.substr(0, 10) == "torch.cuda")
+            plan_.find(rule_by_id("torch.cuda"), child, std::string(module), target_,
+                       "uses through this alias are not followed: import torch and use the device-generic API");
         } else {
           plan_.add_torch_alias("torch");
         }

@@ -93,7 +93,8 @@ TEST(FileMigration, ReportsWhatNeedsAHuman) {
       "name = torch.cuda.get_device_name(0)\n"
       "if args.device == 'cuda':\n"
       "    pass\n"
-      "flag = x.is_cuda\n";
+      "flag = x.is_cuda\n"
+      "import torch.cuda.amp as tamp\n";
   FileMigration m = migrate_source("f.py", src, Target::Npu);
   EXPECT_EQ(m.status, FileStatus::Unchanged);  // nothing rewritable, so torch_npu is not added
   auto ids = finding_rules(m);

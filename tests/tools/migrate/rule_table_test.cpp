@@ -2,7 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <fstream>
 #include <set>
+#include <sstream>
 
 using namespace crosstrain::migrate;
 
@@ -57,4 +59,13 @@ TEST(RuleTable, TemplatesExpandPerTarget) {
   EXPECT_EQ(expand_template("x.to({device})", Target::Cpu, v), "x.to(\"cpu\")");
   EXPECT_EQ(expand_template("{backend}", Target::Npu, v), "\"hccl\"");
   EXPECT_EQ(expand_template("{unknown} stays", Target::Npu, v), "{unknown} stays");
+}
+
+TEST(RuleTable, EveryRuleIsDocumented) {
+  std::ifstream in(std::string(CROSSTRAIN_SOURCE_DIR) + "/docs/MIGRATE.md");
+  ASSERT_TRUE(in) << "docs/MIGRATE.md missing";
+  std::stringstream ss;
+  ss << in.rdbuf();
+  for (const auto& rule : rule_table())
+    EXPECT_NE(ss.str().find("| `" + std::string(rule.id) + "` |"), std::string::npos) << rule.id << " not in docs/MIGRATE.md";
 }
