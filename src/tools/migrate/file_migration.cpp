@@ -68,7 +68,10 @@ FileMigration migrate_source(std::string path, std::string_view source, Target t
   if (plan.changes.empty()) return result;
 
   std::string migrated = apply_plan(source, plan);
-  PythonSyntax check(migrated);
+  // The check reparses incrementally: only the edited regions are parsed again.
+  std::vector<TextEdit> edits;
+  for (const SpanEdit* e : ordered_edits(plan)) edits.push_back({e->start, e->end, e->text});
+  PythonSyntax check(migrated, syntax, edits);
   if (check.has_errors()) {
     result.status = FileStatus::RewriteFailed;
     result.detail = "rewritten code did not parse (line " + std::to_string(check.first_error_line()) +

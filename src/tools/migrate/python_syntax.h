@@ -8,15 +8,27 @@
 #include <tree_sitter/api.h>
 
 #include <cstddef>
+#include <cstdint>
 #include <string_view>
 #include <vector>
 
 namespace crosstrain::migrate {
 
+// One replacement in a source buffer: bytes [start, end) of the old text become `text`.
+struct TextEdit {
+  uint32_t start;
+  uint32_t end;
+  std::string_view text;
+};
+
 class PythonSyntax {
  public:
   // Throws std::runtime_error only when the parser itself cannot be set up (ABI mismatch, memory).
   explicit PythonSyntax(std::string_view source);
+  // Incremental parse of `source`, which must be `previous.source()` with `edits` applied (sorted,
+  // non-overlapping, in the order they were applied). tree-sitter reuses the unchanged parts of
+  // the previous tree and yields the tree a fresh parse would.
+  PythonSyntax(std::string_view source, const PythonSyntax& previous, const std::vector<TextEdit>& edits);
   ~PythonSyntax();
   PythonSyntax(const PythonSyntax&) = delete;
   PythonSyntax& operator=(const PythonSyntax&) = delete;
@@ -31,6 +43,8 @@ class PythonSyntax {
   std::string_view source() const { return source_; }
 
  private:
+  void parse(const TSTree* old_tree);
+
   std::string_view source_;
   TSParser* parser_ = nullptr;
   TSTree* tree_ = nullptr;

@@ -251,7 +251,7 @@ void PlanBuilder::insert_module_lines(std::vector<Change>& accepted) {
   }
 }
 
-std::string apply_plan(std::string_view source, const RewritePlan& plan) {
+std::vector<const SpanEdit*> ordered_edits(const RewritePlan& plan) {
   struct Ordered {
     const SpanEdit* edit;
     size_t order;
@@ -259,22 +259,27 @@ std::string apply_plan(std::string_view source, const RewritePlan& plan) {
   std::vector<Ordered> edits;
   for (const auto& change : plan.changes)
     for (const auto& e : change.edits) edits.push_back({&e, edits.size()});
-  // Insertions at an offset go before a replacement starting there; otherwise keep plan order.
   std::stable_sort(edits.begin(), edits.end(), [](const Ordered& a, const Ordered& b) {
     if (a.edit->start != b.edit->start) return a.edit->start < b.edit->start;
     bool a_insert = a.edit->start == a.edit->end, b_insert = b.edit->start == b.edit->end;
     if (a_insert != b_insert) return a_insert;
     return a.order < b.order;
   });
+  std::vector<const SpanEdit*> out;
+  out.reserve(edits.size());
+  for (const auto& o : edits) out.push_back(o.edit);
+  return out;
+}
+
+std::string apply_plan(std::string_view source, const RewritePlan& plan) {
   std::string out;
   out.reserve(source.size() + source.size() / 8);
   size_t pos = 0;
-  for (const auto& o : edits) {
-    const SpanEdit& e = *o.edit;
-    if (e.start < pos || e.end > source.size()) continue;  // never happens after resolve_nesting
-    out.append(source.substr(pos, e.start - pos));
-    out += e.text;
-    pos = e.end;
+  for (const SpanEdit* e : ordered_edits(plan)) {
+    if (e->start < pos || e->end > source.size()) continue;  // never happens after resolve_nesting
+    out.append(source.substr(pos, e->start - pos));
+    out += e->text;
+    pos = e->end;
   }
   out.append(source.substr(pos));
   return out;

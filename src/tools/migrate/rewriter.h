@@ -17,6 +17,10 @@ namespace crosstrain::migrate {
 
 RewritePlan plan_rewrite(const PythonSyntax& syntax, Target target);
 
+// The edits of `plan` in the order they are applied: by start, an insertion before a replacement
+// that starts at the same offset, otherwise plan order.
+std::vector<const SpanEdit*> ordered_edits(const RewritePlan& plan);
+
 // The source with every edit of `plan` applied.
 std::string apply_plan(std::string_view source, const RewritePlan& plan);
 
