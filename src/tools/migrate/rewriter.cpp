@@ -2,38 +2,18 @@
 // nesting in hostile input cannot overflow the C++ stack). Each match becomes a candidate Change
 // or a Finding; rewrite_plan.cpp then resolves nesting and adds the inserted lines.
 #include "tools/migrate/rewriter.h"
+
+#include "tools/migrate/argument_context.h"
 #include "tools/migrate/rewrite_plan.h"
 
 #include <algorithm>
-#include <cctype>
 #include <map>
-#include <set>
 
 namespace crosstrain::migrate {
 
 namespace {
 
 bool is_type(TSNode node, std::string_view type) { return node_type(node) == type; }
-
-bool contains_ci(std::string_view text, std::string_view needle) {
-  auto it = std::search(text.begin(), text.end(), needle.begin(), needle.end(),
-                        [](char a, char b) { return std::tolower(static_cast<unsigned char>(a)) == b; });
-  return it != text.end();
-}
-
-// "cuda" -> {true, ""}; "cuda:3" -> {true, "3"}; anything else -> {false, ""}.
-std::pair<bool, std::string_view> parse_cuda_string(std::string_view value) {
-  if (value == "cuda") return {true, {}};
-  if (value.size() > 5 && value.substr(0, 5) == "cuda:") {
-    std::string_view digits = value.substr(5);
-    if (std::all_of(digits.begin(), digits.end(), [](char c) { return c >= '0' && c <= '9'; })) return {true, digits};
-  }
-  return {false, {}};
-}
-
-// MapLocation is a Device that torch.load reads as a location tag: "cpu:0" is not a valid tag, so
-// on device-agnostic an index there is dropped rather than kept.
-enum class ArgContext { None, Docstring, Device, MapLocation, DeviceType, TorchDevice, Backend };
 
 class Matcher {
  public:
@@ -387,12 +367,12 @@ class Matcher {
 
     if (!interpolated && content.size() > 3 &&
         (content.substr(content.size() - 3) == ".cu" || content.substr(content.size() - 4) == ".cuh")) {
-      if (context_of(node, ancestors).first != ArgContext::Docstring)
+      if (context_of(node, ancestors).kind != ArgContext::Docstring)
         plan_.find(rule_by_id("cuda-extension"), node, std::string(content), target_);
       return;
     }
     if (!interpolated && content == "nccl") {
-      if (context_of(node, ancestors).first == ArgContext::Backend) {
+      if (context_of(node, ancestors).kind == ArgContext::Backend) {
         const Rule& rule = rule_by_id("nccl-backend");
         plan_.replace(rule, node, requote(expand(per_target(rule)), quote), "");
         if (agnostic()) plan_.mark_last_uses_device();
@@ -449,7 +429,7 @@ class Matcher {
 
   // f"cuda:{rank}" -> f"{device.type}:{rank}" / f"npu:{rank}": only the "cuda" bytes change.
   void fstring_device(TSNode node, uint32_t content_begin, const std::vector<TSNode>& ancestors) {
-    auto context = context_of(node, ancestors).first;
+    auto context = context_of(node, ancestors).kind;
     if (context != ArgContext::Device && context != ArgContext::TorchDevice && context != ArgContext::MapLocation) {
       plan_.find(rule_by_id("cuda-string"), node, std::string(text(node)), target_);
       return;
@@ -474,80 +454,9 @@ class Matcher {
     return text;
   }
 
-  // Why a string literal is there: walks up through expressions that pass a value through
-  // (conditionals, parentheses, containers) to the argument, assignment or parameter it feeds.
-  // Returns the context and, for call arguments, the argument_list.
-  std::pair<ArgContext, TSNode> context_of(TSNode node, const std::vector<TSNode>& ancestors) const {
-    static const std::set<std::string_view> kPassThrough = {
-        "conditional_expression", "parenthesized_expression", "boolean_operator", "list", "tuple",
-        "dictionary", "pair", "expression_list", "set"};
-    TSNode child = node;
-    bool via_dict = false;  // map_location={"cuda:1": "cuda:0"} maps location tags: not devices
-    for (auto it = ancestors.rbegin(); it != ancestors.rend(); ++it) {
-      TSNode parent = *it;
-      std::string_view type = node_type(parent);
-      if (kPassThrough.count(type)) {
-        via_dict = via_dict || type == "dictionary";
-        child = parent;
-        continue;
-      }
-      if (type == "expression_statement") return {ArgContext::Docstring, {}};
-      if (type == "keyword_argument") {
-        std::string_view name = text(field(parent, "name"));
-        TSNode call = (it + 2 < ancestors.rend()) ? *(it + 2) : TSNode{};
-        if (name == "device_type") return {ArgContext::DeviceType, {}};
-        if (name == "device" && is_type(call, "call") && last_segment(field(call, "function")) == "GradScaler")
-          return {ArgContext::DeviceType, {}};
-        if (name == "map_location") return {via_dict ? ArgContext::None : ArgContext::MapLocation, {}};
-        if (name == "device" || name == "output_device") return {ArgContext::Device, {}};
-        if (name == "backend") return {ArgContext::Backend, {}};
-        return {ArgContext::None, {}};
-      }
-      if (type == "argument_list") {
-        TSNode call = (it + 1 < ancestors.rend()) ? *(it + 1) : TSNode{};
-        if (!is_type(call, "call")) return {ArgContext::None, {}};
-        size_t position = 0;
-        for (TSNode arg : named_children(parent)) {
-          if (ts_node_eq(arg, child)) break;
-          if (!is_type(arg, "keyword_argument") && !is_type(arg, "comment")) ++position;
-        }
-        if (position != 0) return {ArgContext::None, {}};
-        TSNode function = field(call, "function");
-        std::string_view fn = last_segment(function);
-        if (fn == "to") return {ArgContext::Device, parent};
-        if (fn == "device" && (text(function) == "device" || is_torch_attribute(function)))
-          return {ArgContext::TorchDevice, parent};
-        if (fn == "autocast" || fn == "GradScaler") return {ArgContext::DeviceType, parent};
-        if (fn == "init_process_group" || fn == "new_group") return {ArgContext::Backend, parent};
-        return {ArgContext::None, {}};
-      }
-      if (type == "assignment" || type == "augmented_assignment") {
-        TSNode left = field(parent, "left");
-        if (ts_node_eq(left, child)) return {ArgContext::None, {}};
-        return {name_context(last_segment(left)), {}};
-      }
-      if (type == "default_parameter" || type == "typed_default_parameter")
-        return {name_context(text(field(parent, "name"))), {}};
-      return {ArgContext::None, {}};
-    }
-    return {ArgContext::None, {}};
-  }
-
-  static ArgContext name_context(std::string_view name) {
-    if (contains_ci(name, "device")) return ArgContext::Device;
-    if (contains_ci(name, "backend")) return ArgContext::Backend;
-    return ArgContext::None;
-  }
-
-  std::string_view last_segment(TSNode node) const {
-    if (is_type(node, "attribute")) return text(field(node, "attribute"));
-    if (is_type(node, "identifier")) return text(node);
-    return {};
-  }
-
-  bool is_torch_attribute(TSNode node) const {
-    TSNode object = field(node, "object");
-    return is_type(object, "identifier") && plan_.is_torch_alias(text(object));
+  ArgumentContext context_of(TSNode node, const std::vector<TSNode>& ancestors) const {
+    return classify_string_position(syntax_, node, ancestors,
+                                    [this](std::string_view name) { return plan_.is_torch_alias(name); });
   }
 
   const PythonSyntax& syntax_;
