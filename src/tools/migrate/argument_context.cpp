@@ -80,7 +80,7 @@ ArgumentContext classify_string_position(const PythonSyntax& syntax, TSNode node
       std::string_view fn = last_segment(syntax, function);
       TSNode object = is_type(function, "attribute") ? field(function, "object") : TSNode{};
       bool torch_attribute = is_type(object, "identifier") && is_torch(text(object));
-      if (fn == "to") return {ArgContext::Device, parent};
+      if (fn == "to" || fn == "set_default_device") return {ArgContext::Device, parent};
       if (fn == "device" && (text(function) == "device" || torch_attribute)) return {ArgContext::TorchDevice, parent};
       if (fn == "autocast" || fn == "GradScaler") return {ArgContext::DeviceType, parent};
       if (fn == "init_process_group" || fn == "new_group") return {ArgContext::Backend, parent};

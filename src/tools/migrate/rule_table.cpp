@@ -25,7 +25,7 @@ const std::vector<Rule> kRules = {
     {"tensor.cuda", "device-placement", "`<expr>.cuda()`, `.cuda(i)`, `.cuda(device=i, non_blocking=b)` on any expression", W,
      {".to({device})", ".to({device})", ".to({device})"},
      "moved with .to(); an explicit index is kept as torch.device(<target type>, i)"},
-    {"device-string", "device-string", "\"cuda\" / \"cuda:N\" passed as a device: device=, map_location=, output_device=, `.to(...)`, "
+    {"device-string", "device-string", "\"cuda\" / \"cuda:N\" passed as a device: device=, map_location=, output_device=, `.to(...)`, `torch.set_default_device(...)`, "
      "a variable or parameter named *device*", W,
      {"{device}", "{device}", "{device}"}, "device string replaced by the target device"},
     {"device-type-string", "device-string", "\"cuda\" passed as a device type: device_type=, `torch.autocast(\"cuda\")`, "

@@ -77,6 +77,8 @@ std::vector<Fixture> fixtures() {
        "import torch\n" + kDefinition + "t = torch.zeros(2, device=torch.device(device.type, 1))\nu = x.to(device)\n"},
       {"torch_device_call", A, "import torch\na = torch.device(\"cuda\", 1)\nb = torch.device(\"cuda:1\")\n",
        "import torch\n" + kDefinition + "a = torch.device(device.type, 1)\nb = torch.device(device.type, 1)\n"},
+      {"set_default_device", N, "import torch\ntorch.set_default_device(\"cuda:0\")\n",
+       "import torch\nimport torch_npu\ntorch.set_default_device(\"npu:0\")\n"},
       {"device_parameter_default", C, "def f(x, device=\"cuda\"):\n    return x\n", "def f(x, device=\"cpu\"):\n    return x\n"},
       {"fstring_device", N, "import torch\nt = x.to(f\"cuda:{rank}\")\n", "import torch\nimport torch_npu\nt = x.to(f\"npu:{rank}\")\n"},
       {"device_assignment_agnostic", A,
