@@ -87,9 +87,12 @@ void PlanBuilder::find(const Rule& rule, TSNode node, std::string api, Target ta
 // two replacements conflict when they share bytes, an insertion when it falls strictly inside a
 // replacement. Kept replacements are disjoint, so ordered containers answer each query in log n.
 std::vector<Change> PlanBuilder::resolve_nesting(std::vector<Change> candidates) const {
-  std::stable_sort(candidates.begin(), candidates.end(), [](const Change& a, const Change& b) {
+  // Same extent: a rewrite of a whole `device = ...` value wins over the literal it consists of.
+  auto wraps = [](const Change& c) { return c.rule->id == "device-assignment"; };
+  std::stable_sort(candidates.begin(), candidates.end(), [&](const Change& a, const Change& b) {
     if (a.start != b.start) return a.start < b.start;
-    return a.end > b.end;
+    if (a.end != b.end) return a.end > b.end;
+    return wraps(a) && !wraps(b);
   });
   std::map<uint32_t, uint32_t> replaced;  // start -> end, disjoint
   std::multiset<uint32_t> inserted_at;

@@ -85,6 +85,9 @@ std::vector<Fixture> fixtures() {
        "import torch\ndevice = torch.device(\"cuda\" if torch.cuda.is_available() else \"cpu\")\ny = x.cuda()\n",
        "import torch\ndevice = torch.accelerator.current_accelerator() if torch.accelerator.is_available() else "
        "torch.device(\"cpu\")\ny = x.to(device)\n"},
+      {"device_assignment_of_a_literal", A, "import torch\ndef f():\n    device = \"cuda\"\n    return device\n",
+       "import torch\ndef f():\n    device = torch.accelerator.current_accelerator() if torch.accelerator.is_available() else "
+       "torch.device(\"cpu\")\n    return device\n"},
       {"nccl_npu", N, "import torch.distributed as dist\ndist.init_process_group(\"nccl\", rank=r)\n",
        "import torch.distributed as dist\nimport torch_npu\ndist.init_process_group(\"hccl\", rank=r)\n"},
       {"nccl_keyword_cpu", C, "dist.init_process_group(backend='nccl')\n", "dist.init_process_group(backend='gloo')\n"},
