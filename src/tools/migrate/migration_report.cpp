@@ -125,7 +125,9 @@ std::string migration_diff(const MigrationSummary& summary) {
   std::string out;
   for (const auto& f : summary.files) {
     if (f.result.status != FileStatus::Migrated) continue;
-    out += unified_diff(f.original, f.result.migrated, "a/" + f.result.path, "b/" + f.result.path);
+    std::string label = f.result.path;
+    while (!label.empty() && label.front() == '/') label.erase(0, 1);  // a/abs/path, as git shows it
+    out += unified_diff(f.original, f.result.migrated, "a/" + label, "b/" + label);
   }
   return out;
 }

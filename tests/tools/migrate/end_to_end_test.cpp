@@ -81,4 +81,28 @@ TEST(MigrateEndToEnd, CudaTrainingScriptRunsOnCpuAfterMigration) {
   fs::remove_all(dir);
 }
 
+TEST(MigrateEndToEnd, CpuTargetRunsAndNpuTargetMatchesItsGolden) {
+  fs::path dir = fs::temp_directory_path() / ("crosstrain_migrate_e2e_targets_" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const std::string fixture = std::string(CROSSTRAIN_MIGRATE_FIXTURES) + "/cuda_train.py";
+  std::string out;
+  ASSERT_EQ(run("'" CROSSTRAIN_BINARY "' migrate '" + fixture + "' --to cpu --out '" + (dir / "cpu").string() + "' 2>&1", out), 0)
+      << out;
+  std::string py_out;
+  int code = run("CUDA_VISIBLE_DEVICES= '" CROSSTRAIN_PYTHON "' '" + (dir / "cpu" / "cuda_train.py").string() + "' '" +
+                     dir.string() + "' 2>&1",
+                 py_out);
+  ASSERT_EQ(code, 0) << py_out;
+  auto result = nlohmann::json::parse(py_out.substr(py_out.rfind('{')));
+  EXPECT_EQ(result["device"], "cpu");
+  EXPECT_TRUE(result["restored_matches"].get<bool>());
+
+  // No Ascend hardware here: the npu output is compared with a reviewed golden file instead.
+  ASSERT_EQ(run("'" CROSSTRAIN_BINARY "' migrate '" + fixture + "' --to npu --out '" + (dir / "npu").string() + "' 2>&1", out), 0)
+      << out;
+  EXPECT_EQ(slurp(dir / "npu" / "cuda_train.py"), slurp(std::string(CROSSTRAIN_MIGRATE_FIXTURES) + "/cuda_train.npu.py"));
+  fs::remove_all(dir);
+}
+
 }  // namespace
