@@ -80,6 +80,7 @@ nlohmann::json summary_json(const MigrationSummary& s) {
                           {"lines_scanned", s.lines_scanned},
                           {"references_converted", s.converted},
                           {"references_left", s.left},
+                          {"references_left_harmless", s.left_harmless},
                           {"conversion_percent", 100.0 * s.conversion_fraction()},
                           {"lines_changed", s.lines_changed},
                           {"seconds", s.seconds}}},

@@ -21,7 +21,7 @@ double MigrationSummary::conversion_fraction() const {
 }
 
 bool MigrationSummary::cuda_code_remains() const {
-  return converted + left > 0 || files_syntax_error > 0 || files_rewrite_failed > 0;
+  return converted + (left - left_harmless) > 0 || files_syntax_error > 0 || files_rewrite_failed > 0;
 }
 
 namespace {
@@ -275,6 +275,7 @@ MigrationSummary run_migration(const MigrateOptions& options) {
     }
     for (const auto& f : r.result.findings) {
       ++summary.left;
+      if (!finding_fails_check(*f.rule)) ++summary.left_harmless;
       ++summary.families[std::string(f.rule->family)].left;
     }
     summary.lines_scanned += r.lines;

@@ -54,12 +54,14 @@ struct MigrationSummary {
   size_t files_scanned = 0, files_migrated = 0, files_skipped = 0, files_syntax_error = 0,
          files_rewrite_failed = 0, files_copied = 0;
   size_t converted = 0, left = 0, lines_changed = 0, lines_scanned = 0;
+  size_t left_harmless = 0;  // part of `left` that does not fail --check (finding_fails_check)
   std::map<std::string, FamilyCount> families;
   double seconds = 0;
 
   // converted / (converted + left); 1 when there was nothing CUDA-specific.
   double conversion_fraction() const;
-  // The --check verdict: CUDA-specific code remains, or some file could not be checked.
+  // The --check verdict: something would be converted, a finding that matters remains, or some
+  // file could not be checked.
   bool cuda_code_remains() const;
 };
 

@@ -74,10 +74,11 @@ TEST(MigrateEndToEnd, CudaTrainingScriptRunsOnCpuAfterMigration) {
   // Idempotent: migrating the migrated tree converts nothing more.
   std::string again;
   code = run("'" CROSSTRAIN_BINARY "' migrate '" + (dir / "migrated").string() + "' --check --json - 2>/dev/null", again);
-  EXPECT_EQ(code, 1);  // the cudnn setting is still reported
+  EXPECT_EQ(code, 0);  // only the cudnn setting is left: reported, harmless, not failing the gate
   auto doc = nlohmann::json::parse(again);
   EXPECT_EQ(doc["totals"]["references_converted"], 0);
   EXPECT_EQ(doc["totals"]["references_left"], 1);
+  EXPECT_EQ(doc["totals"]["references_left_harmless"], 1);
   fs::remove_all(dir);
 }
 

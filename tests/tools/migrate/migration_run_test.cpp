@@ -104,9 +104,13 @@ TEST_F(MigrationRun, CheckWritesNothingAndSaysCudaRemains) {
 
   fs::remove(src / "broken.py");
   fs::remove(src / "csrc" / "kernel.cu");
-  spit(src / "train.py", "import torch\nx = torch.ones(2).to('cpu')\n");
+  spit(src / "train.py", "import torch\nx = torch.ones(2).to('cpu')\ntorch.backends.cudnn.benchmark = True\n");
   spit(src / "latin.py", "x = 1\n");
-  EXPECT_FALSE(run_migration(o).cuda_code_remains());
+  MigrationSummary clean = run_migration(o);
+  EXPECT_EQ(clean.left, 1u);  // the cudnn setting: reported, but other devices ignore it
+  EXPECT_FALSE(clean.cuda_code_remains());
+  spit(src / "latin.py", "import apex\n");
+  EXPECT_TRUE(run_migration(o).cuda_code_remains());
 }
 
 TEST_F(MigrationRun, InPlaceWithBackupKeepsOriginalAndPermissions) {
