@@ -158,9 +158,14 @@ Change PlanBuilder::inserted(const Rule& rule, uint32_t offset, std::string line
   change.inserted_line = true;
   change.message = "inserted `" + line + "`";
   if (!rule.message.empty()) change.message += ": " + std::string(rule.message);
-  std::string text = line + "\n";
+  // Inserted lines follow the file's line ending (CRLF files stay CRLF).
   std::string_view src = syntax_.source();
-  if (offset == src.size() && !src.empty() && src.back() != '\n') text = "\n" + text;
+  size_t first_newline = src.find('\n');
+  std::string newline = first_newline != std::string_view::npos && first_newline > 0 && src[first_newline - 1] == '\r'
+                            ? "\r\n"
+                            : "\n";
+  std::string text = line + newline;
+  if (offset == src.size() && !src.empty() && src.back() != '\n') text = newline + text;
   change.edits.push_back({offset, offset, std::move(text)});
   return change;
 }

@@ -112,6 +112,8 @@ std::vector<Fixture> fixtures() {
       {"definition_before_first_module_level_use", A,
        "import torch\ny = x.cuda()\nimport os\n",
        "import torch\n" + kDefinition + "y = x.to(device)\nimport os\n"},
+      {"crlf_line_endings", N, "import torch\r\nx.cuda()\r\n", "import torch\r\nimport torch_npu\r\nx.to(\"npu\")\r\n"},
+      {"utf8_bom", C, "\xef\xbb\xbfimport torch\nx.cuda()\n", "\xef\xbb\xbfimport torch\nx.to(\"cpu\")\n"},
       {"torch_npu_already_imported", N, "import torch\nimport torch_npu\nx.cuda()\n",
        "import torch\nimport torch_npu\nx.to(\"npu\")\n"},
   };
