@@ -7,6 +7,7 @@
 #include "tools/migrate/rewriter.h"
 #include "tools/migrate/rule_table.h"
 
+#include <map>
 #include <set>
 #include <string>
 #include <vector>
@@ -21,12 +22,18 @@ class PlanBuilder {
   bool is_torch_alias(std::string_view name) const;
   std::string_view torch_name() const { return torch_name_; }
   void note_torch_npu_import() { has_torch_npu_ = true; }
-  void note_device_assignment(TSNode right, bool top_level);
+  // `device = <right>`: a candidate for the whole-value rewrite (device-agnostic).
+  void note_device_assignment(TSNode right);
+  // `device` becomes bound in `scope` once execution passes `end` (an assignment, a for target).
+  void note_device_binding(uint32_t scope, uint32_t end, bool top_level);
+  // `device` is bound on entry to `scope` (a parameter, `global`, `nonlocal`).
+  void note_device_parameter(uint32_t scope);
 
   void replace(const Rule& rule, TSNode node, std::string text, std::string message);
   void replace_span(const Rule& rule, uint32_t start, uint32_t end, TSNode node, std::string text, std::string message);
   void add(const Rule& rule, std::vector<SpanEdit> edits, TSNode node, std::string message);
-  void mark_last_uses_device();
+  void mark_last_uses_device(uint32_t scope);
+  void mark_last_keeps_index();
   void find(const Rule& rule, TSNode node, std::string api, Target target, std::string advice = {});
 
   RewritePlan finish();
@@ -35,6 +42,8 @@ class PlanBuilder {
   size_t line_at(uint32_t offset) const;  // 1-based
   std::vector<Change> resolve_nesting(std::vector<Change> candidates) const;
   void insert_module_lines(std::vector<Change>& accepted);
+  void add_device_assignment_rewrites();
+  std::vector<Change> drop_unbound_device_uses(std::vector<Change> accepted);
   Change inserted(const Rule& rule, uint32_t offset, std::string line) const;
 
   const PythonSyntax& syntax_;
@@ -44,12 +53,12 @@ class PlanBuilder {
   std::string torch_name_ = "torch";
   bool alias_recorded_ = false;
   bool has_torch_npu_ = false;
-  bool module_defines_device_ = false;
-  struct DeviceAssignment {
+  struct Span {
     uint32_t start, end;
-    size_t line;
   };
-  std::vector<DeviceAssignment> device_assignments_;
+  std::vector<Span> device_assignments_;            // values assigned to `device`
+  std::map<uint32_t, uint32_t> first_binding_end_;  // scope -> where `device` is first bound
+  std::set<uint32_t> bound_on_entry_;               // scopes with `device` as parameter/global
   std::vector<Change> candidates_;
   std::vector<Finding> findings_;
 };

@@ -50,7 +50,36 @@ class Matcher {
     v.torch = plan_.torch_name();
     v.index = index;
     v.prefix = prefix;
+    v.self_free = agnostic() && in_device_definition();
     return v;
+  }
+
+  // True inside the value assigned to a variable named `device` (`device = <here>`): a rewrite
+  // there must not read `device`, which is not bound yet.
+  bool in_device_definition() const {
+    if (!ancestors_) return false;
+    uint32_t at = ts_node_start_byte(current_);
+    for (auto it = ancestors_->rbegin(); it != ancestors_->rend(); ++it) {
+      if (!is_type(*it, "assignment")) continue;
+      TSNode left = field(*it, "left"), right = field(*it, "right");
+      if (is_type(left, "identifier") && text(left) == "device" && !ts_node_is_null(right) &&
+          at >= ts_node_start_byte(right))
+        return true;
+    }
+    return false;
+  }
+
+  // Start byte of the innermost function or lambda around the current node; UINT32_MAX = module.
+  uint32_t scope() const {
+    if (!ancestors_) return UINT32_MAX;
+    for (auto it = ancestors_->rbegin(); it != ancestors_->rend(); ++it)
+      if (is_type(*it, "function_definition") || is_type(*it, "lambda")) return ts_node_start_byte(*it);
+    return UINT32_MAX;
+  }
+
+  // The change just added reads the module-level `device` (device-agnostic only).
+  void note_device_use() {
+    if (agnostic() && !in_device_definition()) plan_.mark_last_uses_device(scope());
   }
   std::string expand(std::string_view templ, std::string_view index = {}, std::string_view prefix = {}) const {
     return expand_template(templ, target_, values(index, prefix));
@@ -59,6 +88,8 @@ class Matcher {
   bool agnostic() const { return target_ == Target::DeviceAgnostic; }
 
   void visit(TSNode node, const std::vector<TSNode>& ancestors) {
+    current_ = node;
+    ancestors_ = &ancestors;
     std::string_view type = node_type(node);
     if (type == "attribute") on_attribute(node, ancestors);
     else if (type == "call") on_call(node);
@@ -66,6 +97,9 @@ class Matcher {
     else if (type == "import_statement") on_import(node);
     else if (type == "import_from_statement") on_import_from(node);
     else if (type == "assignment") on_assignment(node, ancestors);
+    else if (type == "parameters" || type == "lambda_parameters") on_parameters(node);
+    else if (type == "global_statement" || type == "nonlocal_statement") on_global(node);
+    else if (type == "for_statement") on_for(node);
   }
 
   // --- imports ---------------------------------------------------------------------------------
@@ -162,7 +196,7 @@ class Matcher {
           object_text.substr(object_text.size() - 17) == ".ProfilerActivity")) {
         const Rule& rule = rule_by_id("profiler-activity");
         plan_.replace(rule, node, expand(per_target(rule), {}, object_text), "");
-        if (agnostic()) plan_.mark_last_uses_device();
+        note_device_use();
         return;
       }
     }
@@ -200,7 +234,7 @@ class Matcher {
       return;
     }
     plan_.replace(*rule, matched, expand(replacement), "");
-    if (agnostic() && replacement.find("{device") != std::string_view::npos) plan_.mark_last_uses_device();
+    if (replacement.find("{device") != std::string_view::npos) note_device_use();
   }
 
   // --- calls --------------------------------------------------------------------------------------
@@ -236,7 +270,7 @@ class Matcher {
   void nccl_available(TSNode call, TSNode name) {
     const Rule& rule = rule_by_id("is_nccl_available");
     plan_.replace_span(rule, ts_node_start_byte(name), ts_node_end_byte(call), call, expand(per_target(rule)), "");
-    if (agnostic()) plan_.mark_last_uses_device();
+    note_device_use();
   }
 
   // `.cuda(index, non_blocking)` -> `.to(<device>, non_blocking=...)`. Edits stay small (the
@@ -297,7 +331,8 @@ class Matcher {
       edits.push_back({at, at, "non_blocking="});
     }
     plan_.add(rule, std::move(edits), call, "`" + std::string(text(call)) + "`: " + std::string(rule.message));
-    if (agnostic()) plan_.mark_last_uses_device();
+    if (!ts_node_is_null(index) && text(index) != "None") plan_.mark_last_keeps_index();
+    note_device_use();
   }
 
   // torch.cuda.amp.autocast(...) / GradScaler(...) -> torch.amp.*, adding the device argument.
@@ -336,19 +371,42 @@ class Matcher {
       edits.push_back({open, open, device_type + ", "});
     }
     plan_.add(rule, std::move(edits), call, std::string(rule.message));
-    if (agnostic()) plan_.mark_last_uses_device();
+    note_device_use();
   }
 
   // --- assignments --------------------------------------------------------------------------------
   // `device = ...`: on device-agnostic the file's own device variable is kept (and rewritten as a
-  // whole when it mentions CUDA), so no second definition is inserted.
+  // whole when it is a plain CUDA device), so no second definition is inserted at module level; in
+  // a function it makes `device` a local, which rewrites before it must not read.
   void on_assignment(TSNode node, const std::vector<TSNode>& ancestors) {
     if (!agnostic()) return;
     TSNode left = field(node, "left");
     TSNode right = field(node, "right");
+    if (!is_type(left, "identifier") || text(left) != "device") return;
     bool top_level = ancestors.size() == 2 && is_type(ancestors[1], "expression_statement");
-    if (is_type(left, "identifier") && text(left) == "device" && !ts_node_is_null(right))
-      plan_.note_device_assignment(right, top_level);
+    plan_.note_device_binding(scope(), ts_node_end_byte(node), top_level);
+    if (!ts_node_is_null(right)) plan_.note_device_assignment(right);
+  }
+
+  void on_for(TSNode node) {
+    TSNode left = field(node, "left");
+    if (agnostic() && is_type(left, "identifier") && text(left) == "device")
+      plan_.note_device_binding(scope(), ts_node_end_byte(left), false);
+  }
+
+  // A parameter, `global device` or `nonlocal device` binds `device` for the whole function
+  // (`parameters` sits inside its function, so scope() names that function).
+  void on_parameters(TSNode node) {
+    if (!agnostic()) return;
+    for (TSNode p : named_children(node)) {
+      TSNode name = is_type(p, "identifier") ? p : field(p, "name");
+      if (!ts_node_is_null(name) && text(name) == "device") plan_.note_device_parameter(scope());
+    }
+  }
+  void on_global(TSNode node) {
+    if (!agnostic()) return;
+    for (TSNode name : named_children(node))
+      if (text(name) == "device") plan_.note_device_parameter(scope());
   }
 
   // --- string literals ----------------------------------------------------------------------------
@@ -375,7 +433,7 @@ class Matcher {
       if (context_of(node, ancestors).kind == ArgContext::Backend) {
         const Rule& rule = rule_by_id("nccl-backend");
         plan_.replace(rule, node, requote(expand(per_target(rule)), quote), "");
-        if (agnostic()) plan_.mark_last_uses_device();
+        note_device_use();
       }
       return;
     }
@@ -388,6 +446,7 @@ class Matcher {
     auto [is_cuda, index] = parse_cuda_string(content);
     if (!is_cuda) return;
     auto [context, call_args] = context_of(node, ancestors);
+    bool indexed = false;
     std::string replacement;
     const Rule* rule = nullptr;
     switch (context) {
@@ -414,11 +473,14 @@ class Matcher {
         if (index.empty()) replacement = expand("{device_type}");
         else if (sole && agnostic()) replacement = expand("{device_type}") + ", " + std::string(index);
         else replacement = indexed_device(index);
+        // torch.device("cuda", rank): the index is the next argument.
+        if (!ts_node_is_null(call_args) && named_children(call_args).size() > 1) indexed = true;
         break;
       }
     }
     plan_.replace(*rule, node, requote(replacement, quote), "");
-    if (agnostic()) plan_.mark_last_uses_device();
+    if (indexed || !index.empty()) plan_.mark_last_keeps_index();
+    note_device_use();
   }
 
   // "cuda:N" -> the target's device at index N; a string stays a string on npu ("npu:N").
@@ -436,12 +498,20 @@ class Matcher {
     }
     if (context == ArgContext::MapLocation && agnostic()) {
       plan_.replace(rule_by_id("device-string"), node, expand("{device}"), "");
-      plan_.mark_last_uses_device();
+      note_device_use();
       return;
     }
     std::string type = agnostic() ? "{device.type}" : std::string(target_ == Target::Npu ? "npu" : "cpu");
+    if (agnostic() && in_device_definition()) {
+      // Inside the f-string the expression may not reuse its quote character (before Python 3.12).
+      std::string expr = expand("{device_type}");
+      char quote = text(named_children(node).front()).back();
+      std::replace(expr.begin(), expr.end(), '"', quote == '"' ? '\'' : '"');
+      type = "{" + expr + "}";
+    }
     plan_.replace_span(rule_by_id("device-string"), content_begin, content_begin + 4, node, type, "");
-    if (agnostic()) plan_.mark_last_uses_device();
+    plan_.mark_last_keeps_index();
+    note_device_use();
   }
 
   // A plain "..." replacement keeps the source's quote character.
@@ -461,6 +531,8 @@ class Matcher {
 
   const PythonSyntax& syntax_;
   Target target_;
+  TSNode current_{};
+  const std::vector<TSNode>* ancestors_ = nullptr;
   PlanBuilder& plan_;
   std::map<std::string, std::string> amp_names_;  // local name -> "autocast" | "GradScaler"
 };

@@ -157,6 +157,17 @@ const std::vector<Rule> kRules = {
       "DALI is NVIDIA-only: use torch.utils.data / torchvision transforms"}, ""},
 };
 
+// What {device} and friends mean inside the expression that defines `device` (see TemplateValues).
+constexpr std::string_view kSelfFreeDevice =
+    "({torch}.accelerator.current_accelerator() if {torch}.accelerator.is_available() else {torch}.device(\"cpu\"))";
+constexpr std::string_view kSelfFreeType =
+    "({torch}.accelerator.current_accelerator().type if {torch}.accelerator.is_available() else \"cpu\")";
+constexpr std::string_view kSelfFreeAtIndex =
+    "{torch}.device({torch}.accelerator.current_accelerator().type if {torch}.accelerator.is_available() else \"cpu\", {index})";
+constexpr std::string_view kSelfFreeBackend =
+    "{torch}.distributed.get_default_backend_for_device({torch}.accelerator.current_accelerator() "
+    "if {torch}.accelerator.is_available() else {torch}.device(\"cpu\"))";
+
 }  // namespace
 
 std::string_view target_name(Target target) {
@@ -206,6 +217,7 @@ const Rule* find_torch_api_rule(std::string_view path) {
 
 std::string expand_template(std::string_view templ, Target target, const TemplateValues& values) {
   const TargetSpec& spec = target_spec(target);
+  const bool self_free = values.self_free && target == Target::DeviceAgnostic;
   std::string out;
   out.reserve(templ.size() + 16);
   // Two passes at most: target placeholders may themselves contain {torch} and {index}.
@@ -219,10 +231,10 @@ std::string expand_template(std::string_view templ, Target target, const Templat
         if (name == "torch") out += values.torch;
         else if (name == "index") out += values.index;
         else if (name == "prefix") out += values.prefix;
-        else if (name == "device") inner = spec.device;
-        else if (name == "device_type") inner = spec.device_type;
-        else if (name == "device_at_index") inner = spec.device_at_index;
-        else if (name == "backend") inner = spec.backend;
+        else if (name == "device") inner = self_free ? kSelfFreeDevice : spec.device;
+        else if (name == "device_type") inner = self_free ? kSelfFreeType : spec.device_type;
+        else if (name == "device_at_index") inner = self_free ? kSelfFreeAtIndex : spec.device_at_index;
+        else if (name == "backend") inner = self_free ? kSelfFreeBackend : spec.backend;
         else known = false;
         if (!inner.empty()) out += expand_template(inner, target, values);
         if (known) {

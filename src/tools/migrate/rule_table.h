@@ -68,6 +68,9 @@ struct TemplateValues {
   std::string_view torch = "torch";
   std::string_view index;
   std::string_view prefix;
+  // Device-agnostic code that computes `device` itself (the value assigned to `device`) must not
+  // read `device`: the placeholders then expand to expressions over torch.accelerator instead.
+  bool self_free = false;
 };
 std::string expand_template(std::string_view templ, Target target, const TemplateValues& values);
 

@@ -127,6 +127,18 @@ TEST(FileMigration, DeeplyNestedInputDoesNotCrash) {
   EXPECT_TRUE(m.status == FileStatus::Migrated || m.status == FileStatus::SyntaxError);
 }
 
+TEST(FileMigration, UseOfALocalDeviceBeforeItsAssignmentIsReported) {
+  const std::string src = "import torch\ndef f():\n    m = Net().cuda()\n    device = 'cuda'\n    return m\n";
+  FileMigration m = migrate_source("f.py", src, Target::DeviceAgnostic);
+  ASSERT_EQ(m.findings.size(), 1u);
+  EXPECT_EQ(std::string(m.findings[0].rule->id), "tensor.cuda");
+  EXPECT_EQ(m.findings[0].line, 3u);
+  EXPECT_EQ(m.findings[0].api, "Net().cuda()");
+  EXPECT_NE(m.findings[0].advice.find("not bound"), std::string::npos);
+  // On npu nothing reads `device`, so the same code is simply rewritten.
+  EXPECT_TRUE(migrate_source("f.py", src, Target::Npu).findings.empty());
+}
+
 TEST(FileMigration, EmptyFile) {
   EXPECT_EQ(migrate_source("e.py", "", Target::DeviceAgnostic).status, FileStatus::Unchanged);
 }

@@ -88,6 +88,20 @@ std::vector<Fixture> fixtures() {
       {"device_assignment_of_a_literal", A, "import torch\ndef f():\n    device = \"cuda\"\n    return device\n",
        "import torch\ndef f():\n    device = torch.accelerator.current_accelerator() if torch.accelerator.is_available() else "
        "torch.device(\"cpu\")\n    return device\n"},
+      {"device_local_assigned_later_is_left", A, "import torch\ndef f():\n    m = Net().cuda()\n    device = 'cuda'\n    return m\n",
+       "import torch\ndef f():\n    m = Net().cuda()\n    device = torch.accelerator.current_accelerator() if "
+       "torch.accelerator.is_available() else torch.device(\"cpu\")\n    return m\n"},
+      {"device_parameter_is_bound", A, "import torch\ndef f(x, device=None):\n    y = x.cuda()\n    device = y.device\n    return y\n",
+       "import torch\n" + kDefinition + "def f(x, device=None):\n    y = x.to(device)\n    device = y.device\n    return y\n"},
+      {"device_with_index_keeps_it", A, "import torch\ndef f(rank):\n    device = torch.device(\"cuda\", rank)\n    return device\n",
+       "import torch\ndef f(rank):\n    device = torch.device((torch.accelerator.current_accelerator().type if "
+       "torch.accelerator.is_available() else \"cpu\"), rank)\n    return device\n"},
+      {"device_fstring_definition", A, "import torch\ndef f(rank):\n    device = f\"cuda:{rank}\"\n    return device\n",
+       "import torch\ndef f(rank):\n    device = f\"{(torch.accelerator.current_accelerator().type if "
+       "torch.accelerator.is_available() else 'cpu')}:{rank}\"\n    return device\n"},
+      {"module_use_before_module_device", A, "import torch\nx = y.cuda()\ndevice = torch.device(\"cuda\")\n",
+       "import torch\n" + kDefinition + "x = y.to(device)\ndevice = torch.accelerator.current_accelerator() if "
+       "torch.accelerator.is_available() else torch.device(\"cpu\")\n"},
       {"nccl_npu", N, "import torch.distributed as dist\ndist.init_process_group(\"nccl\", rank=r)\n",
        "import torch.distributed as dist\nimport torch_npu\ndist.init_process_group(\"hccl\", rank=r)\n"},
       {"nccl_keyword_cpu", C, "dist.init_process_group(backend='nccl')\n", "dist.init_process_group(backend='gloo')\n"},
