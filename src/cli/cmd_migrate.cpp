@@ -83,7 +83,7 @@ void add_migrate_command(CLI::App& app) {
   auto args = std::make_shared<MigrateArgs>();
   CLI::App* cmd = app.add_subcommand(
       "migrate", "Rewrite CUDA-specific PyTorch Python code for another device and report what needs a human");
-  cmd->add_option("paths", args->paths, "Python files or directories (recursing into *.py)")->type_name("PATH...");
+  cmd->add_option("paths", args->paths, "Python files or directories (recursing into *.py)")->type_name("PATH");
   cmd->add_option("--to", args->target, "Target: device-agnostic (torch.accelerator), npu (torch_npu) or cpu")
       ->type_name("TARGET")
       ->capture_default_str();
