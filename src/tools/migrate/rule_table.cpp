@@ -24,7 +24,7 @@ const std::vector<Rule> kRules = {
     // --- device placement ---------------------------------------------------------------------
     {"tensor.cuda", "device-placement", "`<expr>.cuda()`, `.cuda(i)`, `.cuda(device=i, non_blocking=b)` on any expression", W,
      {".to({device})", ".to({device})", ".to({device})"},
-     "moved with .to(); an explicit index is kept as torch.device(<target type>, i)"},
+     "moved with .to(); an explicit index is kept as torch.device(<target type>, i), except on cpu"},
     {"device-string", "device-string", "\"cuda\" / \"cuda:N\" passed as a device: device=, map_location=, output_device=, `.to(...)`, `torch.set_default_device(...)`, "
      "a variable or parameter named *device*", W,
      {"{device}", "{device}", "{device}"}, "device string replaced by the target device"},
