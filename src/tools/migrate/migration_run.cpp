@@ -149,6 +149,8 @@ std::vector<SourceFile> collect(const MigrateOptions& options, const fs::path& o
         continue;
       }
       if (!entry.is_regular_file(ec)) continue;
+      // Rewriting in place through a symlink would replace the link with a file: leave links alone.
+      if (options.in_place && entry.is_symlink(ec)) continue;
       fs::path rel = entry.path().lexically_relative(root);
       SourceFile f{entry.path(), (root / rel).lexically_normal().generic_string(), prefix / rel, true, false};
       classify(entry.path(), f);
@@ -198,7 +200,16 @@ MigrationSummary run_migration(const MigrateOptions& options) {
           r.result.path = f.label;
           r.result.detail = "copied";
         } else {
-          std::string source = read_file(f.path);
+          std::string source;
+          try {
+            source = read_file(f.path);
+          } catch (const std::runtime_error& e) {
+            r.result.path = f.label;
+            r.result.status = FileStatus::ReadError;
+            r.result.detail = std::string(e.what()) + ": skipped";
+            ++done;
+            continue;
+          }
           r.lines = static_cast<size_t>(std::count(source.begin(), source.end(), '\n'));
           if (f.python) {
             r.result = migrate_source(f.label, source, options.target);

@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <unistd.h>
 
 using namespace crosstrain::migrate;
 namespace fs = std::filesystem;
@@ -144,6 +145,26 @@ TEST_F(MigrationRun, InPlaceWithoutBackupNeedsACleanGitTree) {
   MigrationSummary s = run_migration(o);
   EXPECT_EQ(s.files_migrated, 1u);
   EXPECT_FALSE(fs::exists(src / "train.py.orig"));
+}
+
+TEST_F(MigrationRun, UnreadableFileIsSkippedNotFatal) {
+  if (::geteuid() == 0) GTEST_SKIP() << "root reads files regardless of permissions";
+  fs::permissions(src / "sub" / "plain.py", fs::perms::none);
+  MigrateOptions o = options();
+  o.check = true;
+  MigrationSummary s = run_migration(o);
+  EXPECT_EQ(s.files_skipped, 2u);  // latin.py and the unreadable one
+  fs::permissions(src / "sub" / "plain.py", fs::perms::owner_all);
+}
+
+TEST_F(MigrationRun, InPlaceLeavesSymlinksAlone) {
+  fs::create_symlink(src / "train.py", src / "link.py");
+  MigrateOptions o = options(Target::Cpu);
+  o.in_place = true;
+  o.backup = true;
+  run_migration(o);
+  EXPECT_TRUE(fs::is_symlink(src / "link.py"));
+  EXPECT_NE(slurp(src / "link.py").find(".to(\"cpu\")"), std::string::npos);  // through the real file
 }
 
 TEST_F(MigrationRun, BadOptionsAreCallerMistakes) {
