@@ -34,3 +34,28 @@ if ! .venv/bin/python -c "import torch, torchvision, numpy, sys; sys.exit(0 if t
   .venv/bin/python -m pip install -q "torch==${TORCH_VERSION}" "torchvision==${TORCHVISION_VERSION}" numpy
 fi
 echo "[setup] torch $(.venv/bin/python -c 'import torch;print(torch.__version__)') ready in .venv"
+
+# tree-sitter (core C library) and its Python grammar, as C sources from PyPI sdists, for
+# `crosstrain migrate`. Versions are paired by grammar ABI: core 0.23.2 reads ABI 13..14 and
+# tree-sitter-python 0.23.6 is generated at ABI 14. CMake builds them from third_party/ (gitignored).
+TS_CORE_VERSION=0.23.2
+TS_CORE_SHA256=66bae8dd47f1fed7bdef816115146d3a41c39b5c482d7bad36d9ba1def088450
+TS_PYTHON_VERSION=0.23.6
+TS_PYTHON_SHA256=354bfa0a2f9217431764a631516f85173e9711af2c13dbd796a8815acfe505d9
+fetch_sdist() {  # fetch_sdist PYPI_NAME VERSION ARCHIVE_BASENAME SHA256
+  local name="$1" version="$2" base="$3" sha="$4"
+  local dir="third_party/${base}-${version}" archive="third_party/sdist/${base}-${version}.tar.gz"
+  [ -f "${dir}/.extracted" ] && return 0
+  mkdir -p third_party/sdist
+  if [ ! -f "$archive" ] || ! echo "${sha}  ${archive}" | sha256sum -c --status; then
+    echo "[setup] pip download ${name}==${version} (C sources)"
+    .venv/bin/python -m pip download -q --no-deps --no-binary :all: "${name}==${version}" -d third_party/sdist
+  fi
+  echo "${sha}  ${archive}" | sha256sum -c --status || { echo "[setup] checksum mismatch: ${archive}" >&2; exit 1; }
+  rm -rf "$dir"
+  tar -xzf "$archive" -C third_party
+  touch "${dir}/.extracted"
+}
+fetch_sdist tree-sitter "$TS_CORE_VERSION" tree-sitter "$TS_CORE_SHA256"
+fetch_sdist tree-sitter-python "$TS_PYTHON_VERSION" tree_sitter_python "$TS_PYTHON_SHA256"
+echo "[setup] tree-sitter ${TS_CORE_VERSION} + tree-sitter-python ${TS_PYTHON_VERSION} sources in third_party/"

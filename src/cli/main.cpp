@@ -15,5 +15,6 @@ int main(int argc, char** argv) {
   crosstrain::cli::add_doctor_command(app);
 #endif
   crosstrain::cli::add_compare_command(app);
+  crosstrain::cli::add_migrate_command(app);
   return crosstrain::cli::run_cli(app, argc, argv);
 }

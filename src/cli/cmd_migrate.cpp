@@ -1,0 +1,106 @@
+// `crosstrain migrate`: rewrite CUDA-specific PyTorch code for another device, with reports.
+#include "cli/command.h"
+#include "report/output.h"
+#include "report/terminal.h"
+#include "tools/migrate/migration_report.h"
+#include "tools/migrate/migration_run.h"
+
+#include <iostream>
+#include <memory>
+
+namespace crosstrain::cli {
+
+namespace {
+
+struct MigrateArgs {
+  std::vector<std::string> paths;
+  std::string target = "device-agnostic";
+  std::string out_dir;
+  bool in_place = false;
+  bool backup = false;
+  bool check = false;
+  bool diff = false;
+  bool list_rules = false;
+  std::string report_dir;
+  std::string json_path;
+  unsigned jobs = 0;
+};
+
+void print_rules(std::ostream& out, migrate::Target target) {
+  for (const auto& rule : migrate::rule_table()) {
+    std::string_view what = rule.per_target[static_cast<size_t>(target)];
+    const char* action = rule.action == migrate::RuleAction::Report ? "report"
+                         : what.empty()                                ? "not used for this target"
+                                                                       : "rewrite";
+    out << rule.id << "  [" << rule.family << ", " << action << "]\n"
+        << "    matches: " << rule.matches << "\n";
+    if (!what.empty())
+      out << (rule.action == migrate::RuleAction::Rewrite ? "    becomes: " : "    advice:  ")
+          << migrate::expand_template(what, target, {}) << "\n";
+    if (!rule.message.empty()) out << "    note:    " << rule.message << "\n";
+  }
+}
+
+void run(const MigrateArgs& args) {
+  migrate::MigrateOptions options;
+  options.target = migrate::parse_target(args.target);
+  if (args.list_rules) {
+    print_rules(std::cout, options.target);
+    return;
+  }
+  if (args.paths.empty()) throw std::invalid_argument("migrate needs at least one PATH");
+  options.inputs = args.paths;
+  options.out_dir = args.out_dir;
+  options.in_place = args.in_place;
+  options.backup = args.backup;
+  options.check = args.check;
+  options.keep_text = args.diff;
+  options.jobs = args.jobs;
+
+  const bool json_stdout = report::json_to_stdout(args.json_path);
+  if (json_stdout && args.diff) throw std::invalid_argument("--diff and --json - both write to stdout");
+  auto progress = std::make_shared<report::ProgressLine>();
+  if (progress->enabled())
+    options.progress = [progress](size_t done, size_t total) {
+      progress->update("migrate: " + std::to_string(done) + "/" + std::to_string(total) + " files");
+    };
+
+  migrate::MigrationSummary summary = migrate::run_migration(options);
+  progress->clear();
+
+  if (args.diff) std::cout << migrate::migration_diff(summary);
+  if (!args.report_dir.empty()) migrate::write_report_dir(summary, args.report_dir);
+  if (!args.json_path.empty()) report::write_json(migrate::summary_json(summary), args.json_path);
+  // The summary goes to stderr when stdout carries the diff or the JSON document.
+  std::ostream& human = (args.diff || json_stdout) ? std::cerr : std::cout;
+  human << migrate::console_summary(summary);
+  if (args.check && summary.cuda_code_remains()) throw ExitStatus{1};
+}
+
+}  // namespace
+
+void add_migrate_command(CLI::App& app) {
+  auto args = std::make_shared<MigrateArgs>();
+  CLI::App* cmd = app.add_subcommand(
+      "migrate", "Rewrite CUDA-specific PyTorch Python code for another device and report what needs a human");
+  cmd->add_option("paths", args->paths, "Python files or directories (recursing into *.py)")->type_name("PATH");
+  cmd->add_option("--to", args->target, "Target: device-agnostic (torch.accelerator), npu (torch_npu) or cpu")
+      ->type_name("TARGET")
+      ->capture_default_str();
+  cmd->add_option("--out", args->out_dir,
+                  std::string("Write the migrated copy of the inputs here (default: ") + migrate::kDefaultOutDir + ")")
+      ->type_name("DIR");
+  cmd->add_flag("--in-place", args->in_place,
+                "Rewrite files where they are (needs --backup, or the inputs in a clean git work tree)");
+  cmd->add_flag("--backup", args->backup, "With --in-place: keep each changed file as FILE.orig");
+  cmd->add_flag("--check", args->check, "Change nothing; exit 1 when CUDA-specific code remains (a CI gate)");
+  cmd->add_flag("--diff", args->diff, "Print a unified diff of the changes to stdout");
+  cmd->add_option("--report", args->report_dir, "Write change_list.csv, unsupported.csv and summary.json to DIR")
+      ->type_name("DIR");
+  cmd->add_option("--jobs,-j", args->jobs, "Worker threads (default: one per hardware thread)")->type_name("N");
+  cmd->add_flag("--list-rules", args->list_rules, "Print the rule table for --to and exit");
+  add_json_option(cmd, args->json_path);
+  cmd->callback([args]() { run(*args); });
+}
+
+}  // namespace crosstrain::cli

@@ -1,0 +1,299 @@
+#include "tools/migrate/migration_run.h"
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+#include <thread>
+#include <filesystem>
+#include <unistd.h>
+
+namespace crosstrain::migrate {
+
+namespace fs = std::filesystem;
+
+double MigrationSummary::conversion_fraction() const {
+  size_t total = converted + left;
+  return total == 0 ? 1.0 : static_cast<double>(converted) / static_cast<double>(total);
+}
+
+bool MigrationSummary::cuda_code_remains() const {
+  return converted + (left - left_harmless) > 0 || files_syntax_error > 0 || files_rewrite_failed > 0;
+}
+
+namespace {
+
+struct SourceFile {
+  fs::path path;        // on disk
+  std::string label;    // for reports: the input as given, joined with the relative path
+  fs::path relative;    // below the output root
+  bool python = true;   // false: a CUDA source (.cu/.cuh), reported only
+  bool copy_only = false;  // another file, copied verbatim in copy mode
+};
+
+bool skipped_directory(const fs::path& p) {
+  std::string name = p.filename().string();
+  return (name.size() > 1 && name[0] == '.') || name == "__pycache__";
+}
+
+std::string read_file(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw std::runtime_error("cannot read " + path.string());
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// Temp file in the same directory, permissions of `like` (when it exists), then rename.
+void write_atomic(const fs::path& path, const std::string& bytes, const fs::path& like) {
+  fs::path tmp = path;
+  tmp += ".tmp." + std::to_string(::getpid()) + "." +
+         std::to_string(std::hash<std::thread::id>{}(std::this_thread::get_id()) % 100000);
+  {
+    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+    if (!out) throw std::runtime_error("cannot write " + tmp.string());
+    out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+    out.close();
+    if (!out) {
+      std::error_code ec;
+      fs::remove(tmp, ec);
+      throw std::runtime_error("cannot write " + tmp.string());
+    }
+  }
+  std::error_code ec;
+  auto status = fs::status(like, ec);
+  if (!ec && fs::exists(status)) fs::permissions(tmp, status.permissions(), ec);
+  fs::rename(tmp, path, ec);
+  if (ec) {
+    fs::remove(tmp, ec);
+    throw std::runtime_error("cannot replace " + path.string());
+  }
+}
+
+std::string run_git(const fs::path& dir, const std::string& args, int& status) {
+  std::string cmd = "git -C '" + dir.string() + "' " + args + " 2>/dev/null";
+  std::string out;
+  FILE* pipe = ::popen(cmd.c_str(), "r");
+  if (!pipe) {
+    status = -1;
+    return out;
+  }
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof buf, pipe)) > 0) out.append(buf, n);
+  status = ::pclose(pipe);
+  return out;
+}
+
+// In-place without backups is allowed only where git can restore every file we might touch.
+void require_clean_git(const std::vector<std::string>& inputs) {
+  for (const auto& input : inputs) {
+    if (input.find('\'') != std::string::npos) throw std::invalid_argument("--in-place: unusual path, use --backup");
+    fs::path p(input);
+    fs::path dir = fs::is_directory(p) ? p : (p.has_parent_path() ? p.parent_path() : fs::path("."));
+    int status = 0;
+    std::string inside = run_git(dir, "rev-parse --is-inside-work-tree", status);
+    if (status != 0 || inside.rfind("true", 0) != 0)
+      throw std::invalid_argument("--in-place needs --backup, or inputs in a clean git work tree ('" + input +
+                                  "' is not in one)");
+    std::string pathspec = fs::is_directory(p) ? "." : p.filename().string();
+    std::string dirty = run_git(dir, "status --porcelain -- '" + pathspec + "'", status);
+    if (status != 0 || !dirty.empty())
+      throw std::invalid_argument("--in-place needs --backup, or a clean git work tree ('" + input +
+                                  "' has uncommitted or untracked changes)");
+  }
+}
+
+std::vector<SourceFile> collect(const MigrateOptions& options, const fs::path& out_dir) {
+  std::vector<SourceFile> files;
+  const bool single = options.inputs.size() == 1;
+  fs::path out_canonical = out_dir.empty() ? fs::path() : fs::weakly_canonical(out_dir);
+  for (const auto& input : options.inputs) {
+    fs::path root = fs::path(input).lexically_normal();
+    if (root.filename().empty() && root.has_parent_path()) root = root.parent_path();  // "dir/"
+    std::error_code ec;
+    if (!fs::exists(root, ec)) throw std::invalid_argument("no such file or directory: " + input);
+    if (!out_canonical.empty() && fs::weakly_canonical(root) == out_canonical)
+      throw std::invalid_argument("--out is an input; use --in-place to rewrite files where they are");
+    auto classify = [](const fs::path& p, SourceFile& f) {
+      std::string ext = p.extension().string();
+      if (ext == ".py") return true;
+      if (ext == ".cu" || ext == ".cuh") {
+        f.python = false;
+        return true;
+      }
+      f.copy_only = true;
+      return false;
+    };
+    if (!fs::is_directory(root, ec)) {
+      SourceFile f{root, root.generic_string(), root.filename(), true, false};
+      classify(root, f);
+      if (f.copy_only && !options.check && !options.in_place) files.push_back(f);
+      else if (!f.copy_only) files.push_back(f);
+      continue;
+    }
+    // One input directory is the output root; several keep their names apart below it.
+    fs::path prefix = single ? fs::path() : fs::weakly_canonical(root).filename();
+    auto it = fs::recursive_directory_iterator(root, fs::directory_options::skip_permission_denied, ec);
+    if (ec) throw std::runtime_error("cannot list " + input + ": " + ec.message());
+    for (auto end = fs::recursive_directory_iterator(); it != end; it.increment(ec)) {
+      if (ec) throw std::runtime_error("cannot list " + input + ": " + ec.message());
+      const auto& entry = *it;
+      if (entry.is_directory(ec)) {
+        if (skipped_directory(entry.path()) ||
+            (!out_canonical.empty() && fs::weakly_canonical(entry.path()) == out_canonical))
+          it.disable_recursion_pending();
+        continue;
+      }
+      if (!entry.is_regular_file(ec)) continue;
+      // Rewriting in place through a symlink would replace the link with a file: leave links alone.
+      if (options.in_place && entry.is_symlink(ec)) continue;
+      fs::path rel = entry.path().lexically_relative(root);
+      SourceFile f{entry.path(), (root / rel).lexically_normal().generic_string(), prefix / rel, true, false};
+      classify(entry.path(), f);
+      if (f.copy_only && (options.check || options.in_place)) continue;
+      files.push_back(std::move(f));
+    }
+  }
+  std::sort(files.begin(), files.end(), [](const SourceFile& a, const SourceFile& b) { return a.label < b.label; });
+  return files;
+}
+
+}  // namespace
+
+MigrationSummary run_migration(const MigrateOptions& options) {
+  auto t0 = std::chrono::steady_clock::now();
+  if (options.inputs.empty()) throw std::invalid_argument("no input paths");
+  int modes = (options.check ? 1 : 0) + (options.in_place ? 1 : 0) + (!options.out_dir.empty() ? 1 : 0);
+  if (modes > 1) throw std::invalid_argument("--check, --in-place and --out exclude each other");
+  if (options.backup && !options.in_place) throw std::invalid_argument("--backup only applies to --in-place");
+
+  MigrationSummary summary;
+  summary.target = options.target;
+  summary.mode = options.check ? "check" : options.in_place ? "in-place" : "copy";
+  fs::path out_dir;
+  if (summary.mode == "copy") {
+    out_dir = options.out_dir.empty() ? fs::path(kDefaultOutDir) : fs::path(options.out_dir);
+    summary.out_dir = out_dir.generic_string();
+  }
+  if (options.in_place && !options.backup) require_clean_git(options.inputs);
+
+  std::vector<SourceFile> files = collect(options, out_dir);
+  std::vector<MigratedFile> results(files.size());
+  std::vector<std::string> errors(files.size());
+  std::atomic<size_t> next{0}, done{0};
+
+  auto work = [&]() {
+    for (size_t i = next++; i < files.size(); i = next++) {
+      const SourceFile& f = files[i];
+      MigratedFile& r = results[i];
+      try {
+        fs::path target_path = summary.mode == "copy" ? out_dir / f.relative : f.path;
+        if (f.copy_only) {
+          std::error_code dir_ec;  // another worker may create it at the same time
+          fs::create_directories(target_path.parent_path(), dir_ec);
+          fs::copy_file(f.path, target_path, fs::copy_options::overwrite_existing);
+          r.output_path = target_path.generic_string();
+          r.result.path = f.label;
+          r.result.detail = "copied";
+        } else {
+          std::string source;
+          try {
+            source = read_file(f.path);
+          } catch (const std::runtime_error& e) {
+            r.result.path = f.label;
+            r.result.status = FileStatus::ReadError;
+            r.result.detail = std::string(e.what()) + ": skipped";
+            ++done;
+            continue;
+          }
+          r.lines = static_cast<size_t>(std::count(source.begin(), source.end(), '\n'));
+          if (f.python) {
+            r.result = migrate_source(f.label, source, options.target);
+          } else {
+            r.result.path = f.label;
+            Finding finding;
+            finding.rule = &rule_by_id("cuda-extension");
+            finding.line = 1;
+            finding.api = f.path.filename().string();
+            finding.advice = std::string(finding.rule->per_target[static_cast<size_t>(options.target)]);
+            r.result.findings.push_back(finding);
+          }
+          bool changed = r.result.status == FileStatus::Migrated;
+          if (summary.mode == "copy") {
+            std::error_code dir_ec;
+            fs::create_directories(target_path.parent_path(), dir_ec);
+            write_atomic(target_path, changed ? r.result.migrated : source, f.path);
+            r.output_path = target_path.generic_string();
+          } else if (summary.mode == "in-place" && changed) {
+            if (options.backup) {
+              fs::path backup = f.path;
+              backup += ".orig";
+              write_atomic(backup, source, f.path);
+            }
+            write_atomic(f.path, r.result.migrated, f.path);
+            r.output_path = f.path.generic_string();
+          }
+          if (options.keep_text) r.original = std::move(source);
+          else r.result.migrated.clear();
+        }
+      } catch (const std::exception& e) {
+        errors[i] = f.label + ": " + e.what();
+      }
+      ++done;
+    }
+  };
+  unsigned jobs = options.jobs ? options.jobs : std::max(1u, std::thread::hardware_concurrency());
+  jobs = static_cast<unsigned>(std::min<size_t>(jobs, std::max<size_t>(1, files.size())));
+  // With a progress callback the calling thread only reports; otherwise it works too.
+  std::vector<std::thread> workers;
+  for (unsigned j = options.progress ? 0 : 1; j < jobs; ++j) workers.emplace_back(work);
+  if (options.progress) {
+    while (done < files.size()) {
+      options.progress(done, files.size());
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+  } else {
+    work();
+  }
+  for (auto& w : workers) w.join();
+  if (options.progress) options.progress(files.size(), files.size());
+
+  for (size_t i = 0; i < files.size(); ++i) {
+    if (!errors[i].empty()) throw std::runtime_error(errors[i]);
+    MigratedFile& r = results[i];
+    if (files[i].copy_only) {
+      ++summary.files_copied;
+      continue;
+    }
+    ++summary.files_scanned;
+    switch (r.result.status) {
+      case FileStatus::Migrated: ++summary.files_migrated; break;
+      case FileStatus::SyntaxError: ++summary.files_syntax_error; break;
+      case FileStatus::RewriteFailed: ++summary.files_rewrite_failed; break;
+      case FileStatus::NotUtf8:
+      case FileStatus::ReadError: ++summary.files_skipped; break;
+      case FileStatus::Unchanged: break;
+    }
+    summary.lines_changed += r.result.lines_changed;
+    for (const auto& c : r.result.changes) {
+      if (c.inserted_line) continue;
+      ++summary.converted;
+      ++summary.families[std::string(c.rule->family)].converted;
+    }
+    for (const auto& f : r.result.findings) {
+      ++summary.left;
+      if (!finding_fails_check(*f.rule)) ++summary.left_harmless;
+      ++summary.families[std::string(f.rule->family)].left;
+    }
+    summary.lines_scanned += r.lines;
+    summary.files.push_back(std::move(r));
+  }
+  summary.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return summary;
+}
+
+}  // namespace crosstrain::migrate

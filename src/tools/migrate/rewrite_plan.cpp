@@ -1,0 +1,351 @@
+#include "tools/migrate/rewrite_plan.h"
+
+#include <algorithm>
+#include <iterator>
+#include <map>
+#include <set>
+
+namespace crosstrain::migrate {
+
+PlanBuilder::PlanBuilder(const PythonSyntax& syntax, Target target) : syntax_(syntax), target_(target) {
+  std::string_view src = syntax.source();
+  line_starts_.push_back(0);
+  for (size_t i = 0; i < src.size(); ++i)
+    if (src[i] == '\n') line_starts_.push_back(static_cast<uint32_t>(i + 1));
+}
+
+size_t PlanBuilder::line_at(uint32_t offset) const {
+  auto it = std::upper_bound(line_starts_.begin(), line_starts_.end(), offset);
+  return static_cast<size_t>(std::distance(line_starts_.begin(), it));
+}
+
+void PlanBuilder::add_torch_alias(std::string_view name) {
+  // Rewrites spell torch the way the file first imported it.
+  if (!alias_recorded_) torch_name_ = std::string(name);
+  alias_recorded_ = true;
+  torch_aliases_.emplace(name);
+}
+
+bool PlanBuilder::is_torch_alias(std::string_view name) const { return torch_aliases_.count(name) > 0; }
+
+void PlanBuilder::note_device_assignment(TSNode right) {
+  device_assignments_.push_back({ts_node_start_byte(right), ts_node_end_byte(right)});
+}
+
+void PlanBuilder::note_device_binding(uint32_t scope, uint32_t end, bool top_level) {
+  if (top_level) scope = UINT32_MAX;
+  auto [it, fresh] = first_binding_end_.emplace(scope, end);
+  if (!fresh) it->second = std::min(it->second, end);
+}
+
+void PlanBuilder::note_device_parameter(uint32_t scope) { bound_on_entry_.insert(scope); }
+
+void PlanBuilder::replace(const Rule& rule, TSNode node, std::string text, std::string message) {
+  replace_span(rule, ts_node_start_byte(node), ts_node_end_byte(node), node, std::move(text), std::move(message));
+}
+
+void PlanBuilder::replace_span(const Rule& rule, uint32_t start, uint32_t end, TSNode node, std::string text,
+                               std::string message) {
+  std::vector<SpanEdit> edits;
+  edits.push_back({start, end, std::move(text)});
+  add(rule, std::move(edits), node, std::move(message));
+}
+
+void PlanBuilder::add(const Rule& rule, std::vector<SpanEdit> edits, TSNode node, std::string message) {
+  if (edits.empty()) return;
+  Change change;
+  change.rule = &rule;
+  change.start = edits.front().start;
+  change.end = edits.front().end;
+  for (const auto& e : edits) {
+    change.start = std::min(change.start, e.start);
+    change.end = std::max(change.end, e.end);
+  }
+  change.edits = std::move(edits);
+  change.start_line = line_at(change.start);
+  change.end_line = line_at(change.end > change.start ? change.end - 1 : change.start);
+  change.before = std::string(syntax_.source().substr(change.start, change.end - change.start));
+  change.subject = ts_node_is_null(node) ? change.before : std::string(syntax_.text(node));
+  if (message.empty() && change.edits.size() == 1) {
+    message = "`" + change.before + "` -> `" + change.edits.front().text + "`";
+    if (!rule.message.empty()) message += ": " + std::string(rule.message);
+  } else if (message.empty()) {
+    message = std::string(rule.message);
+  }
+  change.message = std::move(message);
+  candidates_.push_back(std::move(change));
+}
+
+void PlanBuilder::mark_last_uses_device(uint32_t scope) {
+  if (candidates_.empty()) return;
+  candidates_.back().uses_device = true;
+  candidates_.back().scope = scope;
+}
+
+void PlanBuilder::mark_last_keeps_index() {
+  if (!candidates_.empty()) candidates_.back().keeps_index = true;
+}
+
+void PlanBuilder::find(const Rule& rule, TSNode node, std::string api, Target target, std::string advice) {
+  Finding f;
+  f.rule = &rule;
+  f.line = line_of(node);
+  f.api = std::move(api);
+  if (advice.empty()) advice = std::string(rule.per_target[static_cast<size_t>(target)]);
+  if (advice.empty()) advice = std::string(rule.message);
+  f.advice = std::move(advice);
+  findings_.push_back(std::move(f));
+}
+
+// Outer matches first; a change is kept only when none of its edits conflicts with a kept edit:
+// two replacements conflict when they share bytes, an insertion when it falls strictly inside a
+// replacement. Kept replacements are disjoint, so ordered containers answer each query in log n.
+std::vector<Change> PlanBuilder::resolve_nesting(std::vector<Change> candidates) const {
+  // Same extent: a rewrite of a whole `device = ...` value wins over the literal it consists of.
+  auto wraps = [](const Change& c) { return c.rule->id == "device-assignment"; };
+  std::stable_sort(candidates.begin(), candidates.end(), [&](const Change& a, const Change& b) {
+    if (a.start != b.start) return a.start < b.start;
+    if (a.end != b.end) return a.end > b.end;
+    return wraps(a) && !wraps(b);
+  });
+  std::map<uint32_t, uint32_t> replaced;  // start -> end, disjoint
+  std::multiset<uint32_t> inserted_at;
+  auto conflicts = [&](uint32_t a, uint32_t b) {
+    auto it = replaced.upper_bound(a);
+    if (it != replaced.begin()) {
+      auto prev = std::prev(it);
+      if (prev->second > a && (a < b || prev->first < a)) return true;
+    }
+    if (a == b) return false;
+    if (it != replaced.end() && it->first < b) return true;
+    auto ins = inserted_at.upper_bound(a);
+    return ins != inserted_at.end() && *ins < b;
+  };
+  std::vector<Change> accepted;
+  for (auto& change : candidates) {
+    bool clash = std::any_of(change.edits.begin(), change.edits.end(),
+                             [&](const SpanEdit& e) { return conflicts(e.start, e.end); });
+    if (clash) continue;
+    for (const auto& e : change.edits) {
+      if (e.start == e.end) inserted_at.insert(e.start);
+      else replaced.emplace(e.start, e.end);
+    }
+    accepted.push_back(std::move(change));
+  }
+  return accepted;
+}
+
+// A file's own `device = <plain CUDA device>` becomes the standard definition as a whole. Values
+// with an index (torch.device("cuda", rank), "cuda:1") keep their shape instead: their pieces are
+// rewritten with expressions that do not read `device` (TemplateValues::self_free).
+void PlanBuilder::add_device_assignment_rewrites() {
+  if (target_ != Target::DeviceAgnostic) return;
+  static const std::set<std::string_view> kPlain = {"device-string", "device-type-string", "torch.cuda.is_available",
+                                                    "torch.cuda.device_count"};
+  const Rule& rule = rule_by_id("device-assignment");
+  std::string definition = expand_template(rule.per_target[0], target_, TemplateValues{torch_name_, {}, {}, false});
+  for (const auto& assignment : device_assignments_) {
+    bool any = false, plain = true;
+    for (const auto& c : candidates_) {
+      if (c.start < assignment.start || c.end > assignment.end) continue;
+      any = true;
+      plain = plain && kPlain.count(c.rule->id) && !c.keeps_index;
+    }
+    if (!any || !plain) continue;
+    std::vector<SpanEdit> edits;
+    edits.push_back({assignment.start, assignment.end, definition});
+    add(rule, std::move(edits), TSNode{}, "");
+  }
+}
+
+// In a function that assigns `device` itself, `device` is a local everywhere in it: a rewrite that
+// reads it before the first assignment would raise UnboundLocalError, so it is reported instead.
+std::vector<Change> PlanBuilder::drop_unbound_device_uses(std::vector<Change> accepted) {
+  std::vector<Change> kept;
+  for (auto& c : accepted) {
+    auto binding = first_binding_end_.find(c.scope);
+    bool unbound = c.uses_device && c.scope != UINT32_MAX && binding != first_binding_end_.end() &&
+                   !bound_on_entry_.count(c.scope) && c.start < binding->second;
+    if (!unbound) {
+      kept.push_back(std::move(c));
+      continue;
+    }
+    Finding f;
+    f.rule = c.rule;
+    f.line = c.start_line;
+    f.api = c.subject;
+    f.advice = "this function assigns its own `device` later, so `device` is not bound here yet: "
+               "assign it first (or rename it), then migrate again";
+    findings_.push_back(std::move(f));
+  }
+  return kept;
+}
+
+RewritePlan PlanBuilder::finish() {
+  add_device_assignment_rewrites();
+  std::vector<Change> accepted = drop_unbound_device_uses(resolve_nesting(std::move(candidates_)));
+  if (!accepted.empty()) insert_module_lines(accepted);
+  std::stable_sort(accepted.begin(), accepted.end(), [](const Change& a, const Change& b) {
+    if (a.start != b.start) return a.start < b.start;
+    return a.inserted_line && !b.inserted_line;
+  });
+  std::stable_sort(findings_.begin(), findings_.end(),
+                   [](const Finding& a, const Finding& b) { return a.line < b.line; });
+  RewritePlan plan;
+  plan.changes = std::move(accepted);
+  plan.findings = std::move(findings_);
+  return plan;
+}
+
+Change PlanBuilder::inserted(const Rule& rule, uint32_t offset, std::string line) const {
+  Change change;
+  change.rule = &rule;
+  change.start = change.end = offset;
+  change.start_line = change.end_line = line_at(offset);
+  change.inserted_line = true;
+  change.message = "inserted `" + line + "`";
+  if (!rule.message.empty()) change.message += ": " + std::string(rule.message);
+  // Inserted lines follow the file's line ending (CRLF files stay CRLF).
+  std::string_view src = syntax_.source();
+  size_t first_newline = src.find('\n');
+  std::string newline = first_newline != std::string_view::npos && first_newline > 0 && src[first_newline - 1] == '\r'
+                            ? "\r\n"
+                            : "\n";
+  std::string text = line + newline;
+  if (offset == src.size() && !src.empty() && src.back() != '\n') text = newline + text;
+  change.edits.push_back({offset, offset, std::move(text)});
+  return change;
+}
+
+namespace {
+
+bool is_import(TSNode node) {
+  std::string_view type = node_type(node);
+  return type == "import_statement" || type == "import_from_statement" || type == "future_import_statement";
+}
+
+// Start of the line after the node (so a trailing comment stays on its own line), or the end of
+// the file.
+uint32_t after_line_of(TSNode node, std::string_view src) {
+  size_t newline = src.find('\n', ts_node_end_byte(node));
+  return newline == std::string_view::npos ? static_cast<uint32_t>(src.size()) : static_cast<uint32_t>(newline + 1);
+}
+
+}  // namespace
+
+void PlanBuilder::insert_module_lines(std::vector<Change>& accepted) {
+  std::string_view src = syntax_.source();
+  std::vector<TSNode> statements;
+  for (TSNode child : named_children(syntax_.root()))
+    if (node_type(child) != "comment") statements.push_back(child);
+  if (statements.empty()) return;
+
+  // Where a module-level line goes: after the last import that precedes statement `limit`, else
+  // after a leading docstring, else at the start of the first statement's line.
+  auto anchor_offset = [&](size_t limit, auto&& prefer) -> uint32_t {
+    int chosen = -1;
+    for (size_t i = 0; i < limit && i < statements.size(); ++i)
+      if (is_import(statements[i])) {
+        chosen = static_cast<int>(i);
+        if (prefer(statements[i])) break;
+      }
+    if (chosen >= 0) return after_line_of(statements[static_cast<size_t>(chosen)], src);
+    TSNode first = statements[0];
+    if (limit > 0 && node_type(first) == "expression_statement" && ts_node_named_child_count(first) == 1 &&
+        node_type(ts_node_named_child(first, 0)) == "string")
+      return after_line_of(first, src);
+    return line_starts_[line_at(ts_node_start_byte(first)) - 1];
+  };
+  auto statement_index = [&](uint32_t offset) {
+    size_t i = 0;
+    while (i + 1 < statements.size() && ts_node_start_byte(statements[i + 1]) <= offset) ++i;
+    return i;
+  };
+  auto never = [](TSNode) { return false; };
+
+  if (target_ == Target::DeviceAgnostic) {
+    // The module needs its own definition unless it binds `device` at top level before any
+    // module-level use (functions run after the module body, so their uses only need a binding).
+    auto module_binding = first_binding_end_.find(UINT32_MAX);
+    bool needed = false;
+    uint32_t first_use = UINT32_MAX;
+    for (const auto& c : accepted) {
+      if (!c.uses_device) continue;
+      first_use = std::min(first_use, c.start);
+      if (module_binding == first_binding_end_.end() || (c.scope == UINT32_MAX && c.start < module_binding->second))
+        needed = true;
+    }
+    if (needed) {
+      size_t limit = statement_index(first_use);
+      if (ts_node_start_byte(statements[limit]) > first_use) limit = 0;
+      uint32_t offset = anchor_offset(limit, never);
+      // The definition needs torch bound at module level before it.
+      std::string torch = "torch";
+      bool bound = false;
+      for (TSNode stmt : statements) {
+        if (ts_node_start_byte(stmt) >= offset) break;
+        if (node_type(stmt) != "import_statement") continue;
+        for (TSNode name : named_children(stmt)) {
+          bool aliased = node_type(name) == "aliased_import";
+          std::string_view module = syntax_.text(aliased ? field(name, "name") : name);
+          if (aliased && module == "torch") {
+            torch = std::string(syntax_.text(field(name, "alias")));
+            bound = true;
+          } else if (!aliased && (module == "torch" || module.substr(0, 6) == "torch.")) {
+            torch = "torch";
+            bound = true;
+          }
+        }
+        if (bound) break;
+      }
+      const Rule& rule = rule_by_id("device-definition");
+      std::string line = expand_template(rule.per_target[0], target_, TemplateValues{torch, {}, {}});
+      if (!bound) accepted.push_back(inserted(rule, offset, "import torch"));
+      accepted.push_back(inserted(rule, offset, line));
+    }
+  }
+  if (target_ == Target::Npu && !has_torch_npu_) {
+    auto imports_torch = [&](TSNode stmt) {
+      std::string_view t = syntax_.text(stmt);
+      return t.substr(0, 12) == "import torch" || t.substr(0, 10) == "from torch";
+    };
+    uint32_t offset = anchor_offset(statements.size(), imports_torch);
+    accepted.push_back(inserted(rule_by_id("import-torch-npu"), offset, "import torch_npu"));
+  }
+}
+
+std::vector<const SpanEdit*> ordered_edits(const RewritePlan& plan) {
+  struct Ordered {
+    const SpanEdit* edit;
+    size_t order;
+  };
+  std::vector<Ordered> edits;
+  for (const auto& change : plan.changes)
+    for (const auto& e : change.edits) edits.push_back({&e, edits.size()});
+  std::stable_sort(edits.begin(), edits.end(), [](const Ordered& a, const Ordered& b) {
+    if (a.edit->start != b.edit->start) return a.edit->start < b.edit->start;
+    bool a_insert = a.edit->start == a.edit->end, b_insert = b.edit->start == b.edit->end;
+    if (a_insert != b_insert) return a_insert;
+    return a.order < b.order;
+  });
+  std::vector<const SpanEdit*> out;
+  out.reserve(edits.size());
+  for (const auto& o : edits) out.push_back(o.edit);
+  return out;
+}
+
+std::string apply_plan(std::string_view source, const RewritePlan& plan) {
+  std::string out;
+  out.reserve(source.size() + source.size() / 8);
+  size_t pos = 0;
+  for (const SpanEdit* e : ordered_edits(plan)) {
+    if (e->start < pos || e->end > source.size()) continue;  // never happens after resolve_nesting
+    out.append(source.substr(pos, e->start - pos));
+    out += e->text;
+    pos = e->end;
+  }
+  out.append(source.substr(pos));
+  return out;
+}
+
+}  // namespace crosstrain::migrate

@@ -1,0 +1,251 @@
+#include "tools/migrate/rule_table.h"
+
+#include <stdexcept>
+
+namespace crosstrain::migrate {
+
+namespace {
+
+constexpr RuleAction W = RuleAction::Rewrite;
+constexpr RuleAction R = RuleAction::Report;
+
+const std::array<TargetSpec, kTargetCount> kTargets = {{
+    {Target::DeviceAgnostic, "device", "device.type", "{torch}.device(device.type, {index})",
+     "{torch}.distributed.get_default_backend_for_device(device)",
+     "runs on whatever accelerator torch.accelerator finds, else the CPU"},
+    {Target::Npu, "\"npu\"", "\"npu\"", "{torch}.device(\"npu\", {index})", "\"hccl\"",
+     "Ascend NPUs through torch_npu"},
+    {Target::Cpu, "\"cpu\"", "\"cpu\"", "\"cpu\"", "\"gloo\"", "the CPU only"},
+}};
+
+// Rows are grouped by family. Ids starting with "torch." are matched against attribute chains
+// `torch.<path>` (longest dotted prefix wins); the others are matched by code shape in rewriter.cpp.
+const std::vector<Rule> kRules = {
+    // --- device placement ---------------------------------------------------------------------
+    {"tensor.cuda", "device-placement", "`<expr>.cuda()`, `.cuda(i)`, `.cuda(device=i, non_blocking=b)` on any expression", W,
+     {".to({device})", ".to({device})", ".to({device})"},
+     "moved with .to(); an explicit index is kept as torch.device(<target type>, i), except on cpu"},
+    {"device-string", "device-string", "\"cuda\" / \"cuda:N\" passed as a device: device=, map_location=, output_device=, `.to(...)`, `torch.set_default_device(...)`, "
+     "a variable or parameter named *device*", W,
+     {"{device}", "{device}", "{device}"}, "device string replaced by the target device"},
+    {"device-type-string", "device-string", "\"cuda\" passed as a device type: device_type=, `torch.autocast(\"cuda\")`, "
+     "`GradScaler(\"cuda\")`, the type in `torch.device(\"cuda\", i)`", W,
+     {"{device_type}", "{device_type}", "{device_type}"}, "device type replaced by the target's"},
+    {"device-assignment", "device-string", "`device = <expression using CUDA>` (device-agnostic only)", W,
+     {"{torch}.accelerator.current_accelerator() if {torch}.accelerator.is_available() else {torch}.device(\"cpu\")", "", ""},
+     "the file's own device variable now follows torch.accelerator with a CPU fallback"},
+    {"device-definition", "device-string", "inserted once after the imports when a rewrite uses `device` (device-agnostic only)", W,
+     {"device = {torch}.accelerator.current_accelerator() if {torch}.accelerator.is_available() else {torch}.device(\"cpu\")", "", ""},
+     "module-level device chosen at import time; edit it to pin a device"},
+    {"import-torch-npu", "device-placement", "`import torch_npu` inserted once after `import torch` (npu only)", W,
+     {"", "import torch_npu", ""}, "torch_npu registers the NPU device with PyTorch"},
+    // --- torch.cuda device API --------------------------------------------------------------------
+    {"torch.cuda.is_available", "device-api", "`torch.cuda.is_available`", W,
+     {"{torch}.accelerator.is_available", "{torch}.npu.is_available", "{torch}.cpu.is_available"}, ""},
+    {"torch.cuda.device_count", "device-api", "`torch.cuda.device_count`", W,
+     {"{torch}.accelerator.device_count", "{torch}.npu.device_count", "{torch}.cpu.device_count"}, ""},
+    {"torch.cuda.current_device", "device-api", "`torch.cuda.current_device`", W,
+     {"{torch}.get_device_module({device}).current_device", "{torch}.npu.current_device", "{torch}.cpu.current_device"},
+     "on device-agnostic the module of `device` answers, so the CPU fallback works too"},
+    {"torch.cuda.set_device", "device-api", "`torch.cuda.set_device`", W,
+     {"{torch}.get_device_module({device}).set_device", "{torch}.npu.set_device", "{torch}.cpu.set_device"},
+     "on device-agnostic the module of `device` answers (torch.accelerator.set_device_index raises without an accelerator)"},
+    {"torch.cuda.synchronize", "device-api", "`torch.cuda.synchronize`", W,
+     {"{torch}.get_device_module({device}).synchronize", "{torch}.npu.synchronize", "{torch}.cpu.synchronize"},
+     "on device-agnostic the module of `device` answers (torch.accelerator.synchronize raises without an accelerator)"},
+    {"torch.cuda.current_stream", "stream", "`torch.cuda.current_stream`", W,
+     {"{torch}.get_device_module({device}).current_stream", "{torch}.npu.current_stream", "{torch}.cpu.current_stream"},
+     "on device-agnostic the module of `device` answers, so the CPU fallback works too"},
+    {"torch.cuda.Stream", "stream", "`torch.cuda.Stream`", W,
+     {"{torch}.get_device_module({device}).Stream", "{torch}.npu.Stream", "{torch}.cpu.Stream"},
+     "a stream of `device`'s module (torch.Stream() without a device raises when no accelerator is present)"},
+    {"torch.cuda.Event", "stream", "`torch.cuda.Event`", W,
+     {"{torch}.get_device_module({device}).Event", "{torch}.npu.Event", "{torch}.cpu.Event"},
+     "an event of `device`'s module, consistent with Stream"},
+    {"torch.cuda.manual_seed", "random", "`torch.cuda.manual_seed`", W,
+     {"{torch}.manual_seed", "{torch}.npu.manual_seed", "{torch}.manual_seed"},
+     "torch.manual_seed seeds the CPU and every device"},
+    {"torch.cuda.manual_seed_all", "random", "`torch.cuda.manual_seed_all`", W,
+     {"{torch}.manual_seed", "{torch}.npu.manual_seed_all", "{torch}.manual_seed"},
+     "torch.manual_seed seeds the CPU and every device"},
+    {"torch.cuda.empty_cache", "memory", "`torch.cuda.empty_cache`", W,
+     {"{torch}.accelerator.memory.empty_cache", "{torch}.npu.empty_cache", "{torch}.accelerator.memory.empty_cache"}, ""},
+    {"torch.cuda.memory_allocated", "memory", "`torch.cuda.memory_allocated`", W,
+     {"{torch}.accelerator.memory.memory_allocated", "{torch}.npu.memory_allocated", "{torch}.accelerator.memory.memory_allocated"}, ""},
+    {"torch.cuda.max_memory_allocated", "memory", "`torch.cuda.max_memory_allocated`", W,
+     {"{torch}.accelerator.memory.max_memory_allocated", "{torch}.npu.max_memory_allocated", "{torch}.accelerator.memory.max_memory_allocated"}, ""},
+    {"torch.cuda.memory_reserved", "memory", "`torch.cuda.memory_reserved`", W,
+     {"{torch}.accelerator.memory.memory_reserved", "{torch}.npu.memory_reserved", "{torch}.accelerator.memory.memory_reserved"}, ""},
+    {"torch.cuda.max_memory_reserved", "memory", "`torch.cuda.max_memory_reserved`", W,
+     {"{torch}.accelerator.memory.max_memory_reserved", "{torch}.npu.max_memory_reserved", "{torch}.accelerator.memory.max_memory_reserved"}, ""},
+    {"torch.cuda.reset_peak_memory_stats", "memory", "`torch.cuda.reset_peak_memory_stats`", W,
+     {"{torch}.accelerator.memory.reset_peak_memory_stats", "{torch}.npu.reset_peak_memory_stats", "{torch}.accelerator.memory.reset_peak_memory_stats"},
+     "raises when no accelerator is present: guard it with torch.accelerator.is_available() where CPU runs matter"},
+    {"torch.cuda.memory_stats", "memory", "`torch.cuda.memory_stats`", W,
+     {"{torch}.accelerator.memory.memory_stats", "{torch}.npu.memory_stats", "{torch}.accelerator.memory.memory_stats"}, ""},
+    // --- mixed precision ------------------------------------------------------------------------
+    {"torch.cuda.amp.autocast", "amp", "`torch.cuda.amp.autocast(...)` (and `autocast` imported from torch.cuda.amp)", W,
+     {"{torch}.amp.autocast", "{torch}.amp.autocast", "{torch}.amp.autocast"},
+     "device_type added; positional enabled/dtype/cache_enabled become keywords"},
+    {"torch.cuda.amp.GradScaler", "amp", "`torch.cuda.amp.GradScaler(...)` (and `GradScaler` imported from torch.cuda.amp)", W,
+     {"{torch}.amp.GradScaler", "{torch}.amp.GradScaler", "{torch}.amp.GradScaler"},
+     "device added as the first argument"},
+    {"torch.cuda.amp", "amp", "`from torch.cuda.amp import ...` and other uses of the module", W,
+     {"{torch}.amp", "{torch}.amp", "{torch}.amp"},
+     "torch.amp's autocast needs device_type and its GradScaler a device; calls of imported names get them"},
+    // --- distributed and profiler ---------------------------------------------------------------
+    {"nccl-backend", "distributed", "\"nccl\" as backend=, the first argument of init_process_group/new_group, "
+     "or a variable named *backend*", W,
+     {"{backend}", "{backend}", "{backend}"}, "collective backend of the target"},
+    {"is_nccl_available", "distributed", "`is_nccl_available()` on any module", W,
+     {"is_backend_available({backend})", "is_backend_available({backend})", "is_backend_available({backend})"}, ""},
+    {"profiler-activity", "profiler", "`ProfilerActivity.CUDA` (any prefix)", W,
+     {"getattr({prefix}, device.type.upper(), {prefix}.CPU)", "{prefix}.PrivateUse1", "{prefix}.CPU"},
+     "activity of the target device; Ascend's torch_npu.profiler gives richer NPU traces"},
+    // --- reported: needs a human ----------------------------------------------------------------
+    {"torch.backends.cudnn", "cudnn", "`torch.backends.cudnn.*` settings", R,
+     {"harmless on other devices (ignored there); keep it or drop it",
+      "harmless on NPU (ignored); keep it or drop it", "harmless on CPU (ignored); keep it or drop it"}, ""},
+    {"torch.cuda.nvtx", "nvtx", "`torch.cuda.nvtx.*` ranges", R,
+     {"use torch.profiler.record_function for ranges every backend understands",
+      "use torch.profiler.record_function or torch_npu's mstx ranges",
+      "use torch.profiler.record_function"}, ""},
+    {"torch.cuda.graphs", "cuda-graphs", "`torch.cuda.graphs`", R,
+     {"CUDA graphs have no device-generic API: guard with a device check or use torch.compile",
+      "use torch_npu's NPU graph (torch.npu.NPUGraph) or torch.compile", "no graph capture on CPU: remove it"}, ""},
+    {"torch.cuda.CUDAGraph", "cuda-graphs", "`torch.cuda.CUDAGraph`", R,
+     {"CUDA graphs have no device-generic API: guard with a device check or use torch.compile",
+      "use torch.npu.NPUGraph (torch_npu) or torch.compile", "no graph capture on CPU: remove it"}, ""},
+    {"torch.cuda.graph", "cuda-graphs", "`torch.cuda.graph`", R,
+     {"CUDA graphs have no device-generic API: guard with a device check or use torch.compile",
+      "use torch.npu.graph (torch_npu) or torch.compile", "no graph capture on CPU: remove it"}, ""},
+    {"torch.cuda.make_graphed_callables", "cuda-graphs", "`torch.cuda.make_graphed_callables`", R,
+     {"no device-generic equivalent: guard with a device check",
+      "no NPU equivalent in this table: guard with a device check", "remove it on CPU"}, ""},
+    {"torch.cuda", "device-api", "any other `torch.cuda.*` reference", R,
+     {"no device-generic equivalent in the rule table: port by hand",
+      "look for the torch.npu counterpart (torch_npu mirrors most of torch.cuda)",
+      "no CPU equivalent in the rule table: port by hand"}, ""},
+    {"cuda-string", "device-string", "\"cuda\" / \"cuda:N\" outside a device argument (comparisons, defaults, choices)", R,
+     {"check how the string is used; compare against device.type instead",
+      "check how the string is used; \"npu\" is the NPU device type", "check how the string is used"}, ""},
+    {"is_cuda", "device-placement", "`<expr>.is_cuda`", R,
+     {"use `<expr>.device.type != \"cpu\"` or compare with device.type",
+      "use `<expr>.device.type == \"npu\"` (torch_npu also adds .is_npu)", "always False on CPU: simplify the branch"}, ""},
+    {"apex", "apex", "`import apex`, `apex.amp`, `apex.optimizers`, `apex.parallel`", R,
+     {"apex is CUDA-only: use torch.amp for mixed precision, torch.optim (fused=/foreach=) for fused optimizers, "
+      "DistributedDataParallel for apex.parallel",
+      "apex is CUDA-only: use torch.amp, torch.optim or torch_npu's fused optimizers, and DDP",
+      "apex is CUDA-only: use torch.amp (bfloat16 on CPU) and torch.optim"}, ""},
+    {"cuda-extension", "extension", "`CUDAExtension`, `.cu`/`.cuh` sources", R,
+     {"custom CUDA kernels need a port per device; keep a PyTorch fallback path",
+      "port the kernel to AscendC (or use an existing torch_npu op); keep a PyTorch fallback",
+      "build a CppExtension with a CPU implementation instead"}, ""},
+    {"triton", "triton", "`import triton`, `@triton.jit` kernels", R,
+     {"Triton runs on CUDA, ROCm and XPU; keep a PyTorch fallback for other devices",
+      "Ascend needs the triton-ascend backend; check each kernel, keep a PyTorch fallback",
+      "Triton kernels do not run on CPU: add a PyTorch implementation"}, ""},
+    {"cupy", "third-party-cuda", "`import cupy`", R,
+     {"CuPy is CUDA/ROCm-only: replace with torch tensor ops", "CuPy does not run on NPU: use torch ops",
+      "replace CuPy with NumPy or torch ops"}, ""},
+    {"pynvml", "third-party-cuda", "`import pynvml` / `nvidia_smi`", R,
+     {"NVML only sees NVIDIA GPUs: use torch.accelerator.memory.* or drop the monitoring",
+      "use torch.npu memory APIs or npu-smi", "drop GPU monitoring on CPU"}, ""},
+    {"dali", "third-party-cuda", "`import nvidia.dali`", R,
+     {"DALI is NVIDIA-only: use torch.utils.data / torchvision transforms",
+      "DALI is NVIDIA-only: use torch.utils.data / torchvision transforms (or DVPP on Ascend)",
+      "DALI is NVIDIA-only: use torch.utils.data / torchvision transforms"}, ""},
+};
+
+// What {device} and friends mean inside the expression that defines `device` (see TemplateValues).
+constexpr std::string_view kSelfFreeDevice =
+    "({torch}.accelerator.current_accelerator() if {torch}.accelerator.is_available() else {torch}.device(\"cpu\"))";
+constexpr std::string_view kSelfFreeType =
+    "({torch}.accelerator.current_accelerator().type if {torch}.accelerator.is_available() else \"cpu\")";
+constexpr std::string_view kSelfFreeAtIndex =
+    "{torch}.device({torch}.accelerator.current_accelerator().type if {torch}.accelerator.is_available() else \"cpu\", {index})";
+constexpr std::string_view kSelfFreeBackend =
+    "{torch}.distributed.get_default_backend_for_device({torch}.accelerator.current_accelerator() "
+    "if {torch}.accelerator.is_available() else {torch}.device(\"cpu\"))";
+
+}  // namespace
+
+std::string_view target_name(Target target) {
+  switch (target) {
+    case Target::DeviceAgnostic: return "device-agnostic";
+    case Target::Npu: return "npu";
+    case Target::Cpu: return "cpu";
+  }
+  return "device-agnostic";
+}
+
+Target parse_target(std::string_view name) {
+  for (const auto& spec : kTargets)
+    if (target_name(spec.target) == name) return spec.target;
+  throw std::invalid_argument("unknown target '" + std::string(name) + "' (valid: device-agnostic, npu, cpu)");
+}
+
+const TargetSpec& target_spec(Target target) { return kTargets[static_cast<size_t>(target)]; }
+
+const std::vector<Rule>& rule_table() { return kRules; }
+
+bool finding_fails_check(const Rule& rule) { return rule.id != "torch.backends.cudnn"; }
+
+const Rule& rule_by_id(std::string_view id) {
+  for (const auto& rule : kRules)
+    if (rule.id == id) return rule;
+  std::string valid;
+  for (const auto& rule : kRules) valid += (valid.empty() ? "" : ", ") + std::string(rule.id);
+  throw std::invalid_argument("unknown migration rule '" + std::string(id) + "' (valid: " + valid + ")");
+}
+
+const Rule* find_torch_api_rule(std::string_view path) {
+  const Rule* best = nullptr;
+  size_t best_len = 0;
+  for (const auto& rule : kRules) {
+    if (rule.id.substr(0, 6) != "torch.") continue;
+    std::string_view key = rule.id.substr(6);
+    bool prefix = path.size() >= key.size() && path.substr(0, key.size()) == key &&
+                  (path.size() == key.size() || path[key.size()] == '.');
+    if (prefix && key.size() > best_len) {
+      best = &rule;
+      best_len = key.size();
+    }
+  }
+  return best;
+}
+
+std::string expand_template(std::string_view templ, Target target, const TemplateValues& values) {
+  const TargetSpec& spec = target_spec(target);
+  const bool self_free = values.self_free && target == Target::DeviceAgnostic;
+  std::string out;
+  out.reserve(templ.size() + 16);
+  // Two passes at most: target placeholders may themselves contain {torch} and {index}.
+  for (size_t i = 0; i < templ.size();) {
+    if (templ[i] == '{') {
+      size_t close = templ.find('}', i);
+      if (close != std::string_view::npos) {
+        std::string_view name = templ.substr(i + 1, close - i - 1);
+        std::string_view inner;
+        bool known = true;
+        if (name == "torch") out += values.torch;
+        else if (name == "index") out += values.index;
+        else if (name == "prefix") out += values.prefix;
+        else if (name == "device") inner = self_free ? kSelfFreeDevice : spec.device;
+        else if (name == "device_type") inner = self_free ? kSelfFreeType : spec.device_type;
+        else if (name == "device_at_index") inner = self_free ? kSelfFreeAtIndex : spec.device_at_index;
+        else if (name == "backend") inner = self_free ? kSelfFreeBackend : spec.backend;
+        else known = false;
+        if (!inner.empty()) out += expand_template(inner, target, values);
+        if (known) {
+          i = close + 1;
+          continue;
+        }
+      }
+    }
+    out += templ[i++];
+  }
+  return out;
+}
+
+}  // namespace crosstrain::migrate

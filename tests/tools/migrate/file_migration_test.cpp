@@ -1,0 +1,146 @@
+// One file at a time: what is left alone (comments, docstrings, other strings, formatting), the
+// safety rules (syntax errors, non-UTF-8 input) and the findings for code that needs a human.
+#include "tools/migrate/file_migration.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+using namespace crosstrain::migrate;
+
+namespace {
+
+std::vector<std::string> finding_rules(const FileMigration& m) {
+  std::vector<std::string> ids;
+  for (const auto& f : m.findings) ids.emplace_back(f.rule->id);
+  return ids;
+}
+
+TEST(FileMigration, CommentsDocstringsAndOtherStringsAreNotCode) {
+  const std::string src =
+      "\"\"\"Module doc: call model.cuda() when torch.cuda.is_available(); device=\"cuda\".\"\"\"\n"
+      "import torch\n"
+      "# model.cuda()  torch.cuda.synchronize()  \"cuda\"\n"
+      "def f(model):\n"
+      "    \"\"\"Moves to \"cuda\" with .cuda().\"\"\"\n"
+      "    print(\"use .cuda() or torch.cuda.is_available()\")  # torch.cuda.empty_cache()\n"
+      "    msg = 'cuda:0 is the first GPU'\n"
+      "    return model.cuda()\n";
+  FileMigration m = migrate_source("f.py", src, Target::Npu);
+  ASSERT_EQ(m.status, FileStatus::Migrated);
+  std::string expected = src;
+  expected.replace(expected.find("return model.cuda()"), 19, "return model.to(\"npu\")");
+  expected.replace(expected.find("import torch\n") + 13, 0, "import torch_npu\n");
+  EXPECT_EQ(m.migrated, expected);
+  // The non-code "cuda" mentions produce no findings either.
+  EXPECT_TRUE(m.findings.empty()) << m.findings.size();
+}
+
+TEST(FileMigration, OnlyChangedSpansDiffer) {
+  const std::string src = "import torch\nx   =   torch.ones( 3 ,\n    dtype=torch.float32 ).cuda(  )   # trailing\n";
+  FileMigration m = migrate_source("f.py", src, Target::Cpu);
+  ASSERT_EQ(m.status, FileStatus::Migrated);
+  EXPECT_EQ(m.migrated, "import torch\nx   =   torch.ones( 3 ,\n    dtype=torch.float32 ).to(\"cpu\"  )   # trailing\n");
+  ASSERT_EQ(m.changes.size(), 1u);
+  EXPECT_EQ(m.changes[0].start_line, 3u);  // the edits start at `cuda`, on the call's last line
+  EXPECT_EQ(m.changes[0].end_line, 3u);
+  EXPECT_EQ(m.lines_changed, 1u);
+}
+
+TEST(FileMigration, SyntaxErrorFileIsLeftUntouched) {
+  const std::string src = "import torch\ndef f(:\n    return x.cuda()\n";
+  FileMigration m = migrate_source("bad.py", src, Target::DeviceAgnostic);
+  EXPECT_EQ(m.status, FileStatus::SyntaxError);
+  EXPECT_TRUE(m.changes.empty());
+  EXPECT_TRUE(m.migrated.empty());
+  EXPECT_NE(m.detail.find("line 2"), std::string::npos) << m.detail;
+}
+
+TEST(FileMigration, UnclosedBracketIsASyntaxError) {
+  FileMigration m = migrate_source("open.py", "x = y.cuda(\nz = 1\n", Target::Cpu);
+  EXPECT_EQ(m.status, FileStatus::SyntaxError);
+  EXPECT_TRUE(m.changes.empty());
+}
+
+TEST(FileMigration, NonUtf8AndBinaryAreSkipped) {
+  EXPECT_EQ(migrate_source("latin1.py", "s = '\xe9t\xe9'\nx.cuda()\n", Target::Cpu).status, FileStatus::NotUtf8);
+  EXPECT_EQ(migrate_source("bin.py", std::string("x.cuda()\0\x01", 10), Target::Cpu).status, FileStatus::NotUtf8);
+  EXPECT_EQ(migrate_source("u.py", "s = '\xc3\xa9t\xc3\xa9'\nx.cuda()\n", Target::Cpu).status, FileStatus::Migrated);
+}
+
+TEST(FileMigration, Utf8Validation) {
+  EXPECT_TRUE(looks_like_utf8_text("plain \xe2\x82\xac \xf0\x9f\x98\x80"));
+  EXPECT_FALSE(looks_like_utf8_text("\xc0\xaf"));          // overlong '/'
+  EXPECT_FALSE(looks_like_utf8_text("\xed\xa0\x80"));      // surrogate
+  EXPECT_FALSE(looks_like_utf8_text("\xe2\x82"));          // truncated
+  EXPECT_FALSE(looks_like_utf8_text("\xf4\x90\x80\x80"));  // past U+10FFFF
+}
+
+TEST(FileMigration, ReportsWhatNeedsAHuman) {
+  const std::string src =
+      "import torch\n"
+      "import apex\n"
+      "from apex.optimizers import FusedAdam\n"
+      "import cupy as cp\n"
+      "import pynvml\n"
+      "import triton\n"
+      "from nvidia.dali import pipeline_def\n"
+      "from torch.utils.cpp_extension import CUDAExtension\n"
+      "torch.backends.cudnn.benchmark = True\n"
+      "torch.cuda.nvtx.range_push('step')\n"
+      "g = torch.cuda.CUDAGraph()\n"
+      "ext = CUDAExtension('k', ['k.cpp', 'kernel.cu'])\n"
+      "name = torch.cuda.get_device_name(0)\n"
+      "if args.device == 'cuda':\n"
+      "    pass\n"
+      "flag = x.is_cuda\n"
+      "import torch.cuda.amp as tamp\n";
+  FileMigration m = migrate_source("f.py", src, Target::Npu);
+  EXPECT_EQ(m.status, FileStatus::Unchanged);  // nothing rewritable, so torch_npu is not added
+  auto ids = finding_rules(m);
+  for (const char* rule : {"apex", "cupy", "pynvml", "triton", "dali", "cuda-extension", "torch.backends.cudnn",
+                           "torch.cuda.nvtx", "torch.cuda.CUDAGraph", "torch.cuda", "cuda-string", "is_cuda"})
+    EXPECT_NE(std::find(ids.begin(), ids.end(), rule), ids.end()) << rule;
+  // apex twice (two imports), CUDAExtension import + call + the .cu source.
+  EXPECT_EQ(std::count(ids.begin(), ids.end(), "apex"), 2);
+  EXPECT_EQ(std::count(ids.begin(), ids.end(), "cuda-extension"), 3);
+  for (const auto& f : m.findings) {
+    if (std::string(f.rule->id) == "torch.backends.cudnn") {
+      EXPECT_EQ(f.line, 9u);
+      EXPECT_NE(f.advice.find("harmless"), std::string::npos);
+    }
+    if (std::string(f.rule->id) == "triton") EXPECT_NE(f.advice.find("triton-ascend"), std::string::npos);
+  }
+}
+
+TEST(FileMigration, FindingsDependOnTarget) {
+  FileMigration cpu = migrate_source("f.py", "import triton\n", Target::Cpu);
+  FileMigration agnostic = migrate_source("f.py", "import triton\n", Target::DeviceAgnostic);
+  ASSERT_EQ(cpu.findings.size(), 1u);
+  ASSERT_EQ(agnostic.findings.size(), 1u);
+  EXPECT_NE(cpu.findings[0].advice, agnostic.findings[0].advice);
+}
+
+TEST(FileMigration, DeeplyNestedInputDoesNotCrash) {
+  std::string src = "x = " + std::string(3000, '(') + "y.cuda()" + std::string(3000, ')') + "\n";
+  FileMigration m = migrate_source("deep.py", src, Target::Cpu);
+  EXPECT_TRUE(m.status == FileStatus::Migrated || m.status == FileStatus::SyntaxError);
+}
+
+TEST(FileMigration, UseOfALocalDeviceBeforeItsAssignmentIsReported) {
+  const std::string src = "import torch\ndef f():\n    m = Net().cuda()\n    device = 'cuda'\n    return m\n";
+  FileMigration m = migrate_source("f.py", src, Target::DeviceAgnostic);
+  ASSERT_EQ(m.findings.size(), 1u);
+  EXPECT_EQ(std::string(m.findings[0].rule->id), "tensor.cuda");
+  EXPECT_EQ(m.findings[0].line, 3u);
+  EXPECT_EQ(m.findings[0].api, "Net().cuda()");
+  EXPECT_NE(m.findings[0].advice.find("not bound"), std::string::npos);
+  // On npu nothing reads `device`, so the same code is simply rewritten.
+  EXPECT_TRUE(migrate_source("f.py", src, Target::Npu).findings.empty());
+}
+
+TEST(FileMigration, EmptyFile) {
+  EXPECT_EQ(migrate_source("e.py", "", Target::DeviceAgnostic).status, FileStatus::Unchanged);
+}
+
+}  // namespace

@@ -1,0 +1,221 @@
+// Whole runs over a directory tree: output modes, file selection, safety, reports.
+#include "report/output.h"
+#include "tools/migrate/migration_report.h"
+#include "tools/migrate/migration_run.h"
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <unistd.h>
+
+using namespace crosstrain::migrate;
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string slurp(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+void spit(const fs::path& p, const std::string& bytes) {
+  fs::create_directories(p.parent_path());
+  std::ofstream out(p, std::ios::binary);
+  out << bytes;
+}
+
+const std::string kTrain = "import torch\n\ndef step(x):\n    torch.backends.cudnn.benchmark = True\n    return x.cuda()\n";
+const std::string kPlain = "import os\nprint(os.getcwd())\n";
+const std::string kBroken = "def f(:\n    return x.cuda()\n";
+const std::string kLatin1 = "s = '\xe9'\nx.cuda()\n";
+
+class MigrationRun : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    root = fs::temp_directory_path() / ("crosstrain_migrate_run_" + std::to_string(::getpid()) + "_" +
+                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(root);
+    src = root / "proj";
+    spit(src / "train.py", kTrain);
+    spit(src / "sub" / "plain.py", kPlain);
+    spit(src / "broken.py", kBroken);
+    spit(src / "latin.py", kLatin1);
+    spit(src / "csrc" / "kernel.cu", "__global__ void k() {}\n");
+    spit(src / "README.txt", "notes\n");
+    spit(src / ".git" / "hook.py", "x.cuda()\n");
+    spit(src / "__pycache__" / "c.py", "x.cuda()\n");
+  }
+  void TearDown() override { fs::remove_all(root); }
+  MigrateOptions options(Target target = Target::DeviceAgnostic) {
+    MigrateOptions o;
+    o.inputs = {src.string()};
+    o.target = target;
+    o.jobs = 2;
+    return o;
+  }
+  fs::path root, src;
+};
+
+TEST_F(MigrationRun, CopyModeWritesAMigratedTreeAndLeavesTheInputAlone) {
+  MigrateOptions o = options(Target::Cpu);
+  o.out_dir = (root / "out").string();
+  MigrationSummary s = run_migration(o);
+  EXPECT_EQ(s.files_scanned, 5u);  // 4 Python files + the .cu source
+  EXPECT_EQ(s.files_migrated, 1u);
+  EXPECT_EQ(s.files_syntax_error, 1u);
+  EXPECT_EQ(s.files_skipped, 1u);
+  EXPECT_EQ(s.converted, 1u);
+  EXPECT_EQ(s.left, 2u);  // cudnn setting + kernel.cu
+  EXPECT_EQ(s.families.at("cudnn").left, 1u);
+  EXPECT_EQ(s.families.at("device-placement").converted, 1u);
+
+  EXPECT_EQ(slurp(root / "out" / "train.py"), "import torch\n\ndef step(x):\n    torch.backends.cudnn.benchmark = True\n"
+                                               "    return x.to(\"cpu\")\n");
+  EXPECT_EQ(slurp(root / "out" / "sub" / "plain.py"), kPlain);
+  EXPECT_EQ(slurp(root / "out" / "broken.py"), kBroken);  // left unchanged, not half-rewritten
+  EXPECT_EQ(slurp(root / "out" / "latin.py"), kLatin1);
+  EXPECT_EQ(slurp(root / "out" / "README.txt"), "notes\n");
+  EXPECT_FALSE(fs::exists(root / "out" / ".git"));
+  EXPECT_FALSE(fs::exists(root / "out" / "__pycache__"));
+  EXPECT_EQ(slurp(src / "train.py"), kTrain);
+
+  // Second run over the migrated copy: nothing more to convert.
+  MigrateOptions again = options(Target::Cpu);
+  again.inputs = {(root / "out").string()};
+  again.check = true;
+  MigrationSummary s2 = run_migration(again);
+  EXPECT_EQ(s2.converted, 0u);
+  EXPECT_EQ(s2.files_migrated, 0u);
+}
+
+TEST_F(MigrationRun, CheckWritesNothingAndSaysCudaRemains) {
+  MigrateOptions o = options();
+  o.check = true;
+  MigrationSummary s = run_migration(o);
+  EXPECT_TRUE(s.cuda_code_remains());
+  EXPECT_EQ(s.mode, "check");
+  EXPECT_EQ(slurp(src / "train.py"), kTrain);
+  EXPECT_FALSE(fs::exists(fs::path(kDefaultOutDir)));
+
+  fs::remove(src / "broken.py");
+  fs::remove(src / "csrc" / "kernel.cu");
+  spit(src / "train.py", "import torch\nx = torch.ones(2).to('cpu')\ntorch.backends.cudnn.benchmark = True\n");
+  spit(src / "latin.py", "x = 1\n");
+  MigrationSummary clean = run_migration(o);
+  EXPECT_EQ(clean.left, 1u);  // the cudnn setting: reported, but other devices ignore it
+  EXPECT_FALSE(clean.cuda_code_remains());
+  spit(src / "latin.py", "import apex\n");
+  EXPECT_TRUE(run_migration(o).cuda_code_remains());
+}
+
+TEST_F(MigrationRun, InPlaceWithBackupKeepsOriginalAndPermissions) {
+  fs::permissions(src / "train.py", fs::perms::owner_all | fs::perms::group_read);
+  MigrateOptions o = options(Target::Npu);
+  o.in_place = true;
+  o.backup = true;
+  MigrationSummary s = run_migration(o);
+  EXPECT_EQ(s.files_migrated, 1u);
+  EXPECT_EQ(slurp(src / "train.py.orig"), kTrain);
+  EXPECT_NE(slurp(src / "train.py").find("return x.to(\"npu\")"), std::string::npos);
+  EXPECT_EQ(fs::status(src / "train.py").permissions(), fs::perms::owner_all | fs::perms::group_read);
+  EXPECT_FALSE(fs::exists(src / "sub" / "plain.py.orig"));  // unchanged files get no backup
+  EXPECT_EQ(slurp(src / "broken.py"), kBroken);
+  for (const auto& e : fs::recursive_directory_iterator(src))
+    EXPECT_EQ(e.path().string().find(".tmp."), std::string::npos) << "temp file left: " << e.path();
+}
+
+TEST_F(MigrationRun, InPlaceWithoutBackupNeedsACleanGitTree) {
+  MigrateOptions o = options();
+  o.in_place = true;
+  EXPECT_THROW(run_migration(o), std::invalid_argument);  // not a git work tree
+  EXPECT_EQ(slurp(src / "train.py"), kTrain);
+
+  if (std::system("git --version >/dev/null 2>&1") != 0) GTEST_SKIP() << "git not installed";
+  std::string git = "git -C '" + src.string() + "' -c user.email=t@t -c user.name=t ";
+  ASSERT_EQ(std::system((git + "init -q && " + git + "add -A && " + git + "commit -qm init").c_str()), 0);
+  spit(src / "untracked.py", "x = 1\n");
+  EXPECT_THROW(run_migration(o), std::invalid_argument);  // untracked file: git could not restore it
+  fs::remove(src / "untracked.py");
+  MigrationSummary s = run_migration(o);
+  EXPECT_EQ(s.files_migrated, 1u);
+  EXPECT_FALSE(fs::exists(src / "train.py.orig"));
+}
+
+TEST_F(MigrationRun, UnreadableFileIsSkippedNotFatal) {
+  if (::geteuid() == 0) GTEST_SKIP() << "root reads files regardless of permissions";
+  fs::permissions(src / "sub" / "plain.py", fs::perms::none);
+  MigrateOptions o = options();
+  o.check = true;
+  MigrationSummary s = run_migration(o);
+  EXPECT_EQ(s.files_skipped, 2u);  // latin.py and the unreadable one
+  fs::permissions(src / "sub" / "plain.py", fs::perms::owner_all);
+}
+
+TEST_F(MigrationRun, InPlaceLeavesSymlinksAlone) {
+  fs::create_symlink(src / "train.py", src / "link.py");
+  MigrateOptions o = options(Target::Cpu);
+  o.in_place = true;
+  o.backup = true;
+  run_migration(o);
+  EXPECT_TRUE(fs::is_symlink(src / "link.py"));
+  EXPECT_NE(slurp(src / "link.py").find(".to(\"cpu\")"), std::string::npos);  // through the real file
+}
+
+TEST_F(MigrationRun, BadOptionsAreCallerMistakes) {
+  MigrateOptions o = options();
+  o.check = true;
+  o.in_place = true;
+  EXPECT_THROW(run_migration(o), std::invalid_argument);
+  MigrateOptions missing = options();
+  missing.inputs = {(root / "nope").string()};
+  missing.check = true;
+  EXPECT_THROW(run_migration(missing), std::invalid_argument);
+  MigrateOptions onto_itself = options();
+  onto_itself.out_dir = src.string();
+  EXPECT_THROW(run_migration(onto_itself), std::invalid_argument);
+  MigrateOptions backup_alone = options();
+  backup_alone.backup = true;
+  EXPECT_THROW(run_migration(backup_alone), std::invalid_argument);
+}
+
+TEST_F(MigrationRun, ReportFilesHaveTheDocumentedColumns) {
+  MigrateOptions o = options();
+  o.check = true;
+  o.keep_text = true;
+  MigrationSummary s = run_migration(o);
+  fs::path dir = root / "report";
+  write_report_dir(s, dir.string());
+
+  std::string changes = slurp(dir / "change_list.csv");
+  EXPECT_EQ(changes.substr(0, changes.find('\n')), "file,start_line,end_line,operation,rule,message");
+  EXPECT_NE(changes.find("train.py,5,5,replace,tensor.cuda,"), std::string::npos) << changes;
+  EXPECT_NE(changes.find(",insert,device-definition,"), std::string::npos) << changes;
+  std::string unsupported = slurp(dir / "unsupported.csv");
+  EXPECT_EQ(unsupported.substr(0, unsupported.find('\n')), "file,line,api,advice,rule");
+  EXPECT_NE(unsupported.find("train.py,4,torch.backends.cudnn.benchmark,"), std::string::npos) << unsupported;
+  EXPECT_NE(unsupported.find("kernel.cu,1,kernel.cu,"), std::string::npos) << unsupported;
+
+  auto doc = nlohmann::json::parse(slurp(dir / "summary.json"));
+  EXPECT_EQ(doc["schema_version"], crosstrain::report::kJsonSchemaVersion);
+  EXPECT_EQ(doc["totals"]["references_converted"], 1);
+  EXPECT_EQ(doc["totals"]["references_left"], 2);
+  EXPECT_DOUBLE_EQ(doc["totals"]["conversion_percent"].get<double>(), 100.0 / 3.0);
+  EXPECT_EQ(doc["totals"]["lines_changed"], 2);  // the .cuda() line + the inserted definition
+  EXPECT_EQ(doc["families"]["cudnn"]["left"], 1);
+
+  std::string diff = migration_diff(s);
+  EXPECT_NE(diff.find("+    return x.to(device)\n"), std::string::npos) << diff;
+  EXPECT_NE(diff.find("-    return x.cuda()\n"), std::string::npos) << diff;
+
+  std::string console = console_summary(s);
+  EXPECT_NE(console.find("33.3%"), std::string::npos) << console;
+  EXPECT_NE(console.find("syntax error"), std::string::npos) << console;
+}
+
+}  // namespace

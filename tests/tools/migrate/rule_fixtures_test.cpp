@@ -1,0 +1,154 @@
+// Rule-by-rule fixtures: an input, a target, the exact expected output. Each fixture is also run
+// a second time on its own output, which must change nothing (idempotence).
+#include "tools/migrate/file_migration.h"
+
+#include <gtest/gtest.h>
+
+using namespace crosstrain::migrate;
+
+namespace {
+
+const std::string kDefinition =
+    "device = torch.accelerator.current_accelerator() if torch.accelerator.is_available() else torch.device(\"cpu\")\n";
+
+struct Fixture {
+  const char* name;
+  Target target;
+  std::string input;
+  std::string expected;
+};
+
+std::ostream& operator<<(std::ostream& os, const Fixture& f) { return os << f.name; }
+
+const Target A = Target::DeviceAgnostic, N = Target::Npu, C = Target::Cpu;
+
+std::vector<Fixture> fixtures() {
+  return {
+      {"tensor_cuda_agnostic", A, "import torch\nx = torch.ones(2).cuda()\n",
+       "import torch\n" + kDefinition + "x = torch.ones(2).to(device)\n"},
+      {"tensor_cuda_index_npu", N, "import torch\nm.cuda(1)\n", "import torch\nimport torch_npu\nm.to(torch.device(\"npu\", 1))\n"},
+      {"tensor_cuda_index_agnostic", A, "import torch\nm.cuda(rank)\n",
+       "import torch\n" + kDefinition + "m.to(torch.device(device.type, rank))\n"},
+      {"tensor_cuda_non_blocking_cpu", C, "y = x.cuda(0, True)\nz = x.cuda(non_blocking=True)\n",
+       "y = x.to(\"cpu\", non_blocking=True)\nz = x.to(\"cpu\", non_blocking=True)\n"},
+      {"tensor_cuda_keeps_spacing", C, "y = x.cuda( 0 ,True )  # keep\n", "y = x.to( \"cpu\" ,non_blocking=True )  # keep\n"},
+      {"tensor_cuda_inner_reference", A, "import torch\na = x.cuda(torch.cuda.current_device())\n",
+       "import torch\n" + kDefinition + "a = x.to(torch.device(device.type, torch.get_device_module(device).current_device()))\n"},
+      {"is_available_agnostic", A, "import torch\nok = torch.cuda.is_available()\n",
+       "import torch\nok = torch.accelerator.is_available()\n"},
+      {"is_available_npu", N, "import torch\nok = torch.cuda.is_available()\n",
+       "import torch\nimport torch_npu\nok = torch.npu.is_available()\n"},
+      {"is_available_cpu", C, "import torch\nok = torch.cuda.is_available()\n", "import torch\nok = torch.cpu.is_available()\n"},
+      {"device_api_alias", A, "import torch as th\nn = th.cuda.device_count()\nth.cuda.set_device(0)\nth.cuda.synchronize()\n",
+       "import torch as th\ndevice = th.accelerator.current_accelerator() if th.accelerator.is_available() else th.device(\"cpu\")\n"
+       "n = th.accelerator.device_count()\nth.get_device_module(device).set_device(0)\nth.get_device_module(device).synchronize()\n"},
+      {"current_device", N, "import torch\nimport torch_npu\ni = torch.cuda.current_device()\n",
+       "import torch\nimport torch_npu\ni = torch.npu.current_device()\n"},
+      {"seeds", A, "import torch\ntorch.cuda.manual_seed(1)\ntorch.cuda.manual_seed_all(1)\n",
+       "import torch\ntorch.manual_seed(1)\ntorch.manual_seed(1)\n"},
+      {"memory_agnostic", A,
+       "import torch\ntorch.cuda.empty_cache()\na = torch.cuda.memory_allocated()\nb = torch.cuda.max_memory_allocated()\n"
+       "torch.cuda.reset_peak_memory_stats()\n",
+       "import torch\ntorch.accelerator.memory.empty_cache()\na = torch.accelerator.memory.memory_allocated()\n"
+       "b = torch.accelerator.memory.max_memory_allocated()\ntorch.accelerator.memory.reset_peak_memory_stats()\n"},
+      {"memory_npu", N, "import torch\na = torch.cuda.max_memory_allocated()\n",
+       "import torch\nimport torch_npu\na = torch.npu.max_memory_allocated()\n"},
+      {"stream_event", A, "import torch\ns = torch.cuda.Stream()\ne = torch.cuda.Event(enable_timing=True)\n",
+       "import torch\n" + kDefinition +
+           "s = torch.get_device_module(device).Stream()\ne = torch.get_device_module(device).Event(enable_timing=True)\n"},
+      {"autocast_positional_npu", N, "import torch\nwith torch.cuda.amp.autocast(True, torch.bfloat16):\n    pass\n",
+       "import torch\nimport torch_npu\nwith torch.amp.autocast(device_type=\"npu\", enabled=True, dtype=torch.bfloat16):\n    pass\n"},
+      {"autocast_no_args_agnostic", A, "import torch\nwith torch.cuda.amp.autocast():\n    pass\n",
+       "import torch\n" + kDefinition + "with torch.amp.autocast(device_type=device.type):\n    pass\n"},
+      {"amp_imported_names", C,
+       "from torch.cuda.amp import autocast, GradScaler as GS\nscaler = GS()\nwith autocast(dtype=torch.bfloat16):\n    pass\n",
+       "from torch.amp import autocast, GradScaler as GS\nscaler = GS(device=\"cpu\")\n"
+       "with autocast(device_type=\"cpu\", dtype=torch.bfloat16):\n    pass\n"},
+      {"gradscaler_positional", N, "import torch\ns = torch.cuda.amp.GradScaler(2.0**16, enabled=True)\n",
+       "import torch\nimport torch_npu\ns = torch.amp.GradScaler(\"npu\", 2.0**16, enabled=True)\n"},
+      {"torch_autocast_string", A, "import torch\nwith torch.autocast(\"cuda\", dtype=torch.float16):\n    pass\n",
+       "import torch\n" + kDefinition + "with torch.autocast(device.type, dtype=torch.float16):\n    pass\n"},
+      {"device_type_keyword", N, "import torch\nwith torch.autocast(device_type='cuda'):\n    pass\n",
+       "import torch\nimport torch_npu\nwith torch.autocast(device_type='npu'):\n    pass\n"},
+      {"device_keyword_and_map_location", N,
+       "import torch\nt = torch.zeros(2, device='cuda')\ns = torch.load(p, map_location=\"cuda:1\")\n",
+       "import torch\nimport torch_npu\nt = torch.zeros(2, device='npu')\ns = torch.load(p, map_location=\"npu:1\")\n"},
+      {"device_keyword_agnostic", A, "import torch\nt = torch.zeros(2, device=\"cuda:1\")\nu = x.to(\"cuda\")\n",
+       "import torch\n" + kDefinition + "t = torch.zeros(2, device=torch.device(device.type, 1))\nu = x.to(device)\n"},
+      {"torch_device_call", A, "import torch\na = torch.device(\"cuda\", 1)\nb = torch.device(\"cuda:1\")\n",
+       "import torch\n" + kDefinition + "a = torch.device(device.type, 1)\nb = torch.device(device.type, 1)\n"},
+      {"set_default_device", N, "import torch\ntorch.set_default_device(\"cuda:0\")\n",
+       "import torch\nimport torch_npu\ntorch.set_default_device(\"npu:0\")\n"},
+      {"device_parameter_default", C, "def f(x, device=\"cuda\"):\n    return x\n", "def f(x, device=\"cpu\"):\n    return x\n"},
+      {"fstring_device", N, "import torch\nt = x.to(f\"cuda:{rank}\")\n", "import torch\nimport torch_npu\nt = x.to(f\"npu:{rank}\")\n"},
+      {"device_assignment_agnostic", A,
+       "import torch\ndevice = torch.device(\"cuda\" if torch.cuda.is_available() else \"cpu\")\ny = x.cuda()\n",
+       "import torch\ndevice = torch.accelerator.current_accelerator() if torch.accelerator.is_available() else "
+       "torch.device(\"cpu\")\ny = x.to(device)\n"},
+      {"device_assignment_of_a_literal", A, "import torch\ndef f():\n    device = \"cuda\"\n    return device\n",
+       "import torch\ndef f():\n    device = torch.accelerator.current_accelerator() if torch.accelerator.is_available() else "
+       "torch.device(\"cpu\")\n    return device\n"},
+      {"device_local_assigned_later_is_left", A, "import torch\ndef f():\n    m = Net().cuda()\n    device = 'cuda'\n    return m\n",
+       "import torch\ndef f():\n    m = Net().cuda()\n    device = torch.accelerator.current_accelerator() if "
+       "torch.accelerator.is_available() else torch.device(\"cpu\")\n    return m\n"},
+      {"device_parameter_is_bound", A, "import torch\ndef f(x, device=None):\n    y = x.cuda()\n    device = y.device\n    return y\n",
+       "import torch\n" + kDefinition + "def f(x, device=None):\n    y = x.to(device)\n    device = y.device\n    return y\n"},
+      {"device_with_index_keeps_it", A, "import torch\ndef f(rank):\n    device = torch.device(\"cuda\", rank)\n    return device\n",
+       "import torch\ndef f(rank):\n    device = torch.device((torch.accelerator.current_accelerator().type if "
+       "torch.accelerator.is_available() else \"cpu\"), rank)\n    return device\n"},
+      {"device_fstring_definition", A, "import torch\ndef f(rank):\n    device = f\"cuda:{rank}\"\n    return device\n",
+       "import torch\ndef f(rank):\n    device = f\"{(torch.accelerator.current_accelerator().type if "
+       "torch.accelerator.is_available() else 'cpu')}:{rank}\"\n    return device\n"},
+      {"module_use_before_module_device", A, "import torch\nx = y.cuda()\ndevice = torch.device(\"cuda\")\n",
+       "import torch\n" + kDefinition + "x = y.to(device)\ndevice = torch.accelerator.current_accelerator() if "
+       "torch.accelerator.is_available() else torch.device(\"cpu\")\n"},
+      {"nccl_npu", N, "import torch.distributed as dist\ndist.init_process_group(\"nccl\", rank=r)\n",
+       "import torch.distributed as dist\nimport torch_npu\ndist.init_process_group(\"hccl\", rank=r)\n"},
+      {"nccl_keyword_cpu", C, "dist.init_process_group(backend='nccl')\n", "dist.init_process_group(backend='gloo')\n"},
+      {"nccl_agnostic", A, "import torch\nimport torch.distributed as dist\ndist.init_process_group(backend=\"nccl\")\n",
+       "import torch\nimport torch.distributed as dist\n" + kDefinition +
+           "dist.init_process_group(backend=torch.distributed.get_default_backend_for_device(device))\n"},
+      {"is_nccl_available_npu", N, "import torch.distributed as dist\nok = dist.is_nccl_available()\n",
+       "import torch.distributed as dist\nimport torch_npu\nok = dist.is_backend_available(\"hccl\")\n"},
+      {"profiler_activity_npu", N, "import torch\nacts = [torch.profiler.ProfilerActivity.CUDA]\n",
+       "import torch\nimport torch_npu\nacts = [torch.profiler.ProfilerActivity.PrivateUse1]\n"},
+      {"profiler_activity_agnostic", A, "import torch\nfrom torch.profiler import ProfilerActivity\na = ProfilerActivity.CUDA\n",
+       "import torch\nfrom torch.profiler import ProfilerActivity\n" + kDefinition +
+           "a = getattr(ProfilerActivity, device.type.upper(), ProfilerActivity.CPU)\n"},
+      {"definition_without_torch_import", A, "x.cuda()\n", "import torch\n" + kDefinition + "x.to(device)\n"},
+      {"definition_after_docstring", A, "\"\"\"Doc.\"\"\"\nx.cuda()\n",
+       "\"\"\"Doc.\"\"\"\nimport torch\n" + kDefinition + "x.to(device)\n"},
+      {"definition_after_commented_import", A, "import torch  # framework\n\nx.cuda()\n",
+       "import torch  # framework\n" + kDefinition + "\nx.to(device)\n"},
+      {"definition_no_final_newline", A, "import torch\nx.cuda()", "import torch\n" + kDefinition + "x.to(device)"},
+      {"import_is_last_line_without_newline", N, "def f(y):\n    return y.cuda()\nimport torch",
+       "def f(y):\n    return y.to(\"npu\")\nimport torch\nimport torch_npu\n"},
+      {"definition_before_first_module_level_use", A,
+       "import torch\ny = x.cuda()\nimport os\n",
+       "import torch\n" + kDefinition + "y = x.to(device)\nimport os\n"},
+      {"crlf_line_endings", N, "import torch\r\nx.cuda()\r\n", "import torch\r\nimport torch_npu\r\nx.to(\"npu\")\r\n"},
+      {"utf8_bom", C, "\xef\xbb\xbfimport torch\nx.cuda()\n", "\xef\xbb\xbfimport torch\nx.to(\"cpu\")\n"},
+      {"torch_npu_already_imported", N, "import torch\nimport torch_npu\nx.cuda()\n",
+       "import torch\nimport torch_npu\nx.to(\"npu\")\n"},
+  };
+}
+
+class RuleFixture : public ::testing::TestWithParam<Fixture> {};
+
+TEST_P(RuleFixture, RewritesExactlyAndIsIdempotent) {
+  const Fixture& f = GetParam();
+  FileMigration first = migrate_source("f.py", f.input, f.target);
+  ASSERT_NE(first.status, FileStatus::SyntaxError) << first.detail;
+  ASSERT_NE(first.status, FileStatus::RewriteFailed) << first.detail;
+  std::string output = first.status == FileStatus::Migrated ? first.migrated : f.input;
+  EXPECT_EQ(output, f.expected);
+
+  FileMigration second = migrate_source("f.py", output, f.target);
+  EXPECT_EQ(second.status, FileStatus::Unchanged) << "second run changed:\n" << second.migrated;
+  EXPECT_TRUE(second.changes.empty());
+}
+
+INSTANTIATE_TEST_SUITE_P(Rules, RuleFixture, ::testing::ValuesIn(fixtures()),
+                         [](const ::testing::TestParamInfo<Fixture>& info) { return std::string(info.param.name); });
+
+}  // namespace
