@@ -12,5 +12,6 @@ int main(int argc, char** argv) {
   crosstrain::cli::add_bench_command(app);
   crosstrain::cli::add_doctor_command(app);
 #endif
+  crosstrain::cli::add_analyze_command(app);
   return crosstrain::cli::run_cli(app, argc, argv);
 }
