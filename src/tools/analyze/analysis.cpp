@@ -32,14 +32,36 @@ std::string device_label(int32_t type, int32_t id) {
   return type == 0 || id < 0 ? name : name + ":" + std::to_string(id);
 }
 
+// An operator whose only child is an operator of the same name (a redispatch, e.g. aten::div
+// calling aten::div) is one call: torch's key_averages() merges them the same way, so the counts
+// and self times here match torch's own table. Returns, per span, the span it merges into.
+std::vector<int32_t> merge_redispatches(const Trace& t, const SpanLinks& L) {
+  std::vector<int32_t> into(t.spans.size(), kNoSpan);
+  for (size_t i = 0; i < t.spans.size(); ++i) {
+    int32_t p = L.parent[i];
+    if (t.spans[i].kind != SpanKind::CpuOp || p == kNoSpan) continue;
+    const Span& ps = t.spans[static_cast<size_t>(p)];
+    if (ps.kind == SpanKind::CpuOp && ps.name == t.spans[i].name && L.child_count[static_cast<size_t>(p)] == 1)
+      into[i] = into[static_cast<size_t>(p)] != kNoSpan ? into[static_cast<size_t>(p)] : p;
+  }
+  return into;
+}
+
 void compute_operators(const Trace& t, const SpanLinks& L, const AnalyzeOptions& opt, TraceAnalysis& out) {
   const size_t n = t.spans.size();
+  const std::vector<int32_t> merged_into = merge_redispatches(t, L);
+  auto canonical = [&](int32_t op) { return op != kNoSpan && merged_into[static_cast<size_t>(op)] != kNoSpan
+                                                ? merged_into[static_cast<size_t>(op)] : op; };
+  std::vector<double> extra_self(n, 0);
+  for (size_t i = 0; i < n; ++i)
+    if (merged_into[i] != kNoSpan)
+      extra_self[static_cast<size_t>(merged_into[i])] += std::max(0.0, t.spans[i].dur - L.child_us[i]);
   std::unordered_map<int32_t, std::pair<double, double>> device_of_op;  // op span -> (self, total)
   std::vector<char> launched(n, 0);
   for (int32_t d : L.device_order) {
     int32_t l = L.launcher[static_cast<size_t>(d)];
     if (l == kNoSpan) continue;
-    int32_t op = L.op_of[static_cast<size_t>(l)];
+    int32_t op = canonical(L.op_of[static_cast<size_t>(l)]);
     double dur = t.spans[static_cast<size_t>(d)].dur;
     if (op != kNoSpan) device_of_op[op].first += dur;
     // Every operator up the stack launched this work.
@@ -55,7 +77,7 @@ void compute_operators(const Trace& t, const SpanLinks& L, const AnalyzeOptions&
   std::map<std::string, NamedTotal> fallback;
   for (size_t i = 0; i < n; ++i) {
     const Span& s = t.spans[i];
-    if (s.kind != SpanKind::CpuOp) continue;
+    if (s.kind != SpanKind::CpuOp || merged_into[i] != kNoSpan) continue;
     uint64_t key = (static_cast<uint64_t>(s.name) << 32) | (opt.group_by_shape ? s.shapes : 0u);
     auto [it, fresh] = rows.try_emplace(key, out.operators.size());
     if (fresh) {
@@ -68,7 +90,7 @@ void compute_operators(const Trace& t, const SpanLinks& L, const AnalyzeOptions&
     OperatorStats& st = out.operators[it->second];
     ++st.calls;
     st.host_total_us += s.dur;
-    double self = std::max(0.0, s.dur - L.child_us[i]);
+    double self = std::max(0.0, s.dur - L.child_us[i]) + extra_self[i];
     st.host_self_us += self;
     auto dev = device_of_op.find(static_cast<int32_t>(i));
     if (dev != device_of_op.end()) st.device_self_us += dev->second.first, st.device_total_us += dev->second.second;
@@ -76,7 +98,7 @@ void compute_operators(const Trace& t, const SpanLinks& L, const AnalyzeOptions&
 
     // Outermost compute operator that launched nothing, under no operator that did.
     int32_t p = L.parent[i];
-    int32_t above = p == kNoSpan ? kNoSpan : L.op_of[static_cast<size_t>(p)];
+    int32_t above = p == kNoSpan ? kNoSpan : canonical(L.op_of[static_cast<size_t>(p)]);
     if (out.has_device && is_compute_type(st.type) && !launched[i] &&
         (above == kNoSpan || !launched[static_cast<size_t>(above)])) {
       auto& f = fallback[st.name];

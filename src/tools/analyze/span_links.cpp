@@ -29,6 +29,7 @@ SpanLinks link_spans(const Trace& t) {
   L.launcher.assign(n, kNoSpan);
   L.op_of.assign(n, kNoSpan);
   L.child_us.assign(n, 0);
+  L.child_count.assign(n, 0);
 
   // Per-thread host trees and per-track device lists.
   std::vector<std::vector<int32_t>> host(t.tracks.size()), device(t.tracks.size());
@@ -50,6 +51,7 @@ SpanLinks link_spans(const Trace& t) {
         int32_t p = stack.back();
         L.parent[static_cast<size_t>(i)] = p;
         L.child_us[static_cast<size_t>(p)] += s.dur;
+        ++L.child_count[static_cast<size_t>(p)];
       }
       int32_t above = stack.empty() ? kNoSpan : L.op_of[static_cast<size_t>(stack.back())];
       L.op_of[static_cast<size_t>(i)] = s.kind == SpanKind::CpuOp ? i : above;
@@ -97,6 +99,28 @@ SpanLinks link_spans(const Trace& t) {
   for (const auto& [id, link] : flows)
     if (link.first != kNoSpan && link.second != kNoSpan && L.launcher[static_cast<size_t>(link.second)] == kNoSpan)
       L.launcher[static_cast<size_t>(link.second)] = link.first;
+
+  // Runtime calls recorded in a process of their own (Ascend's CANN track) share the thread id of
+  // the host thread that made them: find the operator there by time containment.
+  std::unordered_map<int64_t, std::vector<uint32_t>> tracks_by_tid;
+  for (uint32_t k = 0; k < t.tracks.size(); ++k)
+    if (!host[k].empty()) tracks_by_tid[t.tracks[k].key.tid].push_back(k);
+  for (const auto& list : device)
+    for (int32_t d : list) {
+      int32_t l = L.launcher[static_cast<size_t>(d)];
+      if (l == kNoSpan || L.op_of[static_cast<size_t>(l)] != kNoSpan) continue;
+      const Span& ls = t.spans[static_cast<size_t>(l)];
+      auto it = tracks_by_tid.find(t.tracks[ls.track].key.tid);
+      if (it == tracks_by_tid.end()) continue;
+      for (uint32_t k : it->second) {
+        if (k == ls.track) continue;
+        int32_t h = innermost_host(k, ls.ts);
+        if (h != kNoSpan && L.op_of[static_cast<size_t>(h)] != kNoSpan) {
+          L.launcher[static_cast<size_t>(d)] = L.op_of[static_cast<size_t>(h)];
+          break;
+        }
+      }
+    }
 
   for (const auto& list : device) L.device_order.insert(L.device_order.end(), list.begin(), list.end());
   sort_by_start(t, L.device_order);

@@ -16,6 +16,7 @@ struct SpanLinks {
   std::vector<int32_t> launcher;      // for device spans: the host span that launched it
   std::vector<int32_t> op_of;         // innermost CpuOp at or above a host span (kNoSpan if none)
   std::vector<double> child_us;       // summed duration of direct host-tree children
+  std::vector<uint32_t> child_count;  // number of direct host-tree children
   std::vector<int32_t> device_order;  // device spans sorted by start
 };
 
