@@ -116,7 +116,9 @@ struct Trace {
 
  private:
   struct KeyHash {
-    size_t operator()(const TrackKey& k) const { return std::hash<int64_t>()(k.pid * 1000003 ^ k.tid); }
+    size_t operator()(const TrackKey& k) const {
+      return std::hash<uint64_t>()(static_cast<uint64_t>(k.pid) * 1000003u ^ static_cast<uint64_t>(k.tid));
+    }
   };
   std::unordered_map<TrackKey, uint32_t, KeyHash> track_index_;
 };
