@@ -47,7 +47,8 @@ std::vector<int32_t> merge_redispatches(const Trace& t, const SpanLinks& L) {
   return into;
 }
 
-void compute_operators(const Trace& t, const SpanLinks& L, const AnalyzeOptions& opt, TraceAnalysis& out) {
+void compute_operators(const Trace& t, const SpanLinks& L, const AnalyzeOptions& opt, NameInfoCache& names,
+                       TraceAnalysis& out) {
   const size_t n = t.spans.size();
   const std::vector<int32_t> merged_into = merge_redispatches(t, L);
   auto canonical = [&](int32_t op) { return op != kNoSpan && merged_into[static_cast<size_t>(op)] != kNoSpan
@@ -109,12 +110,12 @@ void compute_operators(const Trace& t, const SpanLinks& L, const AnalyzeOptions&
     }
     // fp32 share of matmul/conv work, counted at the outermost matmul/conv operator.
     bool mm = st.type == OpType::Matmul || st.type == OpType::Conv;
-    bool outer = above == kNoSpan || (op_type_of(t.strings.str(t.spans[static_cast<size_t>(above)].name)) != OpType::Matmul &&
-                                      op_type_of(t.strings.str(t.spans[static_cast<size_t>(above)].name)) != OpType::Conv);
+    OpType above_type = above == kNoSpan ? OpType::Other : names(t.spans[static_cast<size_t>(above)].name).type;
+    bool outer = above_type != OpType::Matmul && above_type != OpType::Conv;
     if (mm && outer && s.dtypes != 0) {
       double w = out.has_device ? (dev != device_of_op.end() ? dev->second.second : 0) : s.dur;
       out.matmul_conv_us += w;
-      if (is_fp32_input(t.strings.str(s.dtypes))) out.matmul_conv_fp32_us += w;
+      if (names(s.dtypes).fp32_input) out.matmul_conv_fp32_us += w;
     }
   }
   for (auto& [name, f] : fallback) out.cpu_fallback.push_back(f);
@@ -137,14 +138,14 @@ void compute_operators(const Trace& t, const SpanLinks& L, const AnalyzeOptions&
 }
 
 void compute_host_syncs(const Trace& t, const SpanLinks& L, const std::vector<StepWindow>& windows,
-                        TraceAnalysis& out) {
+                        NameInfoCache& names, TraceAnalysis& out) {
   std::map<std::string, NamedTotal> by_name;
   for (size_t i = 0; i < t.spans.size(); ++i) {
     const Span& s = t.spans[i];
-    if (!is_host_tree(s.kind) || !is_host_sync_name(t.strings.str(s.name))) continue;
+    if (!is_host_tree(s.kind) || !names(s.name).host_sync) continue;
     bool nested = false;  // aten::item -> aten::_local_scalar_dense -> cudaMemcpyAsync ... counts once
     for (int32_t p = L.parent[i]; p != kNoSpan && !nested; p = L.parent[static_cast<size_t>(p)])
-      nested = is_host_sync_name(t.strings.str(t.spans[static_cast<size_t>(p)].name));
+      nested = names(t.spans[static_cast<size_t>(p)].name).host_sync;
     if (nested) continue;
     int k = window_of(windows, s.ts);
     if (k < 0) continue;
@@ -215,9 +216,10 @@ TraceAnalysis analyze_trace(const Trace& t, const AnalyzeOptions& opt) {
 
   SpanLinks links = link_spans(t);
   auto windows = step_windows(t, links);
-  compute_step_timeline(t, links, windows, opt, out);
-  compute_operators(t, links, opt, out);
-  compute_host_syncs(t, links, windows, out);
+  NameInfoCache names(t.strings);
+  compute_step_timeline(t, links, windows, opt, names, out);
+  compute_operators(t, links, opt, names, out);
+  compute_host_syncs(t, links, windows, names, out);
   compute_memory(t, opt, out);
   return out;
 }

@@ -96,7 +96,15 @@ std::string render_console(const TraceAnalysis& a, const RenderOptions& opt) {
     row.push_back(format_count(s.host_syncs));
     steps.add_row(row);
   };
-  for (const auto& s : a.steps) add_step(s);
+  // Long traces have thousands of steps: the first few show the pattern, JSON/CSV carry them all.
+  constexpr size_t kConsoleSteps = 12;
+  for (size_t i = 0; i < a.steps.size() && i < kConsoleSteps; ++i) add_step(a.steps[i]);
+  if (a.steps.size() > kConsoleSteps)
+  {
+    std::vector<std::string> more(head.size(), "");
+    more[0] = "(" + format_count(static_cast<int64_t>(a.steps.size() - kConsoleSteps)) + " more)";
+    steps.add_row(more);
+  }
   if (a.steps.size() > 1) {
     steps.add_separator();
     add_step(a.total);

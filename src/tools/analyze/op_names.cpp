@@ -1,7 +1,6 @@
 #include "tools/analyze/op_names.h"
 
 #include <algorithm>
-#include <cctype>
 #include <string>
 #include <vector>
 
@@ -9,12 +8,20 @@ namespace crosstrain::analyze {
 
 namespace {
 
+inline char lower(char c) { return c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c; }
+
+// ASCII case-insensitive substring search, no allocation (it runs once per distinct name).
 bool contains_ci(std::string_view hay, std::string_view needle) {
+  if (needle.empty()) return true;
   if (needle.size() > hay.size()) return false;
-  auto it = std::search(hay.begin(), hay.end(), needle.begin(), needle.end(), [](char a, char b) {
-    return std::tolower(static_cast<unsigned char>(a)) == std::tolower(static_cast<unsigned char>(b));
-  });
-  return it != hay.end();
+  const char first = lower(needle[0]);
+  for (size_t i = 0; i + needle.size() <= hay.size(); ++i) {
+    if (lower(hay[i]) != first) continue;
+    size_t k = 1;
+    while (k < needle.size() && lower(hay[i + k]) == lower(needle[k])) ++k;
+    if (k == needle.size()) return true;
+  }
+  return false;
 }
 
 bool starts_with(std::string_view s, std::string_view p) { return s.substr(0, p.size()) == p; }
@@ -74,7 +81,35 @@ OpType op_type_of(std::string_view n) {
   return OpType::Other;
 }
 
+const NameInfo& NameInfoCache::operator()(uint32_t id) {
+  if (id >= known_.size()) {
+    known_.resize(strings_.size(), 0);
+    info_.resize(strings_.size());
+  }
+  if (!known_[id]) {
+    const std::string& n = strings_.str(id);
+    NameInfo& i = info_[id];
+    known_[id] = 1;
+    // Every step has its own name; they need no other classification.
+    if (is_profiler_step_name(n)) {
+      i.profiler_step = true;
+      return i;
+    }
+    i.communication = is_communication_name(n);
+    i.host_sync = is_host_sync_name(n);
+    i.data_loading = is_data_loading_name(n);
+    i.profiler_step = is_profiler_step_name(n);
+    i.type = op_type_of(n);
+    i.memcpy = contains_ci(n, "memcpy");
+    i.memset = contains_ci(n, "memset");
+    i.fp32_input = is_fp32_input(n);
+    known_[id] = 1;
+  }
+  return info_[id];
+}
+
 void classify_spans(Trace& t) {
+  NameInfoCache names(t.strings);
   // Category strings, resolved once per distinct id.
   std::vector<int> cat_kind(t.strings.size(), -1);
   auto kind_of_cat = [&](uint32_t cat) -> int {
@@ -112,7 +147,7 @@ void classify_spans(Trace& t) {
   if (t.format != TraceFormat::Kineto && ascend) t.format = TraceFormat::Ascend;
 
   for (Span& s : t.spans) {
-    const std::string& name = t.strings.str(s.name);
+    const NameInfo& info = names(s.name);
     int ck = kind_of_cat(s.cat);
     SpanKind k;
     if (ck != 100) {
@@ -130,22 +165,22 @@ void classify_spans(Trace& t) {
       }
       switch (r) {
         case Device:
-          k = contains_ci(name, "memcpy") ? SpanKind::Memcpy
-              : contains_ci(name, "memset") ? SpanKind::Memset
-              : is_communication_name(name) ? SpanKind::Communication : SpanKind::Kernel;
+          k = info.memcpy ? SpanKind::Memcpy
+              : info.memset ? SpanKind::Memset
+              : info.communication ? SpanKind::Communication : SpanKind::Kernel;
           break;
         case DeviceComm: k = SpanKind::Communication; break;
         case Api: k = SpanKind::Runtime; break;
         case Ignore: k = SpanKind::Other; break;
         default:
-          if (is_profiler_step_name(name) || is_data_loading_name(name)) k = SpanKind::Annotation;
-          else if (name.find(".py(") != std::string::npos) k = SpanKind::PythonFunction;
+          if (info.profiler_step || info.data_loading) k = SpanKind::Annotation;
+          else if (t.strings.str(s.name).find(".py(") != std::string::npos) k = SpanKind::PythonFunction;
           else k = SpanKind::CpuOp;
       }
     }
     // Steps and data waits are annotations whatever category the writer gave them.
-    if ((k == SpanKind::CpuOp) && (is_profiler_step_name(name) || name == "data_wait")) k = SpanKind::Annotation;
-    if (k == SpanKind::Kernel && is_communication_name(name)) k = SpanKind::Communication;
+    if (k == SpanKind::CpuOp && (info.profiler_step || t.strings.str(s.name) == "data_wait")) k = SpanKind::Annotation;
+    if (k == SpanKind::Kernel && info.communication) k = SpanKind::Communication;
     s.kind = k;
   }
 }

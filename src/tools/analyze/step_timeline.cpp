@@ -57,7 +57,7 @@ int window_of(const std::vector<StepWindow>& w, double ts) {
 }
 
 void compute_step_timeline(const Trace& t, const SpanLinks& links, const std::vector<StepWindow>& windows,
-                           const AnalyzeOptions& opt, TraceAnalysis& out) {
+                           const AnalyzeOptions& opt, NameInfoCache& names, TraceAnalysis& out) {
   out.steps.clear();
   for (const auto& w : windows) {
     StepBreakdown b;
@@ -79,7 +79,6 @@ void compute_step_timeline(const Trace& t, const SpanLinks& links, const std::ve
   };
   for (size_t i = 0; i < t.spans.size(); ++i) {
     const Span& s = t.spans[i];
-    const std::string* name = nullptr;
     switch (s.kind) {
       case SpanKind::Kernel: add(s, StepCategory::Kernel); break;
       case SpanKind::Memcpy: add(s, StepCategory::Memcpy); break;
@@ -87,15 +86,13 @@ void compute_step_timeline(const Trace& t, const SpanLinks& links, const std::ve
       case SpanKind::Communication: add(s, StepCategory::Communication); break;
       case SpanKind::Runtime: add(s, StepCategory::Runtime); break;
       case SpanKind::Annotation:
-        name = &t.strings.str(s.name);
-        if (is_data_loading_name(*name)) add(s, StepCategory::DataLoading);
+        if (names(s.name).data_loading) add(s, StepCategory::DataLoading);
         break;
       case SpanKind::CpuOp: {
         // Only outermost operators: the union is the same and the sweep stays small.
         int32_t p = links.parent[i];
         if (p != kNoSpan && links.op_of[static_cast<size_t>(p)] != kNoSpan) break;
-        name = &t.strings.str(s.name);
-        bool host_comm = !out.has_device && is_communication_name(*name);
+        bool host_comm = !out.has_device && names(s.name).communication;
         add(s, host_comm ? StepCategory::Communication : StepCategory::CpuExec);
         break;
       }

@@ -25,6 +25,6 @@ int window_of(const std::vector<StepWindow>& windows, double ts);
 
 // Fills steps, total, idle gaps, kernel counts and launch counts of `out`.
 void compute_step_timeline(const Trace& t, const SpanLinks& links, const std::vector<StepWindow>& windows,
-                           const AnalyzeOptions& options, TraceAnalysis& out);
+                           const AnalyzeOptions& options, NameInfoCache& names, TraceAnalysis& out);
 
 }  // namespace crosstrain::analyze
