@@ -121,6 +121,7 @@ struct Trace {
     }
   };
   std::unordered_map<TrackKey, uint32_t, KeyHash> track_index_;
+  uint32_t last_track_ = UINT32_MAX;
 };
 
 }  // namespace crosstrain::analyze
