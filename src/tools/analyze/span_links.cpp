@@ -118,7 +118,7 @@ SpanLinks link_spans(const Trace& t) {
         if (k == ls.track) continue;
         int32_t h = innermost_host(k, ls.ts);
         if (h != kNoSpan && L.op_of[static_cast<size_t>(h)] != kNoSpan) {
-          L.launcher[static_cast<size_t>(d)] = L.op_of[static_cast<size_t>(h)];
+          L.op_of[static_cast<size_t>(l)] = L.op_of[static_cast<size_t>(h)];  // the call stays the launcher
           break;
         }
       }

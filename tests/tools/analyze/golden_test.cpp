@@ -141,6 +141,8 @@ TEST(GoldenAscend, TraceViewByProcessRoles) {
   EXPECT_DOUBLE_EQ(s.comm_overlapped_us, 60);
   EXPECT_DOUBLE_EQ(op(a, "aten::matmul").device_self_us, 100);
   EXPECT_DOUBLE_EQ(op(a, "aten::add").device_self_us, 10);
+  EXPECT_EQ(a.launches, 2);  // CANN calls stay the launchers
+  EXPECT_EQ(a.launches_into_idle, 1);
   EXPECT_TRUE(a.tensor_cores);
   EXPECT_TRUE(fired(a, "fp32_matmul"));
 }
