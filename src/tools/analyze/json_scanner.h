@@ -62,6 +62,8 @@ class JsonScanner {
   bool next_member(bool& first, char close);
 
   uint64_t offset() const { return static_cast<uint64_t>(p_ - begin_); }
+  // Moves to `offset` (<= size), e.g. to start a parse in the middle of a document.
+  void seek(uint64_t offset) { p_ = begin_ + (offset <= static_cast<uint64_t>(end_ - begin_) ? offset : end_ - begin_); }
   [[noreturn]] void fail(const std::string& what) const;
   [[noreturn]] void fail_at(uint64_t offset, const std::string& what) const;
   const std::string& file() const { return file_; }

@@ -11,303 +11,16 @@
 #include <cstdio>
 #include <filesystem>
 #include <memory>
+#include <thread>
 #include <unordered_map>
 
 #include "tools/analyze/json_scanner.h"
 #include "tools/analyze/op_names.h"
+#include "tools/analyze/trace_parser.h"
 
 namespace crosstrain::analyze {
 
 namespace {
-
-// Beyond these a trace is corrupt, not merely long: ~3 years of epoch microseconds past 2100 and
-// a single event lasting more than 11 days.
-constexpr double kMaxAbsTimestampUs = 1e17;
-constexpr double kMaxDurationUs = 1e12;
-
-struct EventFields {
-  char ph = 0;
-  uint32_t name = 0, cat = 0, shapes = 0, dtypes = 0, meta_name = 0;
-  bool has_ts = false, has_dur = false, has_pid = false, has_id = false;
-  JsonNumber ts;
-  double dur = 0;
-  int64_t pid = 0, tid = 0;
-  uint64_t id = 0;
-  int64_t correlation = -1;
-  bool has_memory = false;
-  int64_t total_allocated = 0, total_reserved = 0, bytes = 0;
-  int32_t device_type = 0, device_id = -1;
-};
-
-class TraceParser {
- public:
-  TraceParser(JsonScanner& js, Trace& trace) : js_(js), t_(trace) {}
-
-  void parse_document() {
-    char c = js_.peek();
-    if (c == '[') {
-      t_.format = TraceFormat::LegacyAutograd;  // refined after reading (Ascend looks the same)
-      parse_event_array();
-    } else if (c == '{') {
-      parse_top_object();
-    } else if (c == '\0' && js_.at_end()) {
-      js_.fail("empty file");
-    } else {
-      js_.fail("not a trace: expected a JSON object with \"traceEvents\" or an array of events");
-    }
-    if (!js_.at_end()) js_.fail("unexpected data after the end of the trace");
-  }
-
- private:
-  int64_t read_id_key() {
-    if (js_.peek() == '"') return kStringIdFlag + t_.strings.intern(js_.read_string());
-    uint64_t at = js_.offset();
-    JsonNumber n = js_.read_number();
-    if (std::fabs(n.value) >= 4e18 || n.fraction != 0) js_.fail_at(at, "pid/tid out of range");
-    return n.whole;
-  }
-
-  void parse_top_object() {
-    js_.expect('{', "");
-    bool first = true, saw_events = false;
-    while (js_.next_member(first, '}')) {
-      std::string_view key = js_.read_string();
-      js_.expect(':', "after an object key");
-      if (key == "traceEvents") {
-        if (js_.peek() != '[') js_.fail("\"traceEvents\" is not an array");
-        parse_event_array();
-        saw_events = true;
-      } else if (key == "deviceProperties") {
-        parse_device_properties();
-      } else if (key == "distributedInfo") {
-        parse_distributed_info();
-      } else {
-        js_.skip_value();
-      }
-    }
-    if (!saw_events) js_.fail("not a trace: the top-level object has no \"traceEvents\" array");
-  }
-
-  void parse_device_properties() {
-    if (js_.peek() != '[') return js_.skip_value();
-    js_.expect('[', "");
-    bool first = true;
-    while (js_.next_member(first, ']')) {
-      if (js_.peek() != '{') {
-        js_.skip_value();
-        continue;
-      }
-      js_.expect('{', "");
-      bool f2 = true;
-      while (js_.next_member(f2, '}')) {
-        std::string key(js_.read_string());
-        js_.expect(':', "after an object key");
-        char v = js_.peek();
-        if (key == "computeMajor" && (v == '-' || (v >= '0' && v <= '9'))) {
-          JsonNumber n = js_.read_number();
-          t_.device_compute_major = static_cast<int>(std::clamp(n.value, 0.0, 1000.0));
-        } else if (key == "name" && v == '"') {
-          t_.device_name = std::string(js_.read_string());
-        } else {
-          js_.skip_value();
-        }
-      }
-    }
-  }
-
-  void parse_distributed_info() {
-    if (js_.peek() != '{') return js_.skip_value();
-    js_.expect('{', "");
-    bool first = true;
-    while (js_.next_member(first, '}')) {
-      std::string key(js_.read_string());
-      js_.expect(':', "after an object key");
-      char v = js_.peek();
-      bool numeric = v == '-' || (v >= '0' && v <= '9');
-      if ((key == "rank" || key == "world_size") && numeric) {
-        JsonNumber n = js_.read_number();
-        int value = static_cast<int>(std::clamp(n.value, -1.0, 1e7));
-        (key == "rank" ? t_.rank : t_.world_size) = value;
-      } else {
-        js_.skip_value();
-      }
-    }
-  }
-
-  void parse_event_array() {
-    js_.expect('[', "");
-    bool first = true;
-    while (js_.next_member(first, ']')) parse_event();
-  }
-
-  void parse_args(EventFields& e) {
-    if (js_.peek() != '{') return js_.skip_value();
-    js_.expect('{', "");
-    bool first = true;
-    while (js_.next_member(first, '}')) {
-      std::string_view key = js_.read_string();
-      js_.expect(':', "after an object key");
-      char v = js_.peek();
-      bool numeric = v == '-' || (v >= '0' && v <= '9') || v == '"';
-      if (key == "Input Dims") {
-        e.shapes = t_.strings.intern(js_.read_compact_value());
-      } else if (key == "Input type") {
-        e.dtypes = t_.strings.intern(js_.read_compact_value());
-      } else if (key == "correlation" && v != '"' && numeric) {
-        e.correlation = read_clamped_int();
-      } else if (key == "Total Allocated" && numeric) {
-        e.total_allocated = read_clamped_int(), e.has_memory = true;
-      } else if (key == "Total Reserved" && numeric) {
-        e.total_reserved = read_clamped_int();
-      } else if (key == "Bytes" && numeric) {
-        e.bytes = read_clamped_int();
-      } else if (key == "Device Type" && numeric) {
-        e.device_type = static_cast<int32_t>(std::clamp<int64_t>(read_clamped_int(), -1, 1 << 20));
-      } else if (key == "Device Id" && numeric) {
-        e.device_id = static_cast<int32_t>(std::clamp<int64_t>(read_clamped_int(), -1, 1 << 20));
-      } else if (key == "name" && v == '"') {
-        e.meta_name = t_.strings.intern(js_.read_string());
-      } else {
-        js_.skip_value();
-      }
-    }
-  }
-
-  int64_t read_clamped_int() {
-    JsonNumber n = js_.read_number_or_numeric_string();
-    return static_cast<int64_t>(std::clamp(n.value, -9e18, 9e18));
-  }
-
-  void parse_event() {
-    uint64_t at = js_.offset();
-    if (js_.peek() != '{') js_.fail("expected a trace event object");
-    js_.expect('{', "");
-    EventFields e;
-    bool first = true;
-    while (js_.next_member(first, '}')) {
-      std::string_view key = js_.read_string();
-      js_.expect(':', "after an object key");
-      if (key == "ph") {
-        std::string_view ph = js_.read_string();
-        e.ph = ph.size() == 1 ? ph[0] : '?';
-      } else if (key == "name") {
-        if (js_.peek() == '"') e.name = t_.strings.intern(js_.read_string());
-        else js_.skip_value();
-      } else if (key == "cat") {
-        if (js_.peek() == '"') e.cat = t_.strings.intern(js_.read_string());
-        else js_.skip_value();
-      } else if (key == "pid") {
-        e.pid = read_id_key(), e.has_pid = true;
-      } else if (key == "tid") {
-        e.tid = read_id_key();
-      } else if (key == "ts") {
-        e.ts = js_.read_number_or_numeric_string(), e.has_ts = true;
-      } else if (key == "dur") {
-        e.dur = js_.read_number_or_numeric_string().value, e.has_dur = true;
-      } else if (key == "args") {
-        parse_args(e);
-      } else if (key == "id") {
-        if (js_.peek() == '"') {
-          std::string_view s = js_.read_string();
-          e.id = std::hash<std::string_view>()(s);
-        } else {
-          e.id = static_cast<uint64_t>(read_clamped_int());
-        }
-        e.has_id = true;
-      } else {
-        js_.skip_value();
-      }
-    }
-    commit(e, at);
-  }
-
-  double relative_ts(const JsonNumber& ts) {
-    if (!t_.time_base_set) {
-      t_.time_base_us = ts.whole;
-      t_.time_base_set = true;
-    }
-    return static_cast<double>(ts.whole - t_.time_base_us) + ts.fraction;
-  }
-
-  void check_time(const EventFields& e, uint64_t at) {
-    if (!e.has_ts) js_.fail_at(at, "event without \"ts\"");
-    if (!std::isfinite(e.ts.value) || std::fabs(e.ts.value) > kMaxAbsTimestampUs)
-      js_.fail_at(at, "absurd timestamp " + std::to_string(e.ts.value));
-  }
-
-  void commit(EventFields& e, uint64_t at) {
-    switch (e.ph) {
-      case 'X': {
-        check_time(e, at);
-        if (!e.has_dur) js_.fail_at(at, "complete event (\"ph\": \"X\") without \"dur\"");
-        if (!std::isfinite(e.dur) || e.dur < 0 || e.dur > kMaxDurationUs)
-          js_.fail_at(at, "absurd duration " + std::to_string(e.dur));
-        Span s;
-        s.ts = relative_ts(e.ts);
-        s.dur = e.dur;
-        s.name = e.name, s.cat = e.cat, s.shapes = e.shapes, s.dtypes = e.dtypes;
-        s.track = t_.track_of({e.pid, e.tid});
-        s.correlation = e.correlation;
-        t_.spans.push_back(s);
-        return;
-      }
-      case 'B':
-      case 'E': {
-        check_time(e, at);
-        uint32_t track = t_.track_of({e.pid, e.tid});
-        auto& stack = open_[track];
-        if (e.ph == 'B') {
-          Span s;
-          s.ts = relative_ts(e.ts);
-          s.name = e.name, s.cat = e.cat, s.shapes = e.shapes, s.dtypes = e.dtypes, s.track = track;
-          s.correlation = e.correlation;
-          stack.push_back(s);
-        } else if (!stack.empty()) {
-          Span s = stack.back();
-          stack.pop_back();
-          s.dur = std::max(0.0, relative_ts(e.ts) - s.ts);
-          t_.spans.push_back(s);
-        }
-        return;
-      }
-      case 'i':
-      case 'I':
-      case 'n': {
-        if (!e.has_memory) return;
-        check_time(e, at);
-        MemorySample m;
-        m.ts = relative_ts(e.ts);
-        m.total_allocated = e.total_allocated, m.total_reserved = e.total_reserved, m.bytes = e.bytes;
-        m.device_type = e.device_type, m.device_id = e.device_id;
-        t_.memory.push_back(m);
-        return;
-      }
-      case 's':
-      case 'f':
-      case 't': {
-        if (!e.has_id) return;
-        check_time(e, at);
-        Flow f;
-        f.ts = relative_ts(e.ts);
-        f.id = e.id, f.cat = e.cat, f.phase = e.ph;
-        f.track = t_.track_of({e.pid, e.tid});
-        t_.flows.push_back(f);
-        return;
-      }
-      case 'M': {
-        if (e.has_pid && e.meta_name != 0 && t_.strings.str(e.name) == "process_name")
-          t_.process_names[e.pid] = t_.strings.str(e.meta_name);
-        return;
-      }
-      case 0: js_.fail_at(at, "trace event without \"ph\"");
-      default: return;  // counters, async and object events carry nothing the analysis uses
-    }
-  }
-
-  JsonScanner& js_;
-  Trace& t_;
-  std::unordered_map<uint32_t, std::vector<Span>> open_;
-};
 
 bool has_suffix(const std::string& s, const std::string& suffix) {
   return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
@@ -357,9 +70,112 @@ std::string read_file_bytes(const std::string& path) {
   return data;  // std::string keeps a NUL at data()[size()]: the scanner's sentinel
 }
 
-void parse_into(const char* data, size_t size, const std::string& name, Trace& t) {
+// Appends a separately parsed later part of the same trace: strings and threads are re-interned,
+// times moved onto this trace's time base.
+void append_trace(Trace& into, const Trace& part) {
+  std::vector<uint32_t> strings(part.strings.size());
+  for (uint32_t i = 0; i < part.strings.size(); ++i) strings[i] = into.strings.intern(part.strings.str(i));
+  // String pids/tids are ids into the part's own string table.
+  auto id_key = [&](int64_t v) { return v >= kStringIdFlag ? kStringIdFlag + strings[static_cast<size_t>(v - kStringIdFlag)] : v; };
+  std::vector<uint32_t> tracks(part.tracks.size());
+  for (uint32_t i = 0; i < part.tracks.size(); ++i)
+    tracks[i] = into.track_of({id_key(part.tracks[i].key.pid), id_key(part.tracks[i].key.tid)});
+  double shift = 0;
+  if (!into.time_base_set) {
+    into.time_base_us = part.time_base_us;
+    into.time_base_set = part.time_base_set;
+  } else if (part.time_base_set) {
+    shift = static_cast<double>(part.time_base_us - into.time_base_us);
+  }
+  into.spans.reserve(into.spans.size() + part.spans.size());
+  for (Span s : part.spans) {
+    s.name = strings[s.name], s.cat = strings[s.cat], s.shapes = strings[s.shapes], s.dtypes = strings[s.dtypes];
+    s.track = tracks[s.track];
+    s.ts += shift;
+    into.spans.push_back(s);
+  }
+  for (Flow f : part.flows) {
+    f.cat = strings[f.cat], f.track = tracks[f.track], f.ts += shift;
+    into.flows.push_back(f);
+  }
+  for (MemorySample m : part.memory) {
+    m.ts += shift;
+    into.memory.push_back(m);
+  }
+  for (const auto& [pid, name] : part.process_names) into.process_names[id_key(pid)] = name;
+}
+
+// The second half of the traceEvents array, parsed on another thread from an event start guessed
+// in the middle of the file. The guess is checked when the main parse gets there (see
+// TraceParser): a wrong guess, or any failure here, only costs the wasted work.
+class SecondHalf : public SplitPoint {
+ public:
+  SecondHalf(const char* data, size_t size, uint64_t start, const std::string& name)
+      : start_(start), scanner_(data, size, name) {
+    scanner_.seek(start);
+    worker_ = std::thread([this] {
+      try {
+        TraceParser parser(scanner_, part_);
+        end_ = parser.parse_events_to_array_end(stop_);
+        ok_ = true;
+      } catch (...) {
+        ok_ = false;
+      }
+    });
+  }
+  ~SecondHalf() override {
+    stop_ = true;
+    if (worker_.joinable()) worker_.join();
+  }
+  SecondHalf(const SecondHalf&) = delete;
+  SecondHalf& operator=(const SecondHalf&) = delete;
+
+  uint64_t offset() const override { return start_; }
+  bool adopt(JsonScanner& js, Trace& into) override {
+    worker_.join();
+    if (!ok_) return false;
+    append_trace(into, part_);
+    part_ = Trace();
+    js.seek(end_);
+    return true;
+  }
+  void abandon() override { stop_ = true; }
+
+ private:
+  uint64_t start_;
+  JsonScanner scanner_;
+  Trace part_;
+  std::atomic<bool> stop_{false};
+  bool ok_ = false;
+  uint64_t end_ = 0;
+  std::thread worker_;
+};
+
+// An offset just after "}" <ws> "," <ws> at or after the middle: likely the start of an event.
+uint64_t guess_event_start(const char* data, size_t size) {
+  const size_t limit = std::min(size, size / 2 + (size_t{16} << 20));
+  auto ws = [](char c) { return c == ' ' || c == '\n' || c == '\r' || c == '\t'; };
+  for (size_t i = size / 2; i < limit; ++i) {
+    if (data[i] != '}') continue;
+    size_t k = i + 1;
+    while (k < size && ws(data[k])) ++k;
+    if (k >= size || data[k] != ',') continue;
+    ++k;
+    while (k < size && ws(data[k])) ++k;
+    if (k < size && data[k] == '{') return k;
+  }
+  return 0;
+}
+
+void parse_into(const char* data, size_t size, const std::string& name, const ReadOptions& opt, Trace& t) {
+  std::unique_ptr<SecondHalf> second;
+  if (size >= opt.parallel_min_bytes && size >= 64) {
+    uint64_t start = guess_event_start(data, size);
+    if (start > 0) second = std::make_unique<SecondHalf>(data, size, start, name);
+  }
   JsonScanner js(data, size, name);
   TraceParser parser(js, t);
+  parser.set_split(second.get());
   parser.parse_document();
   t.bytes_read = size;
   classify_spans(t);
@@ -405,23 +221,23 @@ class MappedFile {
 
 }  // namespace
 
-Trace parse_trace(std::string_view data, const std::string& name) {
+Trace parse_trace(std::string_view data, const std::string& name, const ReadOptions& options) {
   std::string copy(data);
   Trace t;
   t.path = name;
-  parse_into(copy.c_str(), copy.size(), name, t);
+  parse_into(copy.c_str(), copy.size(), name, options, t);
   return t;
 }
 
-Trace read_trace_file(const std::string& path) {
+Trace read_trace_file(const std::string& path, const ReadOptions& options) {
   Trace t;
   t.path = path;
   MappedFile mapped(path);
   if (mapped.data() != nullptr) {
-    parse_into(mapped.data(), mapped.size(), path, t);
+    parse_into(mapped.data(), mapped.size(), path, options, t);
   } else {
     std::string bytes = read_file_bytes(path);
-    parse_into(bytes.c_str(), bytes.size(), path, t);
+    parse_into(bytes.c_str(), bytes.size(), path, options, t);
   }
   return t;
 }

@@ -125,3 +125,57 @@ TEST(TraceReader, MissingAndCorruptFilesAreRuntimeErrors) {
   std::filesystem::create_directories(empty_dir);
   EXPECT_THROW(read_traces(empty_dir.string()), std::runtime_error);
 }
+
+namespace {
+
+void expect_same_trace(const Trace& a, const Trace& b) {
+  ASSERT_EQ(a.spans.size(), b.spans.size());
+  for (size_t i = 0; i < a.spans.size(); ++i) {
+    EXPECT_NEAR(a.spans[i].ts, b.spans[i].ts, 1e-6) << i;
+    EXPECT_EQ(a.spans[i].dur, b.spans[i].dur) << i;
+    EXPECT_EQ(a.strings.str(a.spans[i].name), b.strings.str(b.spans[i].name)) << i;
+    EXPECT_EQ(a.strings.str(a.spans[i].shapes), b.strings.str(b.spans[i].shapes)) << i;
+    EXPECT_EQ(a.spans[i].kind, b.spans[i].kind) << i;
+    EXPECT_EQ(a.tracks[a.spans[i].track].key, b.tracks[b.spans[i].track].key) << i;
+    EXPECT_EQ(a.spans[i].correlation, b.spans[i].correlation) << i;
+  }
+  EXPECT_EQ(a.flows.size(), b.flows.size());
+  EXPECT_EQ(a.memory.size(), b.memory.size());
+  EXPECT_EQ(a.process_names, b.process_names);
+  EXPECT_EQ(a.rank, b.rank);
+}
+
+}  // namespace
+
+TEST(TraceReader, TwoThreadParseEqualsOneThreadParse) {
+  ReadOptions sequential{SIZE_MAX}, parallel{0};
+  for (auto name : {"torch_cpu_small.json", "kineto_gpu_hand.json", "legacy_autograd.json", "ascend_trace_view.json",
+                    "crosstrain_cpu.json.gz"}) {
+    SCOPED_TRACE(name);
+    expect_same_trace(read_trace_file(kData + name, sequential), read_trace_file(kData + name, parallel));
+  }
+}
+
+TEST(TraceReader, TwoThreadParseSurvivesAWrongSplitGuess) {
+  // The middle of this document is a string that looks like an event boundary.
+  std::string filler(200, 'x');
+  std::string doc = R"({"traceEvents": [{"ph": "X", "ts": 1, "dur": 2, "name": "a"}, {"ph": "X", "ts": 3, "dur": 1, "name": ")" +
+                    filler + "}, {" + filler + R"("}, {"ph": "X", "ts": 5, "dur": 1, "name": "c"}]})";
+  ReadOptions parallel{0};
+  expect_same_trace(parse_trace(doc, "a.json"), parse_trace(doc, "a.json", parallel));
+  // Errors are found and placed the same way.
+  std::string bad = doc.substr(0, doc.size() - 30) + R"(, "oops"]})";
+  std::string e1, e2;
+  try {
+    parse_trace(bad, "b.json");
+  } catch (const std::runtime_error& e) {
+    e1 = e.what();
+  }
+  try {
+    parse_trace(bad, "b.json", parallel);
+  } catch (const std::runtime_error& e) {
+    e2 = e.what();
+  }
+  EXPECT_FALSE(e1.empty());
+  EXPECT_EQ(e1, e2);
+}
