@@ -28,13 +28,18 @@ std::string render_analysis_html(const std::vector<TraceAnalysis>& all) {
 
     std::vector<std::string> cats;
     for (int c = 0; c < kStepCategoryCount; ++c) cats.push_back(step_category_name(c));
+    // A bar per step up to a readable count; long traces show their first steps (JSON has all).
+    constexpr size_t kMaxBars = 100;
     std::vector<report::StackedBar> bars;
     for (const auto& s : a.steps) {
+      if (bars.size() == kMaxBars) break;
       report::StackedBar b{s.label, {}};
       for (double v : s.category_us) b.values.push_back(v / 1000.0);
       bars.push_back(b);
     }
-    page.add_stacked_bars("steps" + suffix, "Step time breakdown", cats, bars, "ms");
+    std::string caption = "Step time breakdown";
+    if (a.steps.size() > kMaxBars) caption += " (first " + std::to_string(kMaxBars) + " of " + std::to_string(a.steps.size()) + " steps)";
+    page.add_stacked_bars("steps" + suffix, caption, cats, bars, "ms");
 
     std::vector<report::Slice> top;
     for (size_t i = 0; i < a.operators.size() && top.size() < 10; ++i) {
