@@ -204,6 +204,7 @@ TraceAnalysis analyze_trace(const Trace& t, const AnalyzeOptions& opt) {
   out.rank = t.rank;
   out.bytes = t.bytes_read;
   out.span_count = t.spans.size();
+  out.idle_gap_min_us = opt.idle_gap_min_us;
   out.device_name = t.device_name;
   double start = std::numeric_limits<double>::infinity();
   for (const Span& s : t.spans) {

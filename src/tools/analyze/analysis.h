@@ -111,6 +111,7 @@ struct TraceAnalysis {
   double kernel_us = 0;
   int64_t launches = 0;              // device activity linked to a host launch
   int64_t launches_into_idle = 0;    // ... issued while the device had nothing queued
+  double idle_gap_min_us = 0;        // the option the gaps were found with
   int64_t idle_gap_count = 0;
   double idle_gap_us = 0;
   std::vector<IdleGap> idle_gaps;    // longest first, at most 10

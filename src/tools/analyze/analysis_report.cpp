@@ -113,7 +113,7 @@ std::string render_console(const TraceAnalysis& a, const RenderOptions& opt) {
 
   if (device) {
     out << "Device: busy " << format_percent(a.share(a.total.device_busy_us)) << " of step time; "
-        << format_count(a.idle_gap_count) << " idle gaps >= 20 us totalling " << format_us(a.idle_gap_us) << "; "
+        << format_count(a.idle_gap_count) << " idle gaps >= " << format_us(a.idle_gap_min_us) << " totalling " << format_us(a.idle_gap_us) << "; "
         << format_count(a.launches_into_idle) << " of " << format_count(a.launches)
         << " launches found the device idle\n";
     for (const auto& g : a.idle_gaps)
