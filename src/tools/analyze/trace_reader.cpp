@@ -34,14 +34,21 @@ std::string read_file_bytes(const std::string& path) {
   size_t got = std::fread(magic, 1, 2, f.get());
   std::string data;
   if (got == 2 && magic[0] == 0x1f && magic[1] == 0x8b) {
+    // The gzip trailer holds the uncompressed size mod 2^32: a good first allocation, so the
+    // buffer rarely grows (each growth copies, briefly holding old and new).
+    size_t hint = 0;
+    unsigned char isize[4] = {0, 0, 0, 0};
+    if (std::fseek(f.get(), -4, SEEK_END) == 0 && std::fread(isize, 1, 4, f.get()) == 4)
+      hint = static_cast<size_t>(isize[0]) | static_cast<size_t>(isize[1]) << 8 | static_cast<size_t>(isize[2]) << 16 |
+             static_cast<size_t>(isize[3]) << 24;
     f.reset();
     gzFile gz = gzopen(path.c_str(), "rb");
     if (gz == nullptr) throw std::runtime_error(path + ": cannot open");
     gzbuffer(gz, 1 << 20);
     size_t used = 0;
-    data.resize(std::max<size_t>(std::filesystem::file_size(path) * 4, 1 << 20));
+    data.resize(std::max<size_t>({hint + (1 << 20), std::filesystem::file_size(path) * 2, 1 << 20}));
     for (;;) {
-      if (data.size() - used < (1 << 20)) data.resize(data.size() * 2);
+      if (data.size() - used < (1 << 16)) data.resize(data.size() + data.size() / 2);
       unsigned want = static_cast<unsigned>(std::min<size_t>(data.size() - used, 1u << 30));
       int n = gzread(gz, &data[used], want);
       if (n < 0) {
