@@ -4,6 +4,7 @@
 
 #include "cli/command.h"
 #include "report/output.h"
+#include "report/terminal.h"
 #include "tools/analyze/advisor.h"
 #include "tools/analyze/analysis_report.h"
 #include "tools/analyze/trace_reader.h"
@@ -25,13 +26,18 @@ struct AnalyzeArgs {
 std::vector<analyze::TraceAnalysis> analyze_paths(const std::vector<std::string>& paths,
                                                   const analyze::AnalyzeOptions& opt, const std::string& sort) {
   std::vector<analyze::TraceAnalysis> out;
-  for (const auto& p : paths)
+  report::ProgressLine progress;  // big traces take seconds; silent unless stderr is a terminal
+  for (const auto& p : paths) {
+    progress.update("analyze: reading " + p, true);
     for (auto& trace : analyze::read_traces(p)) {
+      progress.update("analyze: analyzing " + trace.path, true);
       auto a = analyze::analyze_trace(trace, opt);
       a.findings = analyze::run_advisor(a);
       if (sort != "auto") analyze::sort_operators(a.operators, analyze::parse_operator_sort(sort));
       out.push_back(std::move(a));
     }
+  }
+  progress.clear();
   return out;
 }
 

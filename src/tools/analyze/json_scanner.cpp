@@ -335,7 +335,11 @@ void JsonScanner::skip_value_at(int depth) {
     case 't': read_literal("true"); return;
     case 'f': read_literal("false"); return;
     case 'n': read_literal("null"); return;
+    // Python's json module writes these for float nan/inf; tolerated where the value is skipped.
+    case 'N': read_literal("NaN"); return;
+    case 'I': read_literal("Infinity"); return;
     default:
+      if (c == '-' && p_[1] == 'I') return read_literal("-Infinity");
       if (c == '-' || is_digit(c)) return skip_number();
       if (p_ >= end_) fail("unexpected end of file, expected a value (truncated?)");
       fail("expected a value");

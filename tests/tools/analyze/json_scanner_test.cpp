@@ -58,6 +58,17 @@ TEST(JsonScanner, ErrorsCarryFileAndByteOffset) {
   }
 }
 
+TEST(JsonScanner, SkipToleratesPythonNanAndInfinity) {
+  std::string doc = "[NaN, Infinity, -Infinity, 1]";
+  auto js = scan(doc);
+  js.skip_value();
+  EXPECT_TRUE(js.at_end());
+  auto bad = scan("[Nan]");
+  EXPECT_THROW(bad.skip_value(), TraceFormatError);
+  auto num = scan("NaN");
+  EXPECT_THROW(num.read_number(), TraceFormatError);  // never as a time
+}
+
 TEST(JsonScanner, DeepNestingIsAnErrorNotAStackOverflow) {
   std::string doc(100000, '[');
   auto js = scan(doc);
