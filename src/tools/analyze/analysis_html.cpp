@@ -11,6 +11,8 @@ namespace crosstrain::analyze {
 
 std::string render_analysis_html(const std::vector<TraceAnalysis>& all) {
   report::HtmlPage page("crosstrain analyze");
+  // Findings are prose: left-align them (the page default right-aligns numeric columns).
+  page.add_raw("<style>table[id^=findings] td,table[id^=findings] th{text-align:left;vertical-align:top}</style>");
   for (size_t r = 0; r < all.size(); ++r) {
     const TraceAnalysis& a = all[r];
     const std::string suffix = "-" + std::to_string(r);
