@@ -10,7 +10,8 @@ TORCHVISION_VERSION="${CROSSTRAIN_TORCHVISION_VERSION:-0.26.0}"
 DEB_PACKAGES=(build-essential cmake ninja-build ccache pkg-config
   libcli11-dev nlohmann-json3-dev libgtest-dev libgmock-dev
   libjpeg62-turbo-dev libpng-dev zlib1g-dev dataset-fashion-mnist
-  python3-venv)
+  python3-venv
+  chromium clang)  # chromium: headless check of HTML reports; clang: the trace-reader fuzzer
 
 missing=()
 for p in "${DEB_PACKAGES[@]}"; do
@@ -32,6 +33,12 @@ if ! .venv/bin/python -c "import torch, torchvision, numpy, sys; sys.exit(0 if t
   echo "[setup] pip install torch==${TORCH_VERSION} torchvision==${TORCHVISION_VERSION} numpy (large download, once)"
   .venv/bin/python -m pip install -q --upgrade pip
   .venv/bin/python -m pip install -q "torch==${TORCH_VERSION}" "torchvision==${TORCHVISION_VERSION}" numpy
+fi
+# holistictraceanalysis: only for bench/analyze_bench.py's comparison; constrained so the pinned
+# torch stays as it is.
+if ! .venv/bin/python -c "import hta" 2>/dev/null; then
+  echo "[setup] pip install holistictraceanalysis (benchmark reference)"
+  .venv/bin/python -m pip install -q -c <(echo "torch==${TORCH_VERSION}") holistictraceanalysis
 fi
 echo "[setup] torch $(.venv/bin/python -c 'import torch;print(torch.__version__)') ready in .venv"
 

@@ -16,5 +16,6 @@ int main(int argc, char** argv) {
 #endif
   crosstrain::cli::add_compare_command(app);
   crosstrain::cli::add_migrate_command(app);
+  crosstrain::cli::add_analyze_command(app);
   return crosstrain::cli::run_cli(app, argc, argv);
 }

@@ -1,0 +1,101 @@
+// `crosstrain analyze PATH...`: operator table, step breakdown, idle/sync/fallback/memory checks
+// and the advisor for profiler traces; `--diff A B` compares two traces.
+#include <iostream>
+
+#include "cli/command.h"
+#include "report/output.h"
+#include "report/terminal.h"
+#include "tools/analyze/advisor.h"
+#include "tools/analyze/analysis_report.h"
+#include "tools/analyze/trace_reader.h"
+
+namespace crosstrain::cli {
+
+namespace {
+
+struct AnalyzeArgs {
+  std::vector<std::string> paths;
+  std::vector<std::string> diff;
+  size_t top = 20;
+  std::string group_by = "name";
+  std::string sort = "auto";
+  double idle_gap_us = 20;
+  std::string json, csv, html;
+};
+
+std::vector<analyze::TraceAnalysis> analyze_paths(const std::vector<std::string>& paths,
+                                                  const analyze::AnalyzeOptions& opt, const std::string& sort) {
+  std::vector<analyze::TraceAnalysis> out;
+  report::ProgressLine progress;  // big traces take seconds; silent unless stderr is a terminal
+  for (const auto& p : paths) {
+    progress.update("analyze: reading " + p, true);
+    for (auto& trace : analyze::read_traces(p)) {
+      progress.update("analyze: analyzing " + trace.path, true);
+      auto a = analyze::analyze_trace(trace, opt);
+      a.findings = analyze::run_advisor(a);
+      if (sort != "auto") analyze::sort_operators(a.operators, analyze::parse_operator_sort(sort));
+      out.push_back(std::move(a));
+    }
+  }
+  progress.clear();
+  return out;
+}
+
+void run_analyze(const AnalyzeArgs& args) {
+  if (args.sort != "auto") analyze::parse_operator_sort(args.sort);  // reject bad values before reading
+  if (args.group_by != "name" && args.group_by != "shape")
+    throw std::invalid_argument("unknown --group-by '" + args.group_by + "' (valid: name, shape)");
+  if (args.diff.empty() == args.paths.empty())
+    throw std::invalid_argument("give trace paths, or --diff A B (not both)");
+  analyze::AnalyzeOptions opt;
+  opt.group_by_shape = args.group_by == "shape";
+  opt.idle_gap_min_us = args.idle_gap_us;
+  const bool quiet = report::json_to_stdout(args.json);
+
+  if (!args.diff.empty()) {
+    auto a = analyze_paths({args.diff[0]}, opt, args.sort);
+    auto b = analyze_paths({args.diff[1]}, opt, args.sort);
+    if (a.size() != 1 || b.size() != 1) throw std::invalid_argument("--diff compares two trace files, not folders");
+    auto d = analyze::diff_analyses(a[0], b[0]);
+    if (!quiet) std::cout << analyze::render_diff_console(d, args.top);
+    if (!args.json.empty()) report::write_json(analyze::diff_to_json(d), args.json);
+    return;
+  }
+
+  auto all = analyze_paths(args.paths, opt, args.sort);
+  if (!quiet) {
+    if (all.size() > 1) std::cout << analyze::render_rank_summary(all) << "\n";
+    for (const auto& a : all) std::cout << analyze::render_console(a, {args.top}) << "\n";
+  }
+  if (!args.json.empty()) report::write_json(analyze::analyses_to_json(all), args.json);
+  if (!args.csv.empty()) analyze::write_analysis_csv(all, args.csv);
+  if (!args.html.empty()) report::write_file_atomic(args.html, analyze::render_analysis_html(all));
+}
+
+}  // namespace
+
+void add_analyze_command(CLI::App& app) {
+  auto args = std::make_shared<AnalyzeArgs>();
+  auto* cmd = app.add_subcommand("analyze", "Analyze profiler traces (torch.profiler/Kineto, crosstrain, "
+                                            "legacy autograd, Ascend trace_view.json; .json or .json.gz, or a "
+                                            "folder of per-rank traces)");
+  cmd->add_option("paths", args->paths, "Trace files or folders")->type_name("PATH...");
+  cmd->add_option("--diff", args->diff, "Compare two traces: what appeared, vanished, got slower or faster")
+      ->expected(2)
+      ->type_name("A B");
+  cmd->add_option("--top", args->top, "Operator rows to show")->check(CLI::Range(1, 1000000))->capture_default_str();
+  cmd->add_option("--group-by", args->group_by, "Operator rows by 'name' or 'shape' (name + input shapes)")
+      ->capture_default_str();
+  cmd->add_option("--sort", args->sort, "Sort operators by device, host-self, host-total or calls (auto: device "
+                                        "self time, then host self time)")
+      ->capture_default_str();
+  cmd->add_option("--idle-gap-us", args->idle_gap_us, "Shortest device idle gap reported, in us")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  add_json_option(cmd, args->json);
+  cmd->add_option("--csv", args->csv, "Write operators.csv and steps.csv to DIR")->type_name("DIR");
+  cmd->add_option("--html", args->html, "Write a self-contained HTML report to PATH")->type_name("PATH");
+  cmd->callback([args] { run_analyze(*args); });
+}
+
+}  // namespace crosstrain::cli

@@ -1,0 +1,29 @@
+#pragma once
+// The advisor: one table of rules, each with a threshold, that read a TraceAnalysis and report a
+// Finding (the measured value, the threshold, a concrete suggestion) when the threshold is crossed.
+// The table is the single place thresholds live; docs/ANALYZE.md lists it.
+#include <string>
+#include <vector>
+
+#include "tools/analyze/analysis.h"
+
+namespace crosstrain::analyze {
+
+struct AdvisorRule {
+  const char* id;
+  const char* title;
+  double threshold;
+  const char* threshold_text;   // how the threshold reads in reports
+  const char* suggestion;
+  // The measured value, or a negative number when the rule does not apply to this trace.
+  double (*measure)(const TraceAnalysis& a);
+  // How the measured value reads in reports.
+  std::string (*describe)(const TraceAnalysis& a, double value);
+};
+
+const std::vector<AdvisorRule>& advisor_rules();
+
+// Evaluates every rule; findings in table order.
+std::vector<Finding> run_advisor(const TraceAnalysis& a);
+
+}  // namespace crosstrain::analyze

@@ -1,0 +1,75 @@
+// The HTML report of `crosstrain analyze --html`: one self-contained page built on
+// report::HtmlPage (inline SVG, no scripts, no network). Chart ids are stable so tests and
+// headless browsers can find them: steps-R, top-ops-R, op-types-R, memory-R (R = trace index).
+#include <algorithm>
+
+#include "report/html_page.h"
+#include "report/units.h"
+#include "tools/analyze/analysis_report.h"
+
+namespace crosstrain::analyze {
+
+std::string render_analysis_html(const std::vector<TraceAnalysis>& all) {
+  report::HtmlPage page("crosstrain analyze");
+  // Findings are prose: left-align them (the page default right-aligns numeric columns).
+  page.add_raw("<style>table[id^=findings] td,table[id^=findings] th{text-align:left;vertical-align:top}</style>");
+  for (size_t r = 0; r < all.size(); ++r) {
+    const TraceAnalysis& a = all[r];
+    const std::string suffix = "-" + std::to_string(r);
+    std::string title = a.path + (a.rank >= 0 ? " (rank " + std::to_string(a.rank) + ")" : "");
+    page.add_heading(title);
+    page.add_paragraph(a.format + " trace, " + report::format_count(static_cast<int64_t>(a.span_count)) + " spans, " +
+                       std::to_string(a.steps.size()) + " step(s), mean step " + report::format_us(a.mean_step_us()) +
+                       (a.has_device ? ", device busy " + report::format_percent(a.share(a.total.device_busy_us)) : ""));
+
+    // Findings first: they are what the reader acts on.
+    std::vector<std::vector<std::string>> rows;
+    for (const auto& f : a.findings) rows.push_back({f.title, f.measured, f.threshold, f.suggestion});
+    if (rows.empty()) page.add_raw("<p class=\"pass\" id=\"findings" + suffix + "\">Advisor: no rule fired.</p>");
+    else page.add_table({"Finding", "Measured", "Threshold", "Suggestion"}, rows, "findings" + suffix);
+
+    std::vector<std::string> cats;
+    for (int c = 0; c < kStepCategoryCount; ++c) cats.push_back(step_category_name(c));
+    // A bar per step up to a readable count; long traces show their first steps (JSON has all).
+    constexpr size_t kMaxBars = 100;
+    std::vector<report::StackedBar> bars;
+    for (const auto& s : a.steps) {
+      if (bars.size() == kMaxBars) break;
+      report::StackedBar b{s.label, {}};
+      for (double v : s.category_us) b.values.push_back(v / 1000.0);
+      bars.push_back(b);
+    }
+    std::string caption = "Step time breakdown";
+    if (a.steps.size() > kMaxBars) caption += " (first " + std::to_string(kMaxBars) + " of " + std::to_string(a.steps.size()) + " steps)";
+    page.add_stacked_bars("steps" + suffix, caption, cats, bars, "ms");
+
+    std::vector<report::Slice> top;
+    for (size_t i = 0; i < a.operators.size() && top.size() < 10; ++i) {
+      const auto& o = a.operators[i];
+      double v = a.has_device ? o.device_self_us : o.host_self_us;
+      if (v > 0) top.push_back({o.name, v / 1000.0});
+    }
+    page.add_horizontal_bars("top-ops" + suffix,
+                             std::string("Top operators by ") + (a.has_device ? "device" : "host") + " self time", top,
+                             "ms");
+
+    std::vector<report::Slice> types;
+    for (const auto& t : a.op_types) types.push_back({op_type_name(t.type), a.has_device ? t.device_self_us : t.host_self_us});
+    page.add_pie("op-types" + suffix, "Operator types", types);
+
+    if (!a.memory.empty()) {
+      std::vector<report::Series> series;
+      for (const auto& m : a.memory) {
+        report::Series s{m.device + " (peak " + report::format_bytes(m.peak_allocated) + ")", {}};
+        for (const auto& [x, y] : m.points) s.points.emplace_back(x / 1000.0, y / (1024.0 * 1024.0));
+        series.push_back(s);
+      }
+      page.add_line_chart("memory" + suffix, "Memory allocated", series, "ms since trace start", "MiB");
+    } else {
+      page.add_paragraph("No memory events in this trace (record with profile_memory=True).");
+    }
+  }
+  return page.render();
+}
+
+}  // namespace crosstrain::analyze

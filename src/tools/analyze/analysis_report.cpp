@@ -1,0 +1,302 @@
+#include "tools/analyze/analysis_report.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <sstream>
+#include <stdexcept>
+
+#include "report/output.h"
+#include "report/table.h"
+#include "report/units.h"
+
+namespace crosstrain::analyze {
+
+using report::format_count;
+using report::format_percent;
+using report::format_us;
+
+OperatorSort parse_operator_sort(const std::string& s) {
+  if (s == "device") return OperatorSort::DeviceSelf;
+  if (s == "host-self") return OperatorSort::HostSelf;
+  if (s == "host-total") return OperatorSort::HostTotal;
+  if (s == "calls") return OperatorSort::Calls;
+  throw std::invalid_argument("unknown --sort '" + s + "' (valid: device, host-self, host-total, calls)");
+}
+
+void sort_operators(std::vector<OperatorStats>& ops, OperatorSort by) {
+  auto key = [by](const OperatorStats& o) {
+    switch (by) {
+      case OperatorSort::DeviceSelf: return o.device_self_us;
+      case OperatorSort::HostSelf: return o.host_self_us;
+      case OperatorSort::HostTotal: return o.host_total_us;
+      case OperatorSort::Calls: return static_cast<double>(o.calls);
+    }
+    return 0.0;
+  };
+  std::stable_sort(ops.begin(), ops.end(), [&](const OperatorStats& a, const OperatorStats& b) {
+    if (key(a) != key(b)) return key(a) > key(b);
+    return a.host_self_us > b.host_self_us;
+  });
+}
+
+namespace {
+
+double op_share_base(const TraceAnalysis& a, bool device) {
+  double sum = 0;
+  for (const auto& o : a.operators) sum += device ? o.device_self_us : o.host_self_us;
+  return sum;
+}
+
+std::string title_of(const TraceAnalysis& a) {
+  std::string t = a.path + " (" + a.format;
+  if (a.rank >= 0) t += ", rank " + std::to_string(a.rank);
+  if (!a.device_name.empty()) t += ", " + a.device_name;
+  return t + ")";
+}
+
+}  // namespace
+
+std::string render_console(const TraceAnalysis& a, const RenderOptions& opt) {
+  std::ostringstream out;
+  out << "Trace " << title_of(a) << ": " << format_count(static_cast<int64_t>(a.span_count)) << " spans, "
+      << a.steps.size() << " step(s), mean step " << format_us(a.mean_step_us()) << "\n\n";
+
+  const bool device = a.has_device;
+  const double base = op_share_base(a, device);
+  report::Table ops({"Operator", "Calls", "Host self", "Host total", "Device self", "Device total", "Share",
+                     "Mean"});
+  size_t shown = 0;
+  for (const auto& o : a.operators) {
+    if (shown++ >= opt.top) break;
+    double key = device ? o.device_self_us : o.host_self_us;
+    std::string name = o.shapes.empty() ? o.name : o.name + " " + o.shapes;
+    ops.add_row({name, format_count(o.calls), format_us(o.host_self_us), format_us(o.host_total_us),
+                 device ? format_us(o.device_self_us) : "n/a", device ? format_us(o.device_total_us) : "n/a",
+                 format_percent(base > 0 ? key / base : 0), format_us(o.calls ? o.host_total_us / static_cast<double>(o.calls) : 0)});
+  }
+  out << "Operators (top " << std::min(opt.top, a.operators.size()) << " of " << a.operators.size()
+      << ", share of " << (device ? "device" : "host") << " self time)\n"
+      << ops.render() << "\n";
+
+  report::Table types({"Operator type", "Calls", "Host self", "Device self"});
+  for (const auto& t : a.op_types)
+    if (t.calls > 0)
+      types.add_row({op_type_name(t.type), format_count(t.calls), format_us(t.host_self_us),
+                     device ? format_us(t.device_self_us) : "n/a"});
+  out << types.render() << "\n";
+
+  std::vector<std::string> head = {"Step", "Time"};
+  for (int c = 0; c < kStepCategoryCount; ++c) head.push_back(step_category_name(c));
+  head.push_back("Syncs");
+  report::Table steps(head);
+  auto add_step = [&](const StepBreakdown& s) {
+    std::vector<std::string> row = {s.label, format_us(s.duration_us)};
+    for (int c = 0; c < kStepCategoryCount; ++c)
+      row.push_back(format_percent(s.duration_us > 0 ? s.category_us[static_cast<size_t>(c)] / s.duration_us : 0));
+    row.push_back(format_count(s.host_syncs));
+    steps.add_row(row);
+  };
+  // Long traces have thousands of steps: the first few show the pattern, JSON/CSV carry them all.
+  constexpr size_t kConsoleSteps = 12;
+  for (size_t i = 0; i < a.steps.size() && i < kConsoleSteps; ++i) add_step(a.steps[i]);
+  if (a.steps.size() > kConsoleSteps)
+  {
+    std::vector<std::string> more(head.size(), "");
+    more[0] = "(" + format_count(static_cast<int64_t>(a.steps.size() - kConsoleSteps)) + " more)";
+    steps.add_row(more);
+  }
+  if (a.steps.size() > 1) {
+    steps.add_separator();
+    add_step(a.total);
+  }
+  out << "Step breakdown (overlapped time counted once, for the higher category)\n" << steps.render() << "\n";
+
+  if (device) {
+    out << "Device: busy " << format_percent(a.share(a.total.device_busy_us)) << " of step time; "
+        << format_count(a.idle_gap_count) << " idle gaps >= " << format_us(a.idle_gap_min_us) << " totalling " << format_us(a.idle_gap_us) << "; "
+        << format_count(a.launches_into_idle) << " of " << format_count(a.launches)
+        << " launches found the device idle\n";
+    for (const auto& g : a.idle_gaps)
+      out << "  idle " << format_us(g.duration_us) << " at +" << format_us(g.start_us - a.trace_start_us) << " in "
+          << g.step << "\n";
+  }
+  out << "Data loading: " << format_percent(a.share(a.total.data_wait_us)) << " of step time\n";
+  if (!a.host_syncs.empty()) {
+    out << "Host syncs in steps:";
+    for (const auto& s : a.host_syncs) out << " " << s.name << " x" << s.count << " (" << format_us(s.total_us) << ")";
+    out << "\n";
+  }
+  if (!a.cpu_fallback.empty()) {
+    out << "CPU-fallback operators (launched no device work):";
+    for (const auto& s : a.cpu_fallback) out << " " << s.name << " x" << s.count << " (" << format_us(s.total_us) << ")";
+    out << "\n";
+  }
+  for (const auto& m : a.memory)
+    out << "Memory " << m.device << ": peak allocated " << report::format_bytes(m.peak_allocated) << ", peak reserved "
+        << report::format_bytes(m.peak_reserved) << "\n";
+
+  out << "\nAdvisor: ";
+  if (a.findings.empty()) out << "no rule fired\n";
+  else out << a.findings.size() << " finding(s)\n";
+  for (const auto& f : a.findings)
+    out << "  [" << f.rule << "] " << f.title << ": " << f.measured << " (threshold " << f.threshold << ")\n"
+        << "    -> " << f.suggestion << "\n";
+  return out.str();
+}
+
+std::string render_rank_summary(const std::vector<TraceAnalysis>& ranks) {
+  std::vector<std::string> head = {"Trace", "Rank", "Steps", "Mean step"};
+  for (int c = 0; c < kStepCategoryCount; ++c) head.push_back(step_category_name(c));
+  head.push_back("Findings");
+  report::Table t(head);
+  for (const auto& a : ranks) {
+    std::vector<std::string> row = {std::filesystem::path(a.path).filename().string(),
+                                    a.rank >= 0 ? std::to_string(a.rank) : "-", std::to_string(a.steps.size()),
+                                    format_us(a.mean_step_us())};
+    for (int c = 0; c < kStepCategoryCount; ++c) row.push_back(format_percent(a.share(a.total.category_us[static_cast<size_t>(c)])));
+    std::string rules;
+    for (const auto& f : a.findings) rules += (rules.empty() ? "" : ",") + f.rule;
+    row.push_back(rules.empty() ? "-" : rules);
+    t.add_row(row);
+  }
+  return "Ranks\n" + t.render();
+}
+
+std::string render_diff_console(const TraceDiff& d, size_t top) {
+  std::ostringstream out;
+  out << "Diff A=" << d.a_path << " B=" << d.b_path << " (" << (d.per_step ? "per step" : "whole trace") << ", "
+      << d.time_basis << " time); step A " << format_us(d.a_step_us) << ", B " << format_us(d.b_step_us) << " ("
+      << report::format_change(d.a_step_us, d.b_step_us) << ")\n";
+  report::Table t({"Kind", "Name", "A", "B", "Change", "Status"});
+  size_t n = 0;
+  for (const auto& r : d.rows) {
+    if (r.status == DiffStatus::Same) continue;
+    if (n++ >= top) break;
+    t.add_row({r.kind, r.name, format_us(r.a_us), format_us(r.b_us),
+               (r.delta_us() >= 0 ? "+" : "-") + format_us(std::abs(r.delta_us())), diff_status_name(r.status)});
+  }
+  out << t.render();
+  if (n == 0) out << "no operator or category changed by more than 2%\n";
+  return out.str();
+}
+
+nlohmann::json analysis_to_json(const TraceAnalysis& a) {
+  using nlohmann::json;
+  json j;
+  j["path"] = a.path;
+  j["format"] = a.format;
+  j["rank"] = a.rank;
+  j["device_name"] = a.device_name;
+  j["has_device"] = a.has_device;
+  j["tensor_cores"] = a.tensor_cores;
+  j["bytes"] = a.bytes;
+  j["spans"] = a.span_count;
+  json ops = json::array();
+  for (const auto& o : a.operators)
+    ops.push_back({{"name", o.name}, {"shapes", o.shapes}, {"type", op_type_name(o.type)}, {"calls", o.calls},
+                   {"host_self_us", o.host_self_us}, {"host_total_us", o.host_total_us},
+                   {"device_self_us", o.device_self_us}, {"device_total_us", o.device_total_us}});
+  j["operators"] = ops;
+  json types = json::array();
+  for (const auto& t : a.op_types)
+    types.push_back({{"type", op_type_name(t.type)}, {"calls", t.calls}, {"host_self_us", t.host_self_us},
+                     {"device_self_us", t.device_self_us}});
+  j["operator_types"] = types;
+  auto step_json = [](const StepBreakdown& s) {
+    json c;
+    for (int k = 0; k < kStepCategoryCount; ++k) c[step_category_name(k)] = s.category_us[static_cast<size_t>(k)];
+    return json{{"label", s.label}, {"start_us", s.start_us}, {"duration_us", s.duration_us}, {"categories_us", c},
+                {"device_busy_us", s.device_busy_us}, {"data_wait_us", s.data_wait_us}, {"comm_us", s.comm_us},
+                {"comm_overlapped_us", s.comm_overlapped_us}, {"kernels", s.kernels}, {"host_syncs", s.host_syncs}};
+  };
+  json steps = json::array();
+  for (const auto& s : a.steps) steps.push_back(step_json(s));
+  j["steps"] = steps;
+  j["total"] = step_json(a.total);
+  json gaps = json::array();
+  for (const auto& g : a.idle_gaps) gaps.push_back({{"start_us", g.start_us}, {"duration_us", g.duration_us}, {"step", g.step}});
+  j["device"] = {{"kernels", a.kernel_count}, {"short_kernels", a.short_kernel_count}, {"kernel_us", a.kernel_us},
+                 {"launches", a.launches}, {"launches_into_idle", a.launches_into_idle},
+                 {"idle_gap_count", a.idle_gap_count}, {"idle_gap_us", a.idle_gap_us}, {"idle_gaps", gaps}};
+  auto named = [](const std::vector<NamedTotal>& v) {
+    json arr = json::array();
+    for (const auto& n : v) arr.push_back({{"name", n.name}, {"count", n.count}, {"total_us", n.total_us}});
+    return arr;
+  };
+  j["host_syncs"] = named(a.host_syncs);
+  j["cpu_fallback"] = named(a.cpu_fallback);
+  j["matmul_conv"] = {{"time_us", a.matmul_conv_us}, {"fp32_time_us", a.matmul_conv_fp32_us},
+                      {"dtypes_recorded", a.dtypes_recorded}};
+  json mem = json::array();
+  for (const auto& m : a.memory) {
+    json pts = json::array();
+    for (const auto& [x, y] : m.points) pts.push_back({x, y});
+    mem.push_back({{"device", m.device}, {"peak_allocated", m.peak_allocated}, {"peak_reserved", m.peak_reserved},
+                   {"curve", pts}});
+  }
+  j["memory"] = mem;
+  json findings = json::array();
+  for (const auto& f : a.findings)
+    findings.push_back({{"rule", f.rule}, {"title", f.title}, {"measured", f.measured}, {"value", f.value},
+                        {"threshold", f.threshold}, {"suggestion", f.suggestion}});
+  j["findings"] = findings;
+  return j;
+}
+
+nlohmann::json analyses_to_json(const std::vector<TraceAnalysis>& all) {
+  nlohmann::json j;
+  j["schema_version"] = report::kJsonSchemaVersion;
+  j["traces"] = nlohmann::json::array();
+  for (const auto& a : all) j["traces"].push_back(analysis_to_json(a));
+  return j;
+}
+
+nlohmann::json diff_to_json(const TraceDiff& d) {
+  nlohmann::json rows = nlohmann::json::array();
+  for (const auto& r : d.rows)
+    rows.push_back({{"kind", r.kind}, {"name", r.name}, {"a_us", r.a_us}, {"b_us", r.b_us},
+                    {"delta_us", r.delta_us()}, {"status", diff_status_name(r.status)}});
+  return {{"schema_version", report::kJsonSchemaVersion}, {"a", d.a_path}, {"b", d.b_path}, {"per_step", d.per_step},
+          {"time_basis", d.time_basis}, {"a_step_us", d.a_step_us}, {"b_step_us", d.b_step_us}, {"rows", rows}};
+}
+
+void write_analysis_csv(const std::vector<TraceAnalysis>& all, const std::string& dir) {
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) throw std::runtime_error(dir + ": cannot create folder: " + ec.message());
+  auto num = [](double v) {
+    std::ostringstream s;
+    s.precision(10);
+    s << v;
+    return s.str();
+  };
+  std::vector<std::vector<std::string>> ops, steps;
+  for (const auto& a : all) {
+    std::string rank = std::to_string(a.rank);
+    for (const auto& o : a.operators)
+      ops.push_back({a.path, rank, o.name, o.shapes, op_type_name(o.type), std::to_string(o.calls), num(o.host_self_us),
+                     num(o.host_total_us), num(o.device_self_us), num(o.device_total_us)});
+    for (const auto& s : a.steps) {
+      std::vector<std::string> row = {a.path, rank, s.label, num(s.start_us), num(s.duration_us)};
+      for (int c = 0; c < kStepCategoryCount; ++c) row.push_back(num(s.category_us[static_cast<size_t>(c)]));
+      row.push_back(num(s.device_busy_us));
+      row.push_back(num(s.data_wait_us));
+      row.push_back(std::to_string(s.host_syncs));
+      steps.push_back(row);
+    }
+  }
+  std::vector<std::string> step_head = {"trace", "rank", "step", "start_us", "duration_us"};
+  for (int c = 0; c < kStepCategoryCount; ++c) {
+    std::string n = step_category_name(c);
+    std::replace(n.begin(), n.end(), ' ', '_');
+    step_head.push_back(n + "_us");
+  }
+  step_head.insert(step_head.end(), {"device_busy_us", "data_wait_us", "host_syncs"});
+  report::write_file_atomic(dir + "/operators.csv",
+                            report::csv_document({"trace", "rank", "operator", "shapes", "type", "calls", "host_self_us",
+                                                  "host_total_us", "device_self_us", "device_total_us"},
+                                                 ops));
+  report::write_file_atomic(dir + "/steps.csv", report::csv_document(step_head, steps));
+}
+
+}  // namespace crosstrain::analyze

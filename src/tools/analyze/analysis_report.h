@@ -1,0 +1,38 @@
+#pragma once
+// Renderers for TraceAnalysis and TraceDiff: terminal tables, JSON (with schema_version), CSV
+// files and the self-contained HTML page. Data in, text out; the only I/O is write_analysis_csv.
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "tools/analyze/analysis.h"
+#include "tools/analyze/trace_diff.h"
+
+namespace crosstrain::analyze {
+
+enum class OperatorSort { DeviceSelf, HostSelf, HostTotal, Calls };
+// Parses "device", "host-self", "host-total", "calls"; throws std::invalid_argument listing them.
+OperatorSort parse_operator_sort(const std::string& s);
+void sort_operators(std::vector<OperatorStats>& ops, OperatorSort by);
+
+struct RenderOptions {
+  size_t top = 20;   // operator rows shown (console, HTML); JSON and CSV carry all of them
+};
+
+std::string render_console(const TraceAnalysis& a, const RenderOptions& opt);
+// One line per rank: step time, categories, findings; for folders of per-rank traces.
+std::string render_rank_summary(const std::vector<TraceAnalysis>& ranks);
+std::string render_diff_console(const TraceDiff& d, size_t top);
+
+nlohmann::json analysis_to_json(const TraceAnalysis& a);
+nlohmann::json analyses_to_json(const std::vector<TraceAnalysis>& all);  // {"schema_version", "traces": [...]}
+nlohmann::json diff_to_json(const TraceDiff& d);
+
+// operators.csv and steps.csv (one row per rank and step) in `dir`, created if missing.
+void write_analysis_csv(const std::vector<TraceAnalysis>& all, const std::string& dir);
+
+// One HTML page: step-breakdown stacked bars, top-10 operators, operator-type pie, memory curve,
+// the advisor's findings; per rank when several traces are given.
+std::string render_analysis_html(const std::vector<TraceAnalysis>& all);
+
+}  // namespace crosstrain::analyze

@@ -1,0 +1,132 @@
+#include "tools/analyze/span_links.h"
+
+#include <algorithm>
+#include <unordered_map>
+
+namespace crosstrain::analyze {
+
+namespace {
+
+// A timestamp tolerance: writers round to ns, and flow events copy the start of their span.
+constexpr double kEpsUs = 1e-3;
+
+void sort_by_start(const Trace& t, std::vector<int32_t>& v) {
+  auto before = [&](int32_t a, int32_t b) {
+    const Span& x = t.spans[static_cast<size_t>(a)];
+    const Span& y = t.spans[static_cast<size_t>(b)];
+    if (x.ts != y.ts) return x.ts < y.ts;
+    if (x.dur != y.dur) return x.dur > y.dur;  // the enclosing span first
+    return a < b;
+  };
+  // Writers emit most threads in time order already; checking is much cheaper than sorting.
+  if (!std::is_sorted(v.begin(), v.end(), before)) std::sort(v.begin(), v.end(), before);
+}
+
+}  // namespace
+
+SpanLinks link_spans(const Trace& t) {
+  const size_t n = t.spans.size();
+  SpanLinks L;
+  L.parent.assign(n, kNoSpan);
+  L.launcher.assign(n, kNoSpan);
+  L.op_of.assign(n, kNoSpan);
+  L.child_us.assign(n, 0);
+  L.child_count.assign(n, 0);
+
+  // Per-thread host trees and per-track device lists.
+  std::vector<std::vector<int32_t>> host(t.tracks.size()), device(t.tracks.size());
+  for (size_t i = 0; i < n; ++i) {
+    const Span& s = t.spans[i];
+    if (is_host_tree(s.kind)) host[s.track].push_back(static_cast<int32_t>(i));
+    else if (is_device(s.kind)) device[s.track].push_back(static_cast<int32_t>(i));
+  }
+  std::vector<int32_t> stack;
+  for (auto& list : host) {
+    sort_by_start(t, list);
+    stack.clear();
+    for (int32_t i : list) {
+      const Span& s = t.spans[static_cast<size_t>(i)];
+      // Sorted by start, so a span is a child of the top iff it also ends inside it; partial
+      // overlaps (async spans) are treated as siblings.
+      while (!stack.empty() && t.spans[static_cast<size_t>(stack.back())].end() < s.end() - kEpsUs) stack.pop_back();
+      if (!stack.empty()) {
+        int32_t p = stack.back();
+        L.parent[static_cast<size_t>(i)] = p;
+        L.child_us[static_cast<size_t>(p)] += s.dur;
+        ++L.child_count[static_cast<size_t>(p)];
+      }
+      int32_t above = stack.empty() ? kNoSpan : L.op_of[static_cast<size_t>(stack.back())];
+      L.op_of[static_cast<size_t>(i)] = s.kind == SpanKind::CpuOp ? i : above;
+      stack.push_back(i);
+    }
+  }
+
+  // Device activity -> runtime call by correlation id.
+  std::unordered_map<int64_t, int32_t> by_corr;
+  for (size_t i = 0; i < n; ++i) {
+    const Span& s = t.spans[i];
+    if (s.kind == SpanKind::Runtime && s.correlation >= 0) by_corr.emplace(s.correlation, static_cast<int32_t>(i));
+  }
+  for (size_t i = 0; i < n; ++i) {
+    const Span& s = t.spans[i];
+    if (!is_device(s.kind) || s.correlation < 0) continue;
+    auto it = by_corr.find(s.correlation);
+    if (it != by_corr.end()) L.launcher[i] = it->second;
+  }
+
+  // Flows link whatever correlation ids did not.
+  for (auto& list : device) sort_by_start(t, list);
+  auto innermost_host = [&](uint32_t track, double ts) -> int32_t {
+    const auto& list = host[track];
+    auto it = std::upper_bound(list.begin(), list.end(), ts + kEpsUs,
+                               [&](double v, int32_t i) { return v < t.spans[static_cast<size_t>(i)].ts; });
+    if (it == list.begin()) return kNoSpan;
+    int32_t i = *(it - 1);
+    while (i != kNoSpan && t.spans[static_cast<size_t>(i)].end() < ts - kEpsUs) i = L.parent[static_cast<size_t>(i)];
+    return i;
+  };
+  auto device_at = [&](uint32_t track, double ts) -> int32_t {
+    const auto& list = device[track];
+    auto it = std::lower_bound(list.begin(), list.end(), ts - kEpsUs,
+                               [&](int32_t i, double v) { return t.spans[static_cast<size_t>(i)].ts < v; });
+    if (it != list.end() && t.spans[static_cast<size_t>(*it)].ts <= ts + kEpsUs) return *it;
+    return kNoSpan;
+  };
+  std::unordered_map<uint64_t, std::pair<int32_t, int32_t>> flows;  // id -> (host span, device span)
+  for (const Flow& f : t.flows) {
+    auto& slot = flows.try_emplace(f.id ^ (static_cast<uint64_t>(f.cat) << 48), kNoSpan, kNoSpan).first->second;
+    if (f.phase == 's') slot.first = innermost_host(f.track, f.ts);
+    else if (f.phase == 'f') slot.second = device_at(f.track, f.ts);
+  }
+  for (const auto& [id, link] : flows)
+    if (link.first != kNoSpan && link.second != kNoSpan && L.launcher[static_cast<size_t>(link.second)] == kNoSpan)
+      L.launcher[static_cast<size_t>(link.second)] = link.first;
+
+  // Runtime calls recorded in a process of their own (Ascend's CANN track) share the thread id of
+  // the host thread that made them: find the operator there by time containment.
+  std::unordered_map<int64_t, std::vector<uint32_t>> tracks_by_tid;
+  for (uint32_t k = 0; k < t.tracks.size(); ++k)
+    if (!host[k].empty()) tracks_by_tid[t.tracks[k].key.tid].push_back(k);
+  for (const auto& list : device)
+    for (int32_t d : list) {
+      int32_t l = L.launcher[static_cast<size_t>(d)];
+      if (l == kNoSpan || L.op_of[static_cast<size_t>(l)] != kNoSpan) continue;
+      const Span& ls = t.spans[static_cast<size_t>(l)];
+      auto it = tracks_by_tid.find(t.tracks[ls.track].key.tid);
+      if (it == tracks_by_tid.end()) continue;
+      for (uint32_t k : it->second) {
+        if (k == ls.track) continue;
+        int32_t h = innermost_host(k, ls.ts);
+        if (h != kNoSpan && L.op_of[static_cast<size_t>(h)] != kNoSpan) {
+          L.op_of[static_cast<size_t>(l)] = L.op_of[static_cast<size_t>(h)];  // the call stays the launcher
+          break;
+        }
+      }
+    }
+
+  for (const auto& list : device) L.device_order.insert(L.device_order.end(), list.begin(), list.end());
+  sort_by_start(t, L.device_order);
+  return L;
+}
+
+}  // namespace crosstrain::analyze

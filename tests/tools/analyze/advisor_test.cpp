@@ -1,0 +1,135 @@
+// Every advisor rule fires on a trace built to trigger it and stays silent on a near twin that
+// should not.
+#include "tools/analyze/advisor.h"
+
+#include <gtest/gtest.h>
+
+#include <set>
+
+#include "tools/analyze/kineto_trace_writer.h"
+#include "tools/analyze/trace_reader.h"
+
+using namespace crosstrain::analyze;
+using crosstrain::analyze::testing::KinetoTraceWriter;
+
+namespace {
+
+bool fires(const KinetoTraceWriter& w, const std::string& rule) {
+  auto a = analyze_trace(parse_trace(w.json(), "scenario.json"));
+  for (const auto& f : run_advisor(a))
+    if (f.rule == rule) {
+      EXPECT_FALSE(f.measured.empty());
+      EXPECT_FALSE(f.suggestion.empty());
+      return true;
+    }
+  return false;
+}
+
+// One 1000 us step whose device is busy [0, busy_end].
+KinetoTraceWriter gpu_step(double busy_end = 950) {
+  KinetoTraceWriter w;
+  w.step("ProfilerStep#1", 0, 1000).op("aten::mm", 0, 10, R"(["c10::Half", "c10::Half"])");
+  w.launch(1, 2, "gemm_kernel", 5, busy_end - 5);
+  return w;
+}
+
+}  // namespace
+
+TEST(Advisor, RuleTableIsCompleteAndUnique) {
+  std::set<std::string> ids;
+  for (const auto& r : advisor_rules()) {
+    EXPECT_TRUE(ids.insert(r.id).second) << r.id;
+    EXPECT_GT(std::string(r.threshold_text).size(), 0u);
+  }
+  for (auto id : {"data_loading", "short_device_ops", "host_sync", "device_idle", "host_bound_launch", "communication",
+                  "comm_overlap", "fp32_matmul", "cpu_fallback", "small_batch"})
+    EXPECT_EQ(ids.count(id), 1u) << id;
+}
+
+TEST(Advisor, DataLoading) {
+  auto w = gpu_step();
+  EXPECT_TRUE(fires(w.annotation("enumerate(DataLoader)#_MultiProcessingDataLoaderIter.__next__", 0, 100), "data_loading"));
+  EXPECT_FALSE(fires(gpu_step().annotation("data_wait", 0, 20), "data_loading"));
+}
+
+TEST(Advisor, ShortDeviceOps) {
+  KinetoTraceWriter shorts, longs;
+  shorts.step("ProfilerStep#1", 0, 3000);
+  longs.step("ProfilerStep#1", 0, 12000);
+  for (int i = 0; i < 200; ++i) {
+    shorts.launch(i * 10, 2, "small_kernel", i * 10 + 3, 5);
+    longs.launch(i * 2, 1, "big_kernel", 500 + i * 55, 50);
+  }
+  EXPECT_TRUE(fires(shorts, "short_device_ops"));
+  EXPECT_FALSE(fires(longs, "short_device_ops"));
+}
+
+TEST(Advisor, HostSync) {
+  EXPECT_TRUE(fires(gpu_step().op("aten::item", 900, 40), "host_sync"));
+  EXPECT_FALSE(fires(gpu_step().op("aten::relu", 900, 40), "host_sync"));
+}
+
+TEST(Advisor, DeviceIdle) {
+  EXPECT_TRUE(fires(gpu_step(500), "device_idle"));
+  EXPECT_FALSE(fires(gpu_step(960), "device_idle"));
+}
+
+TEST(Advisor, HostBoundLaunch) {
+  KinetoTraceWriter starved, queued;
+  starved.step("ProfilerStep#1", 0, 1300);
+  queued.step("ProfilerStep#1", 0, 1300);
+  for (int i = 0; i < 60; ++i) {
+    starved.launch(i * 20, 10, "k", i * 20 + 12, 5);          // each kernel waits for its launch
+    queued.launch(i * 2, 1, "k", 150 + i * 19, 19);            // launched far ahead of the device
+  }
+  EXPECT_TRUE(fires(starved, "host_bound_launch"));
+  EXPECT_FALSE(fires(queued, "host_bound_launch"));
+}
+
+TEST(Advisor, CommunicationShareAndOverlap) {
+  auto exposed = gpu_step(500);
+  exposed.launch(520, 2, "ncclDevKernel_AllReduce_Sum_f32", 600, 200, "kernel", 20);
+  EXPECT_TRUE(fires(exposed, "communication"));
+  EXPECT_TRUE(fires(exposed, "comm_overlap"));
+  auto hidden = gpu_step(990);
+  hidden.launch(520, 2, "ncclDevKernel_AllReduce_Sum_f32", 600, 200, "kernel", 20);
+  EXPECT_TRUE(fires(hidden, "communication"));
+  EXPECT_FALSE(fires(hidden, "comm_overlap"));
+  auto small = gpu_step(990);
+  small.launch(520, 2, "ncclDevKernel_AllReduce_Sum_f32", 600, 50, "kernel", 20);
+  EXPECT_FALSE(fires(small, "communication"));
+}
+
+TEST(Advisor, Fp32MatmulOnTensorCores) {
+  auto make = [](int major, const std::string& dtype) {
+    KinetoTraceWriter w;
+    w.compute_major(major).step("ProfilerStep#1", 0, 1000).op("aten::mm", 0, 10, "[\"" + dtype + "\", \"" + dtype + "\"]");
+    w.launch(1, 2, "gemm", 5, 900);
+    return w;
+  };
+  EXPECT_TRUE(fires(make(8, "float"), "fp32_matmul"));
+  EXPECT_FALSE(fires(make(8, "c10::BFloat16"), "fp32_matmul"));
+  EXPECT_FALSE(fires(make(6, "float"), "fp32_matmul"));  // no tensor cores on compute capability 6
+}
+
+TEST(Advisor, CpuFallback) {
+  EXPECT_TRUE(fires(gpu_step().op("aten::add", 200, 50, R"(["float", "float"])"), "cpu_fallback"));
+  auto on_device = gpu_step();
+  on_device.op("aten::add", 200, 50).launch(210, 5, "add_kernel", 955, 5);
+  EXPECT_FALSE(fires(on_device, "cpu_fallback"));
+}
+
+TEST(Advisor, SmallBatch) {
+  EXPECT_TRUE(fires(gpu_step(300), "small_batch"));
+  KinetoTraceWriter long_step;
+  long_step.step("ProfilerStep#1", 0, 20000).launch(1, 2, "gemm", 5, 6000);
+  EXPECT_FALSE(fires(long_step, "small_batch"));
+  EXPECT_FALSE(fires(gpu_step(900), "small_batch"));
+}
+
+TEST(Advisor, CpuOnlyTraceOnlyGetsHostRules) {
+  KinetoTraceWriter w;
+  w.step("ProfilerStep#1", 0, 1000).op("aten::item", 10, 10).op("aten::add", 30, 500, R"(["float"])");
+  auto a = analyze_trace(parse_trace(w.json(), "cpu.json"));
+  EXPECT_TRUE(run_advisor(a).empty());
+}

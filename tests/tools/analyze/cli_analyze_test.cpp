@@ -1,0 +1,155 @@
+// `crosstrain analyze` through the binary: exit codes, outputs, and the HTML page rendered by a
+// real headless Chromium (skipped only when no chromium is installed).
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <array>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <sys/wait.h>
+
+namespace {
+
+const std::string kData = std::string(CROSSTRAIN_SOURCE_DIR) + "/tests/data/traces/";
+namespace fs = std::filesystem;
+
+struct Result {
+  int code;
+  std::string out;  // stdout and stderr
+};
+
+Result run(const std::string& args) {
+  std::string cmd = std::string(CROSSTRAIN_BINARY) + " " + args + " 2>&1";
+  Result r{-1, ""};
+  FILE* p = popen(cmd.c_str(), "r");
+  if (!p) return r;
+  std::array<char, 4096> buf{};
+  size_t n;
+  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) r.out.append(buf.data(), n);
+  int status = pclose(p);
+  r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return r;
+}
+
+std::string slurp(const fs::path& p) {
+  std::ifstream in(p);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+fs::path temp_dir(const std::string& name) {
+  auto d = fs::temp_directory_path() / ("crosstrain_cli_analyze_" + name);
+  fs::remove_all(d);
+  fs::create_directories(d);
+  return d;
+}
+
+}  // namespace
+
+TEST(CliAnalyze, HelpAndBadFlags) {
+  auto help = run("analyze --help");
+  EXPECT_EQ(help.code, 0);
+  EXPECT_NE(help.out.find("--diff"), std::string::npos);
+  EXPECT_NE(help.out.find("--html"), std::string::npos);
+  EXPECT_EQ(run("analyze --no-such-flag " + kData + "legacy_autograd.json").code, 2);
+  EXPECT_EQ(run("analyze --sort speed " + kData + "legacy_autograd.json").code, 2);
+  EXPECT_EQ(run("analyze --group-by colour " + kData + "legacy_autograd.json").code, 2);
+  EXPECT_EQ(run("analyze").code, 2);
+  EXPECT_EQ(run("analyze --top 0 " + kData + "legacy_autograd.json").code, 2);
+}
+
+TEST(CliAnalyze, RuntimeProblemsExitOneWithOneLine) {
+  auto missing = run("analyze " + kData + "nope.json");
+  EXPECT_EQ(missing.code, 1);
+  EXPECT_NE(missing.out.find("crosstrain: error: "), std::string::npos);
+  auto dir = temp_dir("bad");
+  std::ofstream(dir / "cut.json") << R"({"traceEvents": [{"ph": "X", "ts": 1, "du)";
+  auto cut = run("analyze " + (dir / "cut.json").string());
+  EXPECT_EQ(cut.code, 1);
+  EXPECT_NE(cut.out.find("cut.json: byte "), std::string::npos) << cut.out;
+  EXPECT_EQ(std::count(cut.out.begin(), cut.out.end(), '\n'), 1) << cut.out;
+}
+
+TEST(CliAnalyze, ConsoleReportHasTablesAndFindings) {
+  auto r = run("analyze --top 5 " + kData + "kineto_gpu_hand.json");
+  ASSERT_EQ(r.code, 0) << r.out;
+  for (auto s : {"Operators (top 5", "Step breakdown", "ProfilerStep#2", "aten::mm", "Advisor:", "[device_idle]",
+                 "cuda:0", "Host syncs"})
+    EXPECT_NE(r.out.find(s), std::string::npos) << s;
+}
+
+TEST(CliAnalyze, JsonToStdoutIsPureJson) {
+  auto r = run("analyze --json - --group-by shape " + kData + "kineto_gpu_hand.json");
+  ASSERT_EQ(r.code, 0);
+  auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["schema_version"], 1);
+  ASSERT_EQ(j["traces"].size(), 1u);
+  const auto& t = j["traces"][0];
+  EXPECT_EQ(t["steps"].size(), 2u);
+  EXPECT_DOUBLE_EQ(t["total"]["duration_us"].get<double>(), 230);
+  EXPECT_DOUBLE_EQ(t["total"]["categories_us"]["kernel"].get<double>(), 122);
+  bool shaped = false;
+  for (const auto& o : t["operators"]) shaped = shaped || o["shapes"] == "[[64,64],[64,64]]";
+  EXPECT_TRUE(shaped);
+  EXPECT_FALSE(t["findings"].empty());
+}
+
+TEST(CliAnalyze, CsvFilesAndRankFolder) {
+  auto dir = temp_dir("csv");
+  auto r = run("analyze --csv " + dir.string() + " " + kData + "ranks");
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("Ranks"), std::string::npos);
+  std::string steps = slurp(dir / "steps.csv");
+  EXPECT_EQ(steps.rfind("trace,rank,step,start_us,duration_us,kernel_us", 0), 0u) << steps;
+  EXPECT_EQ(std::count(steps.begin(), steps.end(), '\n'), 5);  // header + 2 ranks x 2 steps
+  std::string ops = slurp(dir / "operators.csv");
+  EXPECT_NE(ops.find("aten::mm"), std::string::npos);
+}
+
+TEST(CliAnalyze, DiffOfTwoTraces) {
+  auto r = run("analyze --diff " + kData + "crosstrain_cpu.json " + kData + "torch_cpu_small.json --json -");
+  ASSERT_EQ(r.code, 0) << r.out;
+  auto j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["time_basis"], "host self");
+  EXPECT_FALSE(j["rows"].empty());
+  EXPECT_EQ(run("analyze --diff " + kData + "crosstrain_cpu.json").code, 2);
+}
+
+TEST(CliAnalyze, HtmlRendersChartsInHeadlessChromium) {
+  auto dir = temp_dir("html");
+  auto html = dir / "report.html";
+  auto r = run("analyze --html " + html.string() + " " + kData + "kineto_gpu_hand.json");
+  ASSERT_EQ(r.code, 0) << r.out;
+  std::string page = slurp(html);
+  EXPECT_EQ(page.find("http://"), std::string::npos);  // self-contained
+  EXPECT_EQ(page.find("https://"), std::string::npos);
+  for (auto id : {"id=\"steps-0\"", "id=\"top-ops-0\"", "id=\"op-types-0\"", "id=\"memory-0\"", "id=\"findings-0\""})
+    EXPECT_NE(page.find(id), std::string::npos) << id;
+
+  std::string chromium;
+  for (auto c : {"/usr/bin/chromium", "/usr/bin/chromium-browser", "/usr/bin/google-chrome"})
+    if (fs::exists(c)) chromium = c;
+  if (chromium.empty()) GTEST_SKIP() << "chromium not installed";
+  // --dump-dom prints the DOM after layout; the charts must survive parsing with their marks.
+  std::string cmd = chromium +
+                    " --headless --no-sandbox --disable-gpu --no-first-run --disable-background-networking "
+                    "--user-data-dir=" + (dir / "profile").string() + " --dump-dom file://" + html.string() +
+                    " 2>/dev/null";
+  std::string dom;
+  FILE* p = popen(cmd.c_str(), "r");
+  ASSERT_NE(p, nullptr);
+  std::array<char, 4096> buf{};
+  size_t n;
+  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) dom.append(buf.data(), n);
+  pclose(p);
+  ASSERT_FALSE(dom.empty()) << "chromium printed no DOM";
+  for (auto cls : {"chart chart-stacked", "chart chart-hbar", "chart chart-pie", "chart chart-line"})
+    EXPECT_NE(dom.find(cls), std::string::npos) << cls;
+  size_t marks = 0;
+  for (size_t at = dom.find("class=\"mark\""); at != std::string::npos; at = dom.find("class=\"mark\"", at + 1)) ++marks;
+  EXPECT_GT(marks, 15u);
+}

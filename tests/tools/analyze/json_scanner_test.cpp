@@ -1,0 +1,82 @@
+#include "tools/analyze/json_scanner.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+using crosstrain::analyze::JsonScanner;
+using crosstrain::analyze::TraceFormatError;
+
+namespace {
+
+JsonScanner scan(const std::string& s) { return JsonScanner(s.c_str(), s.size(), "t.json"); }
+
+}  // namespace
+
+TEST(JsonScanner, StringsWithEscapesDecodeToUtf8) {
+  std::string doc = R"(  "a\"b\\c\u00e9\ud83d\ude00\n" "plain")";
+  auto js = scan(doc);
+  EXPECT_EQ(js.read_string(), "a\"b\\c\xC3\xA9\xF0\x9F\x98\x80\n");
+  EXPECT_EQ(js.read_string(), "plain");
+  EXPECT_TRUE(js.at_end());
+}
+
+TEST(JsonScanner, NumbersKeepFractionOfEpochTimestamps) {
+  std::string doc = "1700000000000123.457 -12 3e2 \"42.5\"";
+  auto js = scan(doc);
+  auto n = js.read_number();
+  EXPECT_EQ(n.whole, 1700000000000123);
+  EXPECT_NEAR(n.fraction, 0.457, 1e-9);
+  auto m = js.read_number();
+  EXPECT_TRUE(m.integral);
+  EXPECT_EQ(m.whole, -12);
+  EXPECT_DOUBLE_EQ(js.read_number().value, 300);
+  EXPECT_DOUBLE_EQ(js.read_number_or_numeric_string().value, 42.5);
+}
+
+TEST(JsonScanner, SkipValidatesNestedValues) {
+  std::string good = R"({"a": [1, {"b": null}, true, false, "x"], "c": -0.5e-3})";
+  auto js = scan(good);
+  js.skip_value();
+  EXPECT_TRUE(js.at_end());
+  for (std::string bad : {R"({"a": [1, 2})", R"({"a" 1})", R"([1,])", R"({"a": tru})", R"("abc)", "[01]",
+                          R"("bad \q escape")", "[1 2]"}) {
+    auto b = scan(bad);
+    EXPECT_THROW(b.skip_value(), TraceFormatError) << bad;
+  }
+}
+
+TEST(JsonScanner, ErrorsCarryFileAndByteOffset) {
+  std::string doc = R"({"key": 12, "other" 5})";
+  auto js = scan(doc);
+  try {
+    js.skip_value();
+    FAIL() << "no error";
+  } catch (const TraceFormatError& e) {
+    EXPECT_EQ(e.offset(), 20u);
+    EXPECT_NE(std::string(e.what()).find("t.json: byte 20: expected ':'"), std::string::npos) << e.what();
+  }
+}
+
+TEST(JsonScanner, SkipToleratesPythonNanAndInfinity) {
+  std::string doc = "[NaN, Infinity, -Infinity, 1]";
+  auto js = scan(doc);
+  js.skip_value();
+  EXPECT_TRUE(js.at_end());
+  auto bad = scan("[Nan]");
+  EXPECT_THROW(bad.skip_value(), TraceFormatError);
+  auto num = scan("NaN");
+  EXPECT_THROW(num.read_number(), TraceFormatError);  // never as a time
+}
+
+TEST(JsonScanner, DeepNestingIsAnErrorNotAStackOverflow) {
+  std::string doc(100000, '[');
+  auto js = scan(doc);
+  EXPECT_THROW(js.skip_value(), TraceFormatError);
+}
+
+TEST(JsonScanner, CompactValueDropsWhitespaceOutsideStrings) {
+  std::string doc = R"([ [2, 3] , [ ], "a b" ])";
+  auto js = scan(doc);
+  EXPECT_EQ(js.read_compact_value(), R"([[2,3],[],"a b"])");
+}

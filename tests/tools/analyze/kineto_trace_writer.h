@@ -1,0 +1,59 @@
+#pragma once
+// Builds small Kineto-format traces in tests: the advisor's trigger/silent fixtures are written
+// with it, so each scenario states its timeline in a few lines.
+#include <sstream>
+#include <string>
+#include <vector>
+
+namespace crosstrain::analyze::testing {
+
+class KinetoTraceWriter {
+ public:
+  KinetoTraceWriter& compute_major(int major) {
+    compute_major_ = major;
+    return *this;
+  }
+  KinetoTraceWriter& step(const std::string& name, double ts, double dur) { return span("user_annotation", name, 1, ts, dur); }
+  KinetoTraceWriter& annotation(const std::string& name, double ts, double dur) {
+    return span("user_annotation", name, 1, ts, dur);
+  }
+  KinetoTraceWriter& op(const std::string& name, double ts, double dur, const std::string& dtypes = "") {
+    return span("cpu_op", name, 1, ts, dur, dtypes.empty() ? "" : "\"Input type\": " + dtypes);
+  }
+  KinetoTraceWriter& runtime(const std::string& name, double ts, double dur) {
+    return span("cuda_runtime", name, 1, ts, dur, "\"correlation\": " + std::to_string(next_corr_++));
+  }
+  // A runtime call at [rt_ts, rt_ts + rt_dur] launching device work at [k_ts, k_ts + k_dur].
+  KinetoTraceWriter& launch(double rt_ts, double rt_dur, const std::string& kernel, double k_ts, double k_dur,
+                            const std::string& cat = "kernel", int stream = 7) {
+    int corr = next_corr_++;
+    std::string c = "\"correlation\": " + std::to_string(corr);
+    span("cuda_runtime", "cudaLaunchKernel", 1, rt_ts, rt_dur, c);
+    return span(cat, kernel, 0, k_ts, k_dur, c, stream);
+  }
+
+  std::string json() const {
+    std::ostringstream o;
+    o << "{\"schemaVersion\": 1, \"deviceProperties\": [";
+    if (compute_major_ > 0) o << "{\"id\": 0, \"name\": \"test GPU\", \"computeMajor\": " << compute_major_ << "}";
+    o << "], \"traceEvents\": [";
+    for (size_t i = 0; i < events_.size(); ++i) o << (i ? ",\n" : "\n") << events_[i];
+    o << "]}";
+    return o.str();
+  }
+
+ private:
+  KinetoTraceWriter& span(const std::string& cat, const std::string& name, int pid, double ts, double dur,
+                          const std::string& args = "", int tid = 1) {
+    std::ostringstream e;
+    e << "{\"ph\": \"X\", \"cat\": \"" << cat << "\", \"name\": \"" << name << "\", \"pid\": " << pid
+      << ", \"tid\": " << tid << ", \"ts\": " << ts << ", \"dur\": " << dur << ", \"args\": {" << args << "}}";
+    events_.push_back(e.str());
+    return *this;
+  }
+  std::vector<std::string> events_;
+  int compute_major_ = 0;
+  int next_corr_ = 1;
+};
+
+}  // namespace crosstrain::analyze::testing
