@@ -26,13 +26,38 @@ void add_train_command(CLI::App& app) {
       ->type_name("PATH")->group(model);
   const char* run = "Run";
   cmd->add_option("--batch-size", c.batch_size, "Images per step")->capture_default_str()->check(CLI::PositiveNumber)->group(run);
-  cmd->add_option("--image-size", c.image_size, "Square input size in pixels")->capture_default_str()->check(CLI::Range(8, 4096))->group(run);
+  cmd->add_option("--image-size", c.image_size,
+                  "Square input size (default: 224; fixed-size datasets keep their stored size)")
+      ->check(CLI::Range(8, 4096))->group(run);
   cmd->add_option("--steps", c.steps, "Training steps")->capture_default_str()->check(CLI::PositiveNumber)->group(run);
+  cmd->add_option("--epochs", c.epochs, "Train for N epochs of --data instead of --steps")->check(CLI::NonNegativeNumber)->group(run);
   cmd->add_option("--warmup-steps", c.warmup_steps, "Steps excluded from timing statistics")->capture_default_str()
       ->check(CLI::NonNegativeNumber)->group(run);
   cmd->add_option("--precision", c.precision, "fp32 | tf32 | fp16 | bf16")->capture_default_str()
       ->check(CLI::IsMember({"fp32", "tf32", "fp16", "bf16"}))->group(run);
   cmd->add_option("--log", c.log_path, "Per-step JSON lines (step, loss, lr, loss_scale, step_ms)")->type_name("PATH")->group("Reporting");
+  const char* data = "Data";
+  cmd->add_option("--data", c.data, "KIND:PATH: synthetic[:N], idx:DIR, cifar:DIR, imagefolder:ROOT "
+                                    "(default: fixed synthetic batches)")->group(data);
+  cmd->add_option("--val-root", c.val_root, "imagefolder: validation root when ROOT has no train/ and val/")->group(data);
+  cmd->add_option("--workers", c.workers, "Loader threads")->capture_default_str()->check(CLI::NonNegativeNumber)->group(data);
+  cmd->add_option("--prefetch", c.prefetch, "Batches decoded ahead (0: 2 x workers)")->check(CLI::NonNegativeNumber)->group(data);
+  cmd->add_flag("--normalize-on-device", c.normalize_on_device,
+                "Copy uint8 batches and normalise on the device (4x less host-to-device traffic)")->group(data);
+  cmd->add_option("--min-crop-scale", c.min_crop_scale,
+                  "Training crop: smallest area fraction of RandomResizedCrop (1: no crop, only resize)")
+      ->capture_default_str()->check(CLI::Range(0.01, 1.0))->group(data);
+  cmd->add_flag("!--no-flip", c.hflip, "No random horizontal flip when training")->group(data);
+  cmd->add_flag("!--keep-last", c.drop_last, "Keep the last partial batch of each epoch")->group(data);
+  cmd->add_flag("--strict", c.strict_data, "Stop at the first bad sample instead of skipping it")->group(data);
+  cmd->add_option("--max-samples", c.max_samples, "Use N training samples (0: all)")->check(CLI::NonNegativeNumber)->group(data);
+  cmd->add_option("--val-max-samples", c.val_max_samples, "Use N validation samples (0: all)")->check(CLI::NonNegativeNumber)->group(data);
+  cmd->add_option("--eval-every", c.eval_every_steps, "Evaluate on the validation split every N steps")
+      ->check(CLI::NonNegativeNumber)->group(data);
+  cmd->add_option("--eval-every-epochs", c.eval_every_epochs, "Evaluate every N epochs")->check(CLI::NonNegativeNumber)->group(data);
+  cmd->add_flag("!--no-final-eval", c.eval_at_end, "No evaluation after the last step")->group(data);
+  cmd->add_option("--rank", c.rank, "Data shard of this process")->check(CLI::NonNegativeNumber)->group(data);
+  cmd->add_option("--world-size", c.world_size, "Number of data shards")->check(CLI::PositiveNumber)->group(data);
   add_json_option(cmd, args->json)->group("Reporting");
   add_common_train_flags(cmd, c);
   cmd->callback([args] {

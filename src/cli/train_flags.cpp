@@ -11,7 +11,7 @@ void add_common_train_flags(CLI::App* cmd, tools::TrainConfig& c) {
   cmd->add_option("--threads", c.threads, "Intra-op CPU threads (0: libtorch default)")->check(CLI::NonNegativeNumber)->group(dev);
 
   const char* model = "Model";
-  cmd->add_option("--num-classes", c.num_classes, "Classifier outputs")->capture_default_str()
+  cmd->add_option("--num-classes", c.num_classes, "Classifier outputs (default: the dataset's classes; 1000 synthetic)")
       ->check(CLI::PositiveNumber)->group(model);
   cmd->add_flag("--small-stem", c.small_stem, "3x3 stride-1 stem without max-pool, for 28-64 px images")->group(model);
   cmd->add_flag("--zero-init-residual", c.zero_init_residual, "Zero-init the last BN of each block")->group(model);

@@ -23,6 +23,7 @@
 #include "report/terminal.h"
 #include "report/units.h"
 #include "tools/precision.h"
+#include "tools/train_data.h"
 #include "tools/train_observer.h"
 
 namespace crosstrain::tools {
@@ -75,10 +76,17 @@ class ObserverList final : public core::ForwardObserver {
 
 void validate_config(const TrainConfig& c) {
   if (c.batch_size < 1) throw std::invalid_argument("--batch-size must be >= 1");
-  if (c.image_size < 8) throw std::invalid_argument("--image-size must be >= 8");
+  if (c.image_size != 0 && c.image_size < 8) throw std::invalid_argument("--image-size must be >= 8");
+  if (c.num_classes < 0) throw std::invalid_argument("--num-classes must be >= 1");
   if (c.steps < 1) throw std::invalid_argument("--steps must be >= 1");
-  if (c.warmup_steps < 0 || c.warmup_steps >= c.steps)
+  if (c.epochs < 0) throw std::invalid_argument("--epochs must be >= 0");
+  if (c.epochs > 0 && c.data.empty()) throw std::invalid_argument("--epochs needs a dataset (--data KIND:PATH)");
+  if (c.warmup_steps < 0 || (c.epochs == 0 && c.warmup_steps >= c.steps))
     throw std::invalid_argument("--warmup-steps must be >= 0 and less than --steps (" + std::to_string(c.steps) + ")");
+  if (c.workers < 0) throw std::invalid_argument("--workers must be >= 0");
+  if (c.eval_every_steps < 0 || c.eval_every_epochs < 0) throw std::invalid_argument("--eval-every must be >= 0");
+  if (c.data.empty() && (c.eval_every_steps > 0 || c.eval_every_epochs > 0))
+    throw std::invalid_argument("evaluation needs a dataset with a validation split (--data KIND:PATH)");
   if (c.label_smoothing < 0 || c.label_smoothing >= 1) throw std::invalid_argument("--label-smoothing must be in [0, 1)");
   if (c.clip_grad_norm < 0) throw std::invalid_argument("--clip-grad-norm must be >= 0");
   if (c.threads < 0) throw std::invalid_argument("--threads must be >= 0");
@@ -120,6 +128,23 @@ TrainResult run_training(const TrainConfig& config, const TrainHooks& hooks) {
   dev.reset_peak_memory();
   at::manual_seed(c.seed);
 
+  // Real data decides the image size, the class count and (with --epochs) the step count.
+  TrainData data;
+  if (!c.data.empty() && !hooks.make_source) {
+    data = open_train_data(c);
+    if (c.num_classes == 0) c.num_classes = data.num_classes;
+    if (c.num_classes < data.num_classes)
+      throw std::invalid_argument("--num-classes " + std::to_string(c.num_classes) + " is less than the " +
+                                  std::to_string(data.num_classes) + " classes of " + c.data);
+    c.image_size = data.image_size;
+    r.data = c.data;
+    r.train_samples = static_cast<int64_t>(data.train->size());
+  } else {
+    r.data = "synthetic";
+  }
+  if (c.num_classes == 0) c.num_classes = 1000;
+  if (c.image_size == 0) c.image_size = 224;
+
   core::ModelOptions mo;
   mo.num_classes = c.num_classes;
   mo.small_stem = c.small_stem;
@@ -155,8 +180,19 @@ TrainResult run_training(const TrainConfig& config, const TrainHooks& hooks) {
     model->set_observer(observer_list.empty() ? nullptr : &observer_list);
 
     std::unique_ptr<core::BatchSource> source;
+    core::LoaderSource* loader = nullptr;
+    std::unique_ptr<core::LoaderSource> val_source;
     if (hooks.make_source) {
       source = hooks.make_source(dev.name());
+    } else if (data.train) {
+      auto ls = make_loader_source(c, data.train, dev.device(), /*training=*/true);
+      loader = ls.get();
+      if (c.epochs > 0) c.steps = c.epochs * ls->batches_per_epoch();
+      if (c.steps < 1) throw std::invalid_argument("the dataset holds less than one batch");
+      if (c.warmup_steps >= c.steps) c.warmup_steps = std::max<int64_t>(0, c.steps - 1);
+      if (c.eval_every_steps > 0 || c.eval_every_epochs > 0 || c.eval_at_end)
+        val_source = make_loader_source(c, open_val_data(c, c.image_size), dev.device(), /*training=*/false);
+      source = std::move(ls);
     } else {
       core::SyntheticOptions so;
       so.batch_size = c.batch_size;
@@ -285,12 +321,36 @@ TrainResult run_training(const TrainConfig& config, const TrainHooks& hooks) {
         log << j.dump() << "\n" << std::flush;
       }
       if (profiler) profiler->step_end(step);
+      if (val_source) {
+        const int64_t done = step + 1, per_epoch = loader->batches_per_epoch();
+        const bool at_steps = c.eval_every_steps > 0 && done % c.eval_every_steps == 0;
+        const bool at_epochs = c.eval_every_epochs > 0 && done % (c.eval_every_epochs * per_epoch) == 0;
+        const bool at_end = c.eval_at_end && done == c.steps;
+        if (at_steps || at_epochs || at_end) {
+          progress.clear();
+          EvalRecord e = evaluate(model, *val_source, plan, dev.device());
+          e.step = done;
+          e.epoch = static_cast<double>(done) / static_cast<double>(per_epoch);
+          r.evals.push_back(e);
+          msg << "eval after step " << done << " (epoch " << report::format_fixed(e.epoch, 2) << "): top-1 "
+              << report::format_percent(e.top1, 2) << ", top-5 " << report::format_percent(e.top5, 2) << ", loss "
+              << report::format_fixed(e.loss, 4) << " on " << e.samples << " samples" << std::endl;
+        }
+      }
       if (hooks.on_step_end) hooks.on_step_end(rec);
       for (auto* w : watchers) w->on_step_end(rec);
       progress.update("step " + std::to_string(step + 1) + "/" + std::to_string(c.steps) + "  loss " +
                       report::format_fixed(loss_value, 4) + "  " + report::format_ms(rec.step_ms));
     }
     progress.clear();
+    if (loader) {
+      // Left out when the dataset was opened, then met while decoding.
+      for (const auto& b : data.train->skipped()) r.first_bad.push_back(b.where + ": " + b.reason);
+      auto st = loader->stats();
+      r.bad_samples = static_cast<int64_t>(data.train->skipped().size()) + st.bad_samples;
+      for (const auto& b : st.first_bad) r.first_bad.push_back(b.where + ": " + b.reason);
+      if (r.first_bad.size() > 5) r.first_bad.resize(5);
+    }
     if (scaler) {
       r.skipped_steps = scaler->state().skipped_steps;
       r.final_loss_scale = scaler->current_scale();
@@ -312,6 +372,7 @@ TrainResult run_training(const TrainConfig& config, const TrainHooks& hooks) {
     throw std::runtime_error(what.substr(0, what.find("\nException raised from")));
   }
 
+  r.config = c;  // as resolved: image size, classes, steps from epochs, learning rate
   dev.synchronize();
   const auto mem = dev.memory();
   r.peak_memory_bytes = mem.peak_bytes;

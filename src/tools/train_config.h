@@ -17,17 +17,33 @@ struct TrainConfig {
   int threads = 0;  // intra-op threads; 0 = libtorch's default
   // what
   std::string model = "resnet50";
-  int64_t num_classes = 1000;
+  int64_t num_classes = 0;  // 0: the dataset's class count (1000 for synthetic data)
   bool small_stem = false;
   int64_t base_width = 64;
   bool zero_init_residual = false;
   std::string weights_in;
   std::string weights_out;
-  // data (synthetic)
+  // data: empty = fixed synthetic batches (the benchmark default), else KIND:PATH (core/data)
+  std::string data;
+  std::string val_root;             // imagefolder: separate validation root
+  int workers = 2;                  // loader threads
+  int prefetch = 0;                 // batches decoded ahead; 0 = 2 x workers
+  bool normalize_on_device = false; // uint8 batches, normalised on the device
+  double min_crop_scale = 0.08;     // RandomResizedCrop's smallest area fraction (1 = no crop)
+  bool hflip = true;                // random horizontal flip when training
+  bool drop_last = true;
+  bool strict_data = false;         // stop at the first bad sample
+  int64_t max_samples = 0;          // training subset (0 = all)
+  int64_t val_max_samples = 0;      // validation subset (0 = all)
+  int rank = 0, world_size = 1;     // data sharding
   int64_t batch_size = 32;
-  int64_t image_size = 224;
+  int64_t image_size = 0;           // 0: 224, or the stored size of fixed-size datasets (idx, cifar)
   // how long
+  int64_t epochs = 0;         // > 0: steps = epochs x batches per epoch (real data)
   int64_t steps = 20;
+  int64_t eval_every_steps = 0;   // evaluate on the validation split every N steps (0: off)
+  int64_t eval_every_epochs = 0;  // ... or every N epochs
+  bool eval_at_end = true;        // real data: evaluate once after the last step
   int64_t warmup_steps = 3;  // excluded from throughput and batch-time statistics
   // numerics
   std::string precision = "fp32";    // fp32 | tf32 | fp16 | bf16
@@ -70,6 +86,13 @@ struct StepRecord {
   bool skipped = false;
 };
 
+struct EvalRecord {
+  int64_t step = 0;        // evaluated after this many steps
+  double epoch = 0;        // fractional epochs done
+  int64_t samples = 0;
+  double top1 = 0, top5 = 0, loss = 0;
+};
+
 struct TrainResult {
   TrainConfig config;
   std::string device;               // resolved, e.g. "cpu", "cuda:0"
@@ -98,6 +121,11 @@ struct TrainResult {
   bool fused_optimizer = false;
   bool fused_scaler = false;
   std::vector<std::string> messages;           // loss-scaler and other log lines, in order
+  std::string data;                            // "synthetic" or KIND:PATH
+  int64_t train_samples = 0;                   // dataset size (training split)
+  std::vector<EvalRecord> evals;
+  int64_t bad_samples = 0;                     // replaced during training
+  std::vector<std::string> first_bad;          // "path: reason", the first few
 };
 
 }  // namespace crosstrain::tools

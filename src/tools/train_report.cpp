@@ -31,6 +31,10 @@ nlohmann::json train_result_to_json(const TrainResult& r) {
   for (const auto& s : r.steps)
     steps.push_back({{"step", s.step}, {"loss", s.loss}, {"lr", s.lr}, {"loss_scale", opt(s.loss_scale)},
                      {"step_ms", s.step_ms}, {"data_wait_ms", s.data_wait_ms}, {"skipped", s.skipped}});
+  nlohmann::json evals = nlohmann::json::array();
+  for (const auto& e : r.evals)
+    evals.push_back({{"step", e.step}, {"epoch", e.epoch}, {"samples", e.samples}, {"top1", e.top1}, {"top5", e.top5},
+                     {"loss", e.loss}});
   const auto& c = r.config;
   return {
       {"precision", r.precision},
@@ -58,6 +62,10 @@ nlohmann::json train_result_to_json(const TrainResult& r) {
       {"data_wait_ms_mean", r.data_wait_ms_mean},
       {"data_wait_share", r.data_wait_share},
       {"profile_recorder", r.profile_recorder},
+      {"data", r.data},
+      {"train_samples", r.train_samples},
+      {"bad_samples", r.bad_samples},
+      {"first_bad_samples", r.first_bad},
       {"profile_traces", r.profile_traces},
       {"skipped_steps", r.skipped_steps},
       {"final_loss_scale", opt(r.final_loss_scale)},
@@ -65,6 +73,9 @@ nlohmann::json train_result_to_json(const TrainResult& r) {
       {"fused_loss_scaler", r.fused_scaler},
       {"messages", r.messages},
       {"step_log", steps},
+      {"evals", evals},
+      {"final_top1", r.evals.empty() ? nlohmann::json(nullptr) : nlohmann::json(r.evals.back().top1)},
+      {"final_top5", r.evals.empty() ? nlohmann::json(nullptr) : nlohmann::json(r.evals.back().top5)},
   };
 }
 
@@ -76,6 +87,7 @@ std::string render_train_summary(const TrainResult& r) {
                           report::format_fixed(r.gflops_per_image, 2) + " GFLOPs/img fwd)"});
   t.add_row({"device", r.device + " (" + r.device_description + ")"});
   t.add_row({"precision", r.precision + (c.channels_last ? ", channels-last" : "")});
+  t.add_row({"data", r.data + (r.train_samples ? " (" + report::format_count(r.train_samples) + " training samples)" : "")});
   t.add_row({"batch", std::to_string(c.batch_size) + " x " + std::to_string(c.image_size) + "px"});
   t.add_row({"steps", std::to_string(c.steps) + " (" + std::to_string(r.measured_steps) + " measured)"});
   t.add_row({"throughput", report::format_fixed(r.throughput_img_s, 1) + " img/s"});
@@ -94,6 +106,17 @@ std::string render_train_summary(const TrainResult& r) {
   if (r.final_loss_scale)
     t.add_row({"loss scale", report::format_fixed(*r.final_loss_scale, 1) + " (" + std::to_string(r.skipped_steps) +
                                  " skipped steps)"});
+  if (!r.evals.empty()) {
+    const auto& e = r.evals.back();
+    t.add_row({"accuracy (validation)", "top-1 " + report::format_percent(e.top1, 2) + ", top-5 " +
+                                            report::format_percent(e.top5, 2) + " on " + report::format_count(e.samples) +
+                                            " samples after " + report::format_fixed(e.epoch, 2) + " epochs"});
+  }
+  if (r.bad_samples > 0) {
+    std::string first;
+    for (const auto& b : r.first_bad) first += (first.empty() ? "" : "; ") + b;
+    t.add_row({"bad samples skipped", std::to_string(r.bad_samples) + " (first: " + first + ")"});
+  }
   for (const auto& trace : r.profile_traces) t.add_row({"profile (" + r.profile_recorder + ")", trace});
   return t.render();
 }
