@@ -2,7 +2,7 @@
 # Configures and builds crosstrain into build/ (binary: build/crosstrain). Extra args go to CMake.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-export CCACHE_DIR="${CCACHE_DIR:-$PWD/.ccache}"
+# ccache keeps its default cache (~/.cache/ccache) so clones on the same machine share it.
 gen=()
 command -v ninja >/dev/null && gen=(-G Ninja)
 if [ ! -f build/CMakeCache.txt ]; then
