@@ -61,7 +61,9 @@ MultiTensorOptimizer::MultiTensorOptimizer(OptimizerKind kind, std::vector<Param
   c10::DeviceType dt = c10::DeviceType::CPU;
   for (auto& g : groups) {
     if (!g.params.empty()) dt = g.params.front().device().type();
-    groups_.push_back(GroupState{std::move(g)});
+    GroupState state;
+    state.group = std::move(g);
+    groups_.push_back(std::move(state));
   }
   const char* fused_op = kind_ == OptimizerKind::SGD ? "aten::_fused_sgd_" : "aten::_fused_adamw_";
   const bool have = compat::has_kernel(fused_op, dt);

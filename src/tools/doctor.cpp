@@ -91,7 +91,7 @@ DoctorReport run_doctor(const DoctorOptions& o) {
     const std::string cudnn = config_value(config, "CUDNN_VERSION");
     add("cuDNN", cudnn.empty() ? (torch::cuda::cudnn_is_available() ? "yes" : "no") : cudnn,
         torch::cuda::cudnn_is_available() ? CheckStatus::Ok : CheckStatus::Warn);
-    for (size_t i = 0; i < n_cuda; ++i) {
+    for (int i = 0; i < static_cast<int>(n_cuda); ++i) {
       auto d = core::DeviceContext::open("cuda:" + std::to_string(i));
       auto info = d.info();
       add(info.name, info.description + ", " + report::format_bytes(info.total_memory) + ", capability " + info.capability,

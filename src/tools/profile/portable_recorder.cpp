@@ -56,7 +56,6 @@ struct OpContext : at::ObserverContext {
 
 }  // namespace
 
-struct PortableRecorder::State;
 namespace {
 // RecordFunction callbacks are plain function pointers: the active recorder's state lives here
 // (one portable recording at a time per process).
