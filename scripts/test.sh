@@ -3,6 +3,6 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
-bash scripts/build.sh -DCROSSTRAIN_WERROR=ON
+bash scripts/build.sh -DCROSSTRAIN_BUILD_TESTS=ON -DCROSSTRAIN_WERROR=ON
 cd build
 ctest --output-on-failure --timeout 900 -j "${CROSSTRAIN_TEST_JOBS:-2}" "$@"
