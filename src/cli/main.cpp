@@ -13,6 +13,8 @@ int main(int argc, char** argv) {
   crosstrain::cli::add_train_command(app);
   crosstrain::cli::add_bench_command(app);
   crosstrain::cli::add_doctor_command(app);
+  crosstrain::cli::add_align_command(app);
+  crosstrain::cli::add_op_check_command(app);
 #endif
   crosstrain::cli::add_compare_command(app);
   crosstrain::cli::add_migrate_command(app);
