@@ -36,6 +36,15 @@ TEST(AlignCli, PerturbedSideDiffersAtThatLayer) {
   EXPECT_NE(r.output.find("the runs differ"), std::string::npos) << r.output;
 }
 
+TEST(AlignCli, InjectedNaNIsFoundAndTheStoppedRunSaid) {
+  const auto dir = scratch_dir("align_nan");
+  auto r = run_command(align_cmd((dir / "out").string(), "device=cpu", "device=cpu",
+                                 " --inject-nan-module layer1.0.bn1"));
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("forward/layer1.0.bn1"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("run B stopped early"), std::string::npos) << r.output;
+}
+
 TEST(AlignCli, Fp32AgainstBf16Agrees) {
   const auto dir = scratch_dir("align_bf16");
   auto r = run_command(align_cmd((dir / "out").string(), "device=cpu precision=fp32", "device=cpu precision=bf16"));
