@@ -1,5 +1,7 @@
 // `crosstrain align`: the same training on two setups (device, precision, threads, layout), both
 // dumped, then compared: does B compute what A computes, and if not, where do they first part?
+#include <ATen/Parallel.h>
+
 #include <chrono>
 #include <ctime>
 #include <filesystem>
@@ -115,6 +117,11 @@ void run_align(const AlignFlags& f) {
   // One set of initial weights for both sides, written once on the host: device RNGs and thread
   // counts then cannot make the starting points differ.
   tools::TrainConfig sa = ca, sb = cb;
+  // A thread count set for one side stays set in the process: a side without one gets the default
+  // explicitly, so the order of the runs does not change what B measures.
+  const int default_threads = at::get_num_threads();
+  if (sa.threads == 0) sa.threads = default_threads;
+  if (sb.threads == 0) sb.threads = default_threads;
   if (base.weights_in.empty()) {
     core::ModelOptions mo;
     mo.num_classes = base.num_classes;
