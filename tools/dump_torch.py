@@ -315,10 +315,17 @@ def run_demo(args):
     data = torch.Generator().manual_seed(args.seed + 1)
     autocast = (torch.autocast("cpu", dtype=torch.bfloat16) if args.precision == "bf16"
                 else contextlib.nullcontext())
+    fixed = None
+    if args.input_npy:  # one batch for every step, as crosstrain's --input-npy reads it
+        fixed = (torch.from_numpy(np.load(os.path.join(args.input_npy, "images.npy"))),
+                 torch.from_numpy(np.load(os.path.join(args.input_npy, "labels.npy"))))
     model.train()
     for step in range(args.num_steps):
-        x = torch.randn(args.batch_size, 3, args.image_size, args.image_size, generator=data)
-        y = torch.randint(0, args.num_classes, (args.batch_size,), generator=data)
+        if fixed is not None:
+            x, y = fixed
+        else:
+            x = torch.randn(args.batch_size, 3, args.image_size, args.image_size, generator=data)
+            y = torch.randint(0, args.num_classes, (args.batch_size,), generator=data)
         with dumper.step(step):
             with autocast:
                 loss = torch.nn.functional.cross_entropy(model(x), y)
@@ -346,6 +353,8 @@ def main(argv=None):
     p.add_argument("--precision", default="fp32", choices=["fp32", "bf16"], help="bf16: CPU autocast")
     p.add_argument("--threads", type=int, default=1, help="torch intra-op threads (0 = torch default)")
     p.add_argument("--weights", help="state_dict saved with torch.save(dict(model.state_dict()), path)")
+    p.add_argument("--input-npy", metavar="DIR",
+                   help="DIR/images.npy (float32 NCHW) and DIR/labels.npy (int64): every step's batch")
     p.add_argument("--perturb", action="append", default=[], metavar="MODULE[=SCALE]",
                    help="test-only: add relative noise to one module's output")
     p.add_argument("--inject-nan", action="append", default=[], metavar="MODULE",

@@ -3,6 +3,7 @@
 #include <memory>
 
 #include "cli/command.h"
+#include "cli/dump_flags.h"
 #include "cli/train_flags.h"
 #include "report/output.h"
 #include "tools/train.h"
@@ -14,6 +15,7 @@ void add_train_command(CLI::App& app) {
   struct Args {
     tools::TrainConfig c;
     std::string json;
+    DumpFlags dump;
   };
   auto args = std::make_shared<Args>();
   auto& c = args->c;
@@ -60,11 +62,18 @@ void add_train_command(CLI::App& app) {
   cmd->add_option("--world-size", c.world_size, "Number of data shards")->check(CLI::PositiveNumber)->group(data);
   add_json_option(cmd, args->json)->group("Reporting");
   add_common_train_flags(cmd, c);
+  add_dump_flags(cmd, args->dump, /*with_dir=*/true);
   cmd->callback([args] {
     const bool quiet = report::json_to_stdout(args->json);
     tools::TrainHooks hooks;
     hooks.messages = &std::cerr;
+    tools::validate_config(args->c);
+    auto dump = attach_dump(args->dump, args->dump.dir, args->c, hooks, /*host_batches=*/false);
     auto result = tools::run_training(args->c, hooks);
+    if (dump.session) {
+      dump.session->close();
+      std::cerr << "dump: " << dump.session->dir() << " (" << dump.session->records_written() << " records)\n";
+    }
     if (!quiet) std::cout << tools::render_train_summary(result);
     if (!args->json.empty()) {
       auto doc = tools::train_result_to_json(result);

@@ -6,16 +6,21 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   app.set_help_all_flag("--help-all", "Help for every command");
   app.set_version_flag("--version", CROSSTRAIN_VERSION);
-  crosstrain::cli::add_make_imagefolder_command(app);
-  crosstrain::cli::add_data_bench_command(app);
+  // In the order of the workflow: run, right, fast; then the data tools.
 #ifdef CROSSTRAIN_WITH_TORCH
+  crosstrain::cli::add_doctor_command(app);
   crosstrain::cli::add_models_command(app);
   crosstrain::cli::add_train_command(app);
   crosstrain::cli::add_bench_command(app);
-  crosstrain::cli::add_doctor_command(app);
+#endif
+  crosstrain::cli::add_migrate_command(app);
+#ifdef CROSSTRAIN_WITH_TORCH
+  crosstrain::cli::add_align_command(app);
+  crosstrain::cli::add_op_check_command(app);
 #endif
   crosstrain::cli::add_compare_command(app);
-  crosstrain::cli::add_migrate_command(app);
   crosstrain::cli::add_analyze_command(app);
+  crosstrain::cli::add_data_bench_command(app);
+  crosstrain::cli::add_make_imagefolder_command(app);
   return crosstrain::cli::run_cli(app, argc, argv);
 }

@@ -1,0 +1,103 @@
+// `crosstrain align` and `crosstrain op-check` through the binary: exit codes and what they print;
+// and a crosstrain dump against tools/dump_torch.py for the same torchvision weights and input.
+#include <string>
+
+#include "test_support.h"
+
+using namespace crosstrain::testing;
+
+namespace {
+
+const std::string kTiny =
+    " --model resnet18 --small-stem --image-size 16 --batch-size 2 --num-classes 10 --steps 2 --threads 1"
+    " --lr 0.01 --no-progress";
+
+std::string align_cmd(const std::string& out, const std::string& a, const std::string& b, const std::string& extra = "") {
+  return binary() + " align --a \"" + a + "\" --b \"" + b + "\" --out " + out + kTiny + extra;
+}
+
+}  // namespace
+
+TEST(AlignCli, IdenticalSidesAgree) {
+  const auto dir = scratch_dir("align_same");
+  auto r = run_command(align_cmd((dir / "out").string(), "device=cpu precision=fp32", "device=cpu threads=1"));
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("the runs agree"), std::string::npos) << r.output;
+  EXPECT_TRUE(std::filesystem::exists(dir / "out" / "a" / "index.jsonl"));
+  EXPECT_TRUE(std::filesystem::exists(dir / "out" / "b" / "index.jsonl"));
+}
+
+TEST(AlignCli, PerturbedSideDiffersAtThatLayer) {
+  const auto dir = scratch_dir("align_perturb");
+  auto r = run_command(align_cmd((dir / "out").string(), "device=cpu", "device=cpu",
+                                 " --perturb-module layer3.0.conv1=0.5"));
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("forward/layer3.0.conv1"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("the runs differ"), std::string::npos) << r.output;
+}
+
+TEST(AlignCli, InjectedNaNIsFoundAndTheStoppedRunSaid) {
+  const auto dir = scratch_dir("align_nan");
+  auto r = run_command(align_cmd((dir / "out").string(), "device=cpu", "device=cpu",
+                                 " --inject-nan-module layer1.0.bn1"));
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("forward/layer1.0.bn1"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("run B stopped early"), std::string::npos) << r.output;
+}
+
+TEST(AlignCli, Fp32AgainstBf16Agrees) {
+  const auto dir = scratch_dir("align_bf16");
+  auto r = run_command(align_cmd((dir / "out").string(), "device=cpu precision=fp32", "device=cpu precision=bf16"));
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+}
+
+TEST(AlignCli, BadSideSpecIsExit2) {
+  const auto dir = scratch_dir("align_bad");
+  auto r = run_command(align_cmd((dir / "out").string(), "device=cpu colour=blue", "device=cpu"));
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("unknown key 'colour'"), std::string::npos) << r.output;
+  r = run_command(align_cmd((dir / "out").string(), "device=cpu", "threads=many"));
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  r = run_command(align_cmd((dir / "out").string(), "device=cpu", "precision=fp8"));
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+}
+
+TEST(OpCheckCli, PassesAndFilters) {
+  auto r = run_command(binary() + " op-check --device cpu --precision fp32 --op linear");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("grad_weight"), std::string::npos) << r.output;
+  r = run_command(binary() + " op-check --op nothing_like_this");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  r = run_command(binary() + " op-check --precision fp7");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  r = run_command(binary() + " op-check --op relu --json -", /*merge_stderr=*/false);
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_NE(r.output.find("\"kind\": \"op_check\""), std::string::npos) << r.output;
+}
+
+TEST(TrainDumpCli, MatchesTorchvisionInPython) {
+  const auto dir = scratch_dir("align_python");
+  const std::string in = (dir / "in").string(), w = (dir / "w.pt").string();
+  std::filesystem::create_directories(in);
+  const std::string setup =
+      "import numpy as np, torch, torchvision\n"
+      "torch.manual_seed(0)\n"
+      "m = torchvision.models.resnet18(num_classes=10)\n"
+      "torch.save(dict(m.state_dict()), '" + w + "')\n"
+      "np.save('" + in + "/images.npy', torch.randn(2, 3, 32, 32).numpy())\n"
+      "np.save('" + in + "/labels.npy', np.array([3, 7], dtype=np.int64))\n";
+  auto r = run_command(python() + " -c \"" + setup + "\"");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  r = run_command(python() + " " + source_dir() + "/tools/dump_torch.py --model resnet18 --num-classes 10 --out " +
+                  (dir / "py").string() + " --steps 0 --num-steps 1 --weights " + w + " --input-npy " + in +
+                  " --threads 1 --batch-size 2 --image-size 32");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  r = run_command(binary() + " train --device cpu --model resnet18 --num-classes 10 --weights " + w +
+                  " --input-npy " + in + " --steps 1 --warmup-steps 0 --threads 1 --batch-size 2 --image-size 32"
+                  " --no-progress --dump " + (dir / "ct").string() + " --dump-mode tensors --dump-steps 0");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  r = run_command(binary() + " compare " + (dir / "py").string() + " " + (dir / "ct").string());
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  // Same module set on both sides, every forward output and gradient compared.
+  EXPECT_NE(r.output.find("error 0; missing in A 0, missing in B 0"), std::string::npos) << r.output;
+}
