@@ -53,15 +53,17 @@ class BlockImpl : public nn::Module {
 
   // `run(name, fn)` evaluates one named module; the observer (if any) sees it enter and exit.
   template <typename Run>
-  at::Tensor forward(at::Tensor x, const std::string& p, Run&& run) {
+  at::Tensor forward(at::Tensor x, const std::string& p, Run&& run, bool in_place) {
+    // In place, BN outputs are overwritten by ReLU (BN's backward needs its input, not its output).
+    auto relu = [in_place](at::Tensor& t) { return in_place ? t.relu_() : at::relu(t); };
     at::Tensor identity = x;
     at::Tensor out = run(p + "conv1", [&] { return conv1(x); });
     out = run(p + "bn1", [&] { return bn1(out); });
-    out = run(p + "relu", [&] { return at::relu(out); });
+    out = run(p + "relu", [&] { return relu(out); });
     out = run(p + "conv2", [&] { return conv2(out); });
     out = run(p + "bn2", [&] { return bn2(out); });
     if (bottleneck_) {
-      out = run(p + "relu", [&] { return at::relu(out); });
+      out = run(p + "relu", [&] { return relu(out); });
       out = run(p + "conv3", [&] { return conv3(out); });
       out = run(p + "bn3", [&] { return bn3(out); });
     }
@@ -71,7 +73,11 @@ class BlockImpl : public nn::Module {
         return run(p + "downsample.1", [&] { return downsample[1]->as<nn::BatchNorm2d>()->forward(d); });
       });
     }
-    return run(p + "relu", [&] { return at::relu(out + identity); });
+    return run(p + "relu", [&] {
+      if (!in_place) return at::relu(out + identity);
+      out.add_(identity);
+      return out.relu_();
+    });
   }
 
  private:
@@ -147,7 +153,7 @@ at::Tensor ResNetImpl::forward(at::Tensor x) {
   auto runner = [this](const std::string& name, auto&& f) { return run(name, f); };
   x = run("conv1", [&] { return conv1(x); });
   x = run("bn1", [&] { return bn1(x); });
-  x = run("relu", [&] { return at::relu(x); });
+  x = run("relu", [&] { return in_place() ? x.relu_() : at::relu(x); });
   if (!options_.small_stem) x = run("maxpool", [&] { return at::max_pool2d(x, {3, 3}, {2, 2}, {1, 1}); });
   for (size_t s = 0; s < stages_.size(); ++s) {
     const std::string stage_name = "layer" + std::to_string(s + 1);
@@ -155,7 +161,7 @@ at::Tensor ResNetImpl::forward(at::Tensor x) {
       size_t b = 0;
       for (auto& child : stages_[s]->children()) {
         const std::string block_name = stage_name + "." + std::to_string(b++);
-        x = run(block_name, [&] { return child->as<BlockImpl>()->forward(x, block_name + ".", runner); });
+        x = run(block_name, [&] { return child->as<BlockImpl>()->forward(x, block_name + ".", runner, in_place()); });
       }
       return x;
     });

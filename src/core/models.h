@@ -41,6 +41,10 @@ class ForwardObserver {
   virtual void on_enter(const std::string& module) {}
   // Called with the module's output; may return a replacement (e.g. to inject a perturbation).
   virtual at::Tensor on_exit(const std::string& module, const at::Tensor& output) { return output; }
+  // Whether the observer keeps or reads module outputs. The model runs ReLU and the residual add
+  // in place (as torchvision does: less memory traffic) only while no observer reads outputs,
+  // because an in-place op would change a tensor the observer was handed.
+  virtual bool reads_outputs() const { return true; }
 };
 
 struct ResNetSpec {
@@ -60,6 +64,7 @@ class ResNetImpl : public torch::nn::Module {
  private:
   template <typename F>
   at::Tensor run(const std::string& name, F&& f);
+  bool in_place() const { return !observer_ || !observer_->reads_outputs(); }
 
   ResNetSpec spec_;
   ModelOptions options_;

@@ -60,6 +60,11 @@ class ObserverList final : public core::ForwardObserver {
     return t;
   }
   bool empty() const { return list_.empty(); }
+  bool reads_outputs() const override {
+    for (auto* o : list_)
+      if (o->reads_outputs()) return true;
+    return false;
+  }
 
  private:
   std::vector<core::ForwardObserver*> list_;

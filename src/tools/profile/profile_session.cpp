@@ -41,6 +41,7 @@ class ModuleScopes final : public core::ForwardObserver {
     return out;
   }
   void close_all() { open_.clear(); }
+  bool reads_outputs() const override { return false; }  // spans only: the model may work in place
 
  private:
   std::vector<std::unique_ptr<at::RecordFunction>> open_;
