@@ -63,6 +63,9 @@ void add_common_train_flags(CLI::App* cmd, tools::TrainConfig& c) {
   cmd->add_option("--profile-recorder", c.profile.recorder,
                   "auto (Kineto where linked, else portable) | kineto | portable")
       ->capture_default_str()->check(CLI::IsMember({"auto", "kineto", "portable"}))->group(prof);
+  cmd->add_flag("!--profile-no-shapes", c.profile.record_shapes, "Do not record operator input shapes")->group(prof);
+  cmd->add_flag("!--profile-no-memory", c.profile.profile_memory, "Do not record allocation events")->group(prof);
+  cmd->add_flag("!--profile-no-modules", c.profile.module_spans, "No per-module spans")->group(prof);
   cmd->add_option("--inject-inf-at-step", c.inject_inf_at_step, "Testing: make one gradient inf at this step")
       ->group("");  // hidden
 }

@@ -178,7 +178,7 @@ TrainResult run_training(const TrainConfig& config, const TrainHooks& hooks) {
     };
     if (!c.profile.dir.empty()) {
       profiler = std::make_unique<ProfileSession>(c.profile, dev.name());
-      observers.insert(observers.begin(), profiler->module_observer());
+      if (c.profile.module_spans) observers.insert(observers.begin(), profiler->module_observer());
       r.profile_recorder = profiler->recorder();
     }
     ObserverList observer_list(observers);

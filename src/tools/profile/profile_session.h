@@ -30,8 +30,9 @@ struct ProfileOptions {
   int64_t active = 3;         // steps written to the trace
   int64_t repeat = 1;         // cycles; 0 = until the run ends
   std::string recorder = "auto";  // auto | kineto | portable
-  bool record_shapes = true;
-  bool profile_memory = true;
+  bool record_shapes = true;   // input shapes and dtypes of every operator
+  bool profile_memory = true;  // allocation / free events with running totals
+  bool module_spans = true;    // one span per module ("layer3.2.conv2")
 };
 
 void validate_profile_options(const ProfileOptions& o);
