@@ -4,6 +4,7 @@
 #include <set>
 
 #include "test_support.h"
+#include "tiny_train_config.h"
 #include "tools/train.h"
 
 using namespace crosstrain::tools;
@@ -11,17 +12,8 @@ using namespace crosstrain::tools;
 namespace {
 
 TrainConfig profiled(const std::string& dir, const std::string& recorder) {
-  TrainConfig c;
-  c.device = "cpu";
-  c.model = "resnet18";
-  c.small_stem = true;
-  c.num_classes = 10;
-  c.image_size = 16;
-  c.batch_size = 4;
-  c.steps = 8;
-  c.warmup_steps = 1;
-  c.threads = 1;
-  c.progress = false;
+  TrainConfig c = crosstrain::testing::tiny_train_config(/*batch_size=*/4, /*steps=*/8, /*warmup_steps=*/1);
+  c.lr = -1;  // the default schedule
   c.profile.dir = dir;
   c.profile.recorder = recorder;
   c.profile.wait = 1;

@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "test_support.h"
+#include "tiny_train_config.h"
 #include "tools/bench.h"
 #include "tools/train_report.h"
 
@@ -14,21 +15,7 @@ using namespace crosstrain::tools;
 namespace {
 
 // A tiny run: small-stem ResNet-18 on 16 px images, a few steps, deterministic threads.
-TrainConfig tiny() {
-  TrainConfig c;
-  c.device = "cpu";
-  c.model = "resnet18";
-  c.small_stem = true;
-  c.num_classes = 10;
-  c.image_size = 16;
-  c.batch_size = 4;
-  c.steps = 4;
-  c.warmup_steps = 1;
-  c.threads = 1;
-  c.lr = 0.01;
-  c.progress = false;
-  return c;
-}
+TrainConfig tiny() { return crosstrain::testing::tiny_train_config(/*batch_size=*/4, /*steps=*/4, /*warmup_steps=*/1); }
 
 std::vector<double> losses(const TrainResult& r) {
   std::vector<double> out;

@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "test_support.h"
+#include "tools/tiny_train_config.h"
 #include "tools/align/dump_compare.h"
 #include "tools/train.h"
 
@@ -13,21 +14,7 @@ using crosstrain::tools::ModuleDisturbance;
 
 namespace {
 
-tools::TrainConfig tiny() {
-  tools::TrainConfig c;
-  c.device = "cpu";
-  c.model = "resnet18";
-  c.small_stem = true;
-  c.num_classes = 10;
-  c.image_size = 16;
-  c.batch_size = 2;
-  c.steps = 2;
-  c.warmup_steps = 0;
-  c.threads = 1;
-  c.lr = 0.01;
-  c.progress = false;
-  return c;
-}
+tools::TrainConfig tiny() { return crosstrain::testing::tiny_train_config(/*batch_size=*/2, /*steps=*/2, /*warmup_steps=*/0); }
 
 // One run dumped into `dir` (step 0, tensors); `disturb` is applied after the dump observer.
 void dumped_run(const tools::TrainConfig& c, const std::string& dir, ModuleDisturbance* disturb = nullptr,
