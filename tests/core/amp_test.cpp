@@ -92,7 +92,10 @@ TEST_P(ScalerKernelsTest, UnscalesAndGrowsAfterInterval) {
   EXPECT_EQ(scaler.scale(at::ones({1})).item<float>(), 131072.0f);
 }
 
-INSTANTIATE_TEST_SUITE_P(Kernels, ScalerKernelsTest, ::testing::Values(ScalerKernels::Fused, ScalerKernels::Portable));
+INSTANTIATE_TEST_SUITE_P(Kernels, ScalerKernelsTest, ::testing::Values(ScalerKernels::Fused, ScalerKernels::Portable),
+                         [](const ::testing::TestParamInfo<ScalerKernels>& info) {
+                           return std::string(info.param == ScalerKernels::Fused ? "Fused" : "Portable");
+                         });
 
 TEST(GradScaler, StaticScaleNeverChangesButStillSkips) {
   Capture log;

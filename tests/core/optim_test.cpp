@@ -43,6 +43,12 @@ struct Case {
   double weight_decay;
 };
 
+// GoogleTest would print the struct's bytes, padding included, into CTest's test names.
+void PrintTo(const Case& c, std::ostream* os) {
+  *os << (c.kind == OptimizerKind::SGD ? "SGD" : "AdamW") << (c.kernels == OptimizerKernels::Fused ? " fused" : " foreach")
+      << (c.nesterov ? " nesterov" : "") << " weight_decay=" << c.weight_decay;
+}
+
 class OptimizerEquivalence : public ::testing::TestWithParam<Case> {};
 
 }  // namespace
@@ -82,7 +88,15 @@ INSTANTIATE_TEST_SUITE_P(
                       Case{OptimizerKind::SGD, OptimizerKernels::Fused, false, 1e-4},
                       Case{OptimizerKind::SGD, OptimizerKernels::Fused, true, 0.0},
                       Case{OptimizerKind::AdamW, OptimizerKernels::ForEach, false, 0.01},
-                      Case{OptimizerKind::AdamW, OptimizerKernels::Fused, false, 0.01}));
+                      Case{OptimizerKind::AdamW, OptimizerKernels::Fused, false, 0.01}),
+    [](const ::testing::TestParamInfo<Case>& info) {
+      const Case& c = info.param;
+      std::string name = c.kind == OptimizerKind::SGD ? "SGD" : "AdamW";
+      name += c.kernels == OptimizerKernels::Fused ? "_Fused" : "_ForEach";
+      if (c.nesterov) name += "_Nesterov";
+      if (c.weight_decay > 0) name += "_Decay";
+      return name;
+    });
 
 TEST(Optimizer, ParametersWithoutGradientsStayPut) {
   auto ps = make_params(3);

@@ -89,7 +89,8 @@ TEST_P(Recorders, WritesTorchProfilerSchemaOnTheSchedule) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Both, Recorders, ::testing::Values("kineto", "portable"));
+INSTANTIATE_TEST_SUITE_P(Both, Recorders, ::testing::Values("kineto", "portable"),
+                         [](const ::testing::TestParamInfo<std::string>& info) { return info.param; });
 
 TEST(Profile, ShortRunWritesThePartialWindowAndBadScheduleIsRejected) {
   auto dir = crosstrain::testing::scratch_dir("profile_short");
