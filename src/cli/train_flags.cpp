@@ -9,6 +9,11 @@ void add_common_train_flags(CLI::App* cmd, tools::TrainConfig& c) {
                   "Load an out-of-tree backend library (e.g. torch_npu's) before parsing --device; repeatable")
       ->type_name("PATH")->group(dev);
   cmd->add_option("--threads", c.threads, "Intra-op CPU threads (0: libtorch default)")->check(CLI::NonNegativeNumber)->group(dev);
+  cmd->add_option("--cpu-allocator", c.cpu_allocator,
+                  "caching: reuse freed blocks >= 256 KiB by size class (no page faults per step); system: malloc")
+      ->check(CLI::IsMember({"caching", "system"}))
+      ->capture_default_str()
+      ->group(dev);
 
   const char* model = "Model";
   cmd->add_option("--num-classes", c.num_classes, "Classifier outputs (default: the dataset's classes; 1000 synthetic)")

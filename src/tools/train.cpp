@@ -103,6 +103,8 @@ void validate_config(const TrainConfig& c) {
   core::schedule_kind_from_name(c.schedule);
   parse_precision(c.precision);
   parse_loss_scale(c.loss_scale);
+  if (c.cpu_allocator != "caching" && c.cpu_allocator != "system")
+    throw std::invalid_argument("--cpu-allocator must be caching or system");
   validate_profile_options(c.profile);
   (void)core::model_names();
 }
@@ -119,7 +121,10 @@ TrainResult run_training(const TrainConfig& config, const TrainHooks& hooks) {
   core::load_backend_libraries(c.backend_libs);
   if (c.threads > 0) at::set_num_threads(c.threads);
   auto dev = core::DeviceContext::open(c.device);
-  if (dev.is_cpu()) core::install_cpu_memory_tracking();
+  if (dev.is_cpu()) {
+    core::install_cpu_memory_tracking();
+    core::set_cpu_block_caching(c.cpu_allocator == "caching");
+  }
   const PrecisionPlan plan = plan_precision(c.precision, c.loss_scale, dev);
   apply_math_mode(plan, dev);
 

@@ -15,6 +15,7 @@ struct TrainConfig {
   std::string device = "auto";
   std::vector<std::string> backend_libs;
   int threads = 0;  // intra-op threads; 0 = libtorch's default
+  std::string cpu_allocator = "caching";  // caching | system (see core/device.h)
   // what
   std::string model = "resnet50";
   int64_t num_classes = 0;  // 0: the dataset's class count (1000 for synthetic data)

@@ -117,6 +117,19 @@ TEST(Train, RejectsBadConfigurations) {
   c = tiny();
   c.device = "cuda:7";
   EXPECT_THROW(run_training(c), std::invalid_argument);
+  c = tiny();
+  c.cpu_allocator = "jemalloc";
+  EXPECT_THROW(run_training(c), std::invalid_argument);
+}
+
+TEST(Train, CpuAllocatorModesGiveIdenticalLosses) {
+  auto c = tiny();
+  c.cpu_allocator = "system";
+  auto a = run_training(c);
+  c.cpu_allocator = "caching";
+  auto b = run_training(c);
+  ASSERT_EQ(a.steps.size(), b.steps.size());
+  for (size_t i = 0; i < a.steps.size(); ++i) EXPECT_EQ(a.steps[i].loss, b.steps[i].loss) << "step " << i;
 }
 
 TEST(Train, WritesJsonLinesLog) {
