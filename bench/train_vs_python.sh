@@ -16,6 +16,8 @@ configs=(
   "resnet50 bf16 --batch-size 8 --image-size 224 --steps 6 --warmup-steps 2"
   "resnet18 fp32 --small-stem --num-classes 10 --batch-size 32 --image-size 32 --steps 12 --warmup-steps 3"
   "resnet18 bf16 --small-stem --num-classes 10 --batch-size 32 --image-size 32 --steps 12 --warmup-steps 3"
+  "resnet18 fp32 --small-stem --num-classes 10 --batch-size 32 --image-size 32 --steps 12 --warmup-steps 3 --channels-last"
+  "resnet18 bf16 --small-stem --num-classes 10 --batch-size 32 --image-size 32 --steps 12 --warmup-steps 3 --channels-last"
 )
 if [ "$DEVICE" != "cpu" ]; then
   configs=(
