@@ -11,15 +11,7 @@ namespace crosstrain::align {
 
 namespace {
 
-constexpr size_t kChunk = 2048;
-
-// The streaming kernels are built twice on x86-64, for AVX2 and for the baseline, and the loader
-// picks one per machine: the same binary runs everywhere and uses 4-wide double math where it can.
-#if defined(__x86_64__) && defined(__GNUC__)
-#define CROSSTRAIN_SIMD_CLONES __attribute__((target_clones("avx2", "default")))
-#else
-#define CROSSTRAIN_SIMD_CLONES
-#endif
+constexpr size_t kChunk = kDecodeChunk;
 constexpr size_t kParallelMin = size_t{1} << 20;  // below this, thread start-up is not worth it
 
 struct Partial {

@@ -10,14 +10,7 @@ namespace crosstrain::align {
 
 namespace {
 
-constexpr size_t kChunk = 2048;
-
-// Built for AVX2 and for the baseline on x86-64; the loader picks one per machine.
-#if defined(__x86_64__) && defined(__GNUC__)
-#define CROSSTRAIN_SIMD_CLONES __attribute__((target_clones("avx2", "default")))
-#else
-#define CROSSTRAIN_SIMD_CLONES
-#endif
+constexpr size_t kChunk = kDecodeChunk;
 
 struct Accumulator {
   double sum = 0, sumsq = 0;
