@@ -377,7 +377,6 @@ void install_cpu_memory_tracking() {
 }
 
 void set_cpu_block_caching(bool enabled) { g_cpu_caching.store(enabled); }
-bool cpu_block_caching() { return g_cpu_caching.load(); }
 int64_t cpu_tensor_bytes_current() { return g_cpu_current.load(std::memory_order_relaxed); }
 int64_t cpu_tensor_bytes_peak() { return g_cpu_peak.load(std::memory_order_relaxed); }
 void cpu_tensor_bytes_reset_peak() { g_cpu_peak.store(g_cpu_current.load()); }

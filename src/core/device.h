@@ -69,7 +69,6 @@ class DeviceContext {
 // already cached stay usable); cpu_release_cached_blocks() returns the free ones to the system.
 void install_cpu_memory_tracking();
 void set_cpu_block_caching(bool enabled);
-bool cpu_block_caching();
 int64_t cpu_tensor_bytes_current();
 int64_t cpu_tensor_bytes_peak();
 void cpu_tensor_bytes_reset_peak();
