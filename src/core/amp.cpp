@@ -1,6 +1,5 @@
 #include "core/amp.h"
 
-#include <nlohmann/json.hpp>
 
 #include <cmath>
 #include <cstdio>
@@ -132,30 +131,28 @@ void GradScaler::load_state(const GradScalerState& s) {
   growth_tracker_tensor_.fill_(s.growth_tracker);
 }
 
-std::string GradScaler::state_json() const {
-  nlohmann::json j = {{"scale", state_.scale},
-                      {"growth_tracker", state_.growth_tracker},
-                      {"skipped_steps", state_.skipped_steps},
-                      {"total_steps", state_.total_steps},
-                      {"growth_factor", opt_.growth_factor},
-                      {"backoff_factor", opt_.backoff_factor},
-                      {"growth_interval", opt_.growth_interval},
-                      {"dynamic", opt_.dynamic}};
-  return j.dump();
+StateDict GradScaler::state_dict() const {
+  StateDict d = make_state_dict();
+  d.insert("scale", state_.scale);
+  d.insert("growth_factor", opt_.growth_factor);
+  d.insert("backoff_factor", opt_.backoff_factor);
+  d.insert("growth_interval", opt_.growth_interval);
+  d.insert("_growth_tracker", state_.growth_tracker);
+  d.insert("skipped_steps", state_.skipped_steps);
+  d.insert("total_steps", state_.total_steps);
+  return d;
 }
 
-GradScalerState GradScaler::state_from_json(const std::string& text) {
-  try {
-    auto j = nlohmann::json::parse(text);
-    GradScalerState s;
-    s.scale = j.at("scale").get<double>();
-    s.growth_tracker = j.at("growth_tracker").get<int64_t>();
-    s.skipped_steps = j.value("skipped_steps", int64_t{0});
-    s.total_steps = j.value("total_steps", int64_t{0});
-    return s;
-  } catch (const nlohmann::json::exception& e) {
-    throw std::invalid_argument(std::string("invalid loss scaler state: ") + e.what());
-  }
+void GradScaler::load_state_dict(const StateDict& d) {
+  const std::string where = "loss scaler state";
+  GradScalerState s;
+  s.scale = state_double(d, "scale", where);
+  s.growth_tracker = state_int(d, "_growth_tracker", where);
+  if (state_has(d, "skipped_steps")) s.skipped_steps = state_int(d, "skipped_steps", where);
+  if (state_has(d, "total_steps")) s.total_steps = state_int(d, "total_steps", where);
+  if (!(s.scale > 0) || s.growth_tracker < 0 || s.skipped_steps < 0 || s.total_steps < 0)
+    throw std::invalid_argument(where + ": scale must be > 0 and counters >= 0");
+  load_state(s);
 }
 
 }  // namespace crosstrain::core

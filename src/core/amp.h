@@ -25,6 +25,8 @@
 #include <string>
 #include <vector>
 
+#include "core/state_dict.h"
+
 namespace crosstrain::core {
 
 // Enables autocast for one device type with one dtype for the guard's lifetime; nests (the
@@ -79,9 +81,12 @@ class GradScaler {
   bool uses_fused_kernels() const { return fused_; }
   const GradScalerState& state() const { return state_; }
   void load_state(const GradScalerState& s);
-  // JSON text of the state, for checkpoints.
-  std::string state_json() const;
-  static GradScalerState state_from_json(const std::string& text);
+  // torch.amp.GradScaler.state_dict()'s keys (scale, growth_factor, backoff_factor,
+  // growth_interval, _growth_tracker) plus skipped_steps and total_steps, which Python ignores.
+  StateDict state_dict() const;
+  // Takes scale and _growth_tracker (and the counters when present); the factors and interval are
+  // configuration and stay as constructed. std::invalid_argument for a malformed dict.
+  void load_state_dict(const StateDict& state);
 
  private:
   bool check_and_unscale(const std::vector<at::Tensor>& grads);

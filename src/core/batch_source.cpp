@@ -11,7 +11,7 @@ namespace {
 
 class SyntheticSource final : public BatchSource {
  public:
-  SyntheticSource(const SyntheticOptions& o, c10::Device device) : num_classes_(o.num_classes) {
+  SyntheticSource(const SyntheticOptions& o, c10::Device device) : num_classes_(o.num_classes), seed_(o.seed) {
     if (o.batch_size < 1 || o.image_size < 1 || o.num_classes < 1 || o.distinct_batches < 1)
       throw std::invalid_argument("synthetic data: batch size, image size and class count must be >= 1");
     // Generated on the CPU from a private generator: the same values whatever the device.
@@ -25,11 +25,21 @@ class SyntheticSource final : public BatchSource {
   }
   Batch next() override { return batches_[next_++ % batches_.size()]; }
   int64_t num_classes() const override { return num_classes_; }
+  // One endless epoch that cycles the distinct batches.
+  DataPosition position() const override { return {0, static_cast<int64_t>(next_), seed_}; }
+  void seek(const DataPosition& p) override {
+    if (p.seed != seed_ || p.epoch != 0 || p.batch < 0)
+      throw std::invalid_argument("synthetic data: cannot resume at epoch " + std::to_string(p.epoch) + ", batch " +
+                                  std::to_string(p.batch) + " with seed " + std::to_string(p.seed) +
+                                  " (this source has seed " + std::to_string(seed_) + ")");
+    next_ = static_cast<size_t>(p.batch);
+  }
 
  private:
   std::vector<Batch> batches_;
   size_t next_ = 0;
   int64_t num_classes_;
+  uint64_t seed_;
 };
 
 }  // namespace

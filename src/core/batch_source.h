@@ -13,12 +13,24 @@ struct Batch {
   at::Tensor labels;  // N, int64, on the training device
 };
 
+// Where a source stands: the batch next() returns next is batch `batch` of epoch `epoch` of the
+// order drawn from `seed`. Sources promise that seek(position()) on a fresh source with the same
+// configuration continues with the same batches, bit for bit (exact resume).
+struct DataPosition {
+  int64_t epoch = 0;
+  int64_t batch = 0;
+  uint64_t seed = 0;
+};
+
 class BatchSource {
  public:
   virtual ~BatchSource() = default;
   // The next batch; blocks until one is ready.
   virtual Batch next() = 0;
   virtual int64_t num_classes() const = 0;
+  virtual DataPosition position() const = 0;
+  // std::invalid_argument when the position does not fit this source (other seed, past the end).
+  virtual void seek(const DataPosition& position) = 0;
 };
 
 struct SyntheticOptions {

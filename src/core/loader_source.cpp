@@ -3,6 +3,7 @@
 #include <ATen/ATen.h>
 #include <ATen/core/CachingHostAllocator.h>
 
+#include <limits>
 #include <mutex>
 #include <stdexcept>
 #include <unordered_map>
@@ -58,7 +59,28 @@ int64_t LoaderSource::num_classes() const { return dataset_->num_classes(); }
 
 void LoaderSource::begin_epoch(int epoch) {
   epoch_ = epoch;
+  delivered_ = 0;
   loader_->begin_epoch(epoch);
+  started_ = true;
+}
+
+DataPosition LoaderSource::position() const {
+  // The end of an epoch is the start of the next: the same batch comes next either way.
+  if (started_ && delivered_ >= loader_->batches_per_epoch()) return {epoch_ + 1, 0, opt_.loader.seed};
+  return {epoch_, delivered_, opt_.loader.seed};
+}
+
+void LoaderSource::seek(const DataPosition& p) {
+  if (p.seed != opt_.loader.seed)
+    throw std::invalid_argument("data position has seed " + std::to_string(p.seed) + ", the loader has seed " +
+                                std::to_string(opt_.loader.seed) + ": the sample order would differ");
+  if (p.epoch < 0 || p.epoch > std::numeric_limits<int>::max() || p.batch < 0 || p.batch > loader_->batches_per_epoch())
+    throw std::invalid_argument("data position epoch " + std::to_string(p.epoch) + ", batch " +
+                                std::to_string(p.batch) + " is outside the dataset (" +
+                                std::to_string(loader_->batches_per_epoch()) + " batches per epoch)");
+  epoch_ = static_cast<int>(p.epoch);
+  delivered_ = p.batch;
+  loader_->begin_epoch(epoch_, p.batch);
   started_ = true;
 }
 
@@ -90,13 +112,17 @@ std::optional<Batch> LoaderSource::next_in_epoch() {
   if (!started_) begin_epoch(epoch_);
   auto b = loader_->next();
   if (!b) return std::nullopt;
+  ++delivered_;
   return to_device(*b);
 }
 
 Batch LoaderSource::next() {
   if (!started_) begin_epoch(0);
   for (int attempt = 0; attempt < 2; ++attempt) {
-    if (auto b = loader_->next()) return to_device(*b);
+    if (auto b = loader_->next()) {
+      ++delivered_;
+      return to_device(*b);
+    }
     if (!opt_.roll_over_epochs) throw std::out_of_range("end of epoch");
     begin_epoch(epoch_ + 1);
   }

@@ -31,6 +31,8 @@ class LoaderSource final : public BatchSource {
   LoaderSource(std::shared_ptr<const data::Dataset> dataset, LoaderSourceOptions options, c10::Device device);
   Batch next() override;
   int64_t num_classes() const override;
+  DataPosition position() const override;
+  void seek(const DataPosition& position) override;
   // Returns nullopt at the end of the current epoch (no roll-over); for evaluation passes.
   std::optional<Batch> next_in_epoch();
   void begin_epoch(int epoch);
@@ -48,6 +50,7 @@ class LoaderSource final : public BatchSource {
   data::Batch held_;  // keeps the previous host buffer alive until its copy is surely done
   at::Tensor mean_, std_;
   int epoch_ = 0;
+  int64_t delivered_ = 0;  // batches handed out in the current epoch
   bool started_ = false;
 };
 

@@ -3,8 +3,6 @@
 #include <torch/nn/init.h>
 #include <torch/nn/modules/container/modulelist.h>
 #include <torch/nn/functional/pooling.h>
-#include <caffe2/serialize/inline_container.h>
-#include <torch/csrc/jit/serialization/pickler.h>
 #include <torch/serialize.h>
 
 #include <fstream>
@@ -13,6 +11,8 @@
 #include <set>
 #include <sstream>
 #include <stdexcept>
+
+#include "core/state_file.h"
 
 namespace crosstrain::core {
 
@@ -227,15 +227,33 @@ void to_channels_last(torch::nn::Module& model) {
     if (b.dim() == 4) b.set_data(b.contiguous(at::MemoryFormat::ChannelsLast));
 }
 
-namespace {
-// Parameters then buffers, in module order: the first bad key reported is the first a reader meets.
-std::vector<std::pair<std::string, at::Tensor>> model_state(const torch::nn::Module& model) {
+std::vector<std::pair<std::string, at::Tensor>> model_state_dict(const torch::nn::Module& model) {
+  // Parameters then buffers, in module order: the first bad key reported is the first a reader meets.
   std::vector<std::pair<std::string, at::Tensor>> state;
   for (const auto& p : model.named_parameters()) state.emplace_back(p.key(), p.value());
   for (const auto& b : model.named_buffers()) state.emplace_back(b.key(), b.value());
   return state;
 }
-}  // namespace
+
+void load_model_state_dict(torch::nn::Module& model, const std::map<std::string, at::Tensor>& loaded,
+                           const std::string& source) {
+  auto state = model_state_dict(model);
+  for (const auto& [key, tensor] : state) {
+    auto it = loaded.find(key);
+    if (it == loaded.end()) throw std::runtime_error(source + ": missing key '" + key + "'");
+    if (it->second.sizes() != tensor.sizes()) {
+      std::ostringstream os;
+      os << source << ": key '" << key << "' has shape " << it->second.sizes() << ", model expects " << tensor.sizes();
+      throw std::runtime_error(os.str());
+    }
+  }
+  std::set<std::string> known;
+  for (const auto& entry : state) known.insert(entry.first);
+  for (const auto& [key, tensor] : loaded)
+    if (!known.count(key)) throw std::runtime_error(source + ": unexpected key '" + key + "'");
+  torch::NoGradGuard no_grad;
+  for (auto& [key, tensor] : state) tensor.copy_(loaded.at(key));
+}
 
 void load_weights(torch::nn::Module& model, const std::string& path) {
   std::ifstream in(path, std::ios::binary);
@@ -258,53 +276,13 @@ void load_weights(torch::nn::Module& model, const std::string& path) {
       throw std::runtime_error("weights file " + path + ": every entry must map a name to a tensor");
     loaded[item.key().toStringRef()] = item.value().toTensor();
   }
-  auto state = model_state(model);
-  for (const auto& [key, tensor] : state) {
-    auto it = loaded.find(key);
-    if (it == loaded.end()) throw std::runtime_error("weights file " + path + ": missing key '" + key + "'");
-    if (it->second.sizes() != tensor.sizes()) {
-      std::ostringstream os;
-      os << "weights file " << path << ": key '" << key << "' has shape " << it->second.sizes() << ", model expects "
-         << tensor.sizes();
-      throw std::runtime_error(os.str());
-    }
-  }
-  std::set<std::string> known;
-  for (const auto& entry : state) known.insert(entry.first);
-  for (const auto& [key, tensor] : loaded)
-    if (!known.count(key)) throw std::runtime_error("weights file " + path + ": unexpected key '" + key + "'");
-  torch::NoGradGuard no_grad;
-  for (auto& [key, tensor] : state) tensor.copy_(loaded[key]);
+  load_model_state_dict(model, loaded, "weights file " + path);
 }
 
 void save_weights(const torch::nn::Module& model, const std::string& path) {
   c10::impl::GenericDict dict(c10::StringType::get(), c10::TensorType::get());
-  for (const auto& [key, tensor] : model_state(model)) dict.insert(key, tensor.detach().to(at::kCPU).contiguous());
-  // torch.save's layout: a zip with data.pkl (protocol 2, plain dict: no TorchScript type tags,
-  // which torch.load(weights_only=True) rejects) and one record per storage under data/.
-  std::vector<char> pkl;
-  torch::jit::Pickler pickler([&](const char* b, size_t n) { pkl.insert(pkl.end(), b, b + n); }, nullptr, nullptr,
-                              nullptr, nullptr, /*tag_aggregates=*/false);
-  pickler.protocol();
-  pickler.pushIValue(dict);
-  pickler.stop();
-  const std::string tmp = path + ".tmp";
-  try {
-    caffe2::serialize::PyTorchStreamWriter writer(tmp);
-    writer.writeRecord("data.pkl", pkl.data(), pkl.size());
-    writer.writeRecord("byteorder", "little", 6);
-    const auto& tensors = pickler.tensorData();
-    for (size_t i = 0; i < tensors.size(); ++i) {
-      auto data = torch::jit::getWriteableTensorData(tensors[i]);
-      writer.writeRecord("data/" + std::to_string(i), data.data(), data.sizeInBytes());
-    }
-    writer.writeEndOfFile();
-  } catch (const std::exception& e) {
-    std::remove(tmp.c_str());
-    std::string what = e.what();
-    throw std::runtime_error("cannot write weights file " + path + ": " + what.substr(0, what.find('\n')));
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) throw std::runtime_error("cannot write weights file " + path);
+  for (const auto& [key, tensor] : model_state_dict(model)) dict.insert(key, tensor.detach().to(at::kCPU).contiguous());
+  save_state_file(dict, path);  // "cannot write PATH: reason" on failure, the old file intact
 }
 
 }  // namespace crosstrain::core

@@ -17,6 +17,7 @@
 #include <torch/nn/modules/conv.h>
 #include <torch/nn/modules/linear.h>
 
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -53,11 +54,19 @@ struct ResNetSpec {
   std::vector<int64_t> layers;  // blocks per stage
 };
 
-class ResNetImpl : public torch::nn::Module {
+// What the trainer runs: one forward pass over an NCHW batch, observable module by module. The
+// ResNets implement it; tests use smaller models behind the same interface.
+class TrainableModel : public torch::nn::Module {
+ public:
+  virtual at::Tensor forward(at::Tensor x) = 0;
+  virtual void set_observer(ForwardObserver* observer) = 0;
+};
+
+class ResNetImpl : public TrainableModel {
  public:
   ResNetImpl(const ResNetSpec& spec, const ModelOptions& options);
-  at::Tensor forward(at::Tensor x);
-  void set_observer(ForwardObserver* observer) { observer_ = observer; }
+  at::Tensor forward(at::Tensor x) override;
+  void set_observer(ForwardObserver* observer) override { observer_ = observer; }
   const ResNetSpec& spec() const { return spec_; }
   const ModelOptions& options() const { return options_; }
 
@@ -88,6 +97,13 @@ int64_t forward_macs(const std::string& name, const ModelOptions& options, int64
 
 // Puts 4-D parameters and buffers in channels-last layout.
 void to_channels_last(torch::nn::Module& model);
+
+// The model's state dict: parameters then buffers, in module order, under torchvision's names.
+std::vector<std::pair<std::string, at::Tensor>> model_state_dict(const torch::nn::Module& model);
+// Copies `state` into the model. Every key must be present with the model's shape, and no other key
+// may appear: std::runtime_error naming `source` and the first offending key otherwise.
+void load_model_state_dict(torch::nn::Module& model, const std::map<std::string, at::Tensor>& state,
+                           const std::string& source);
 
 // State dicts as plain {name: tensor} pickles, the format of torch.save(dict(m.state_dict()), f).
 // load_weights throws std::runtime_error naming the file and the first missing, unexpected or

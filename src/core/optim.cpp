@@ -176,3 +176,158 @@ void MultiTensorOptimizer::step_adamw(GroupState& g, const std::vector<at::Tenso
 }
 
 }  // namespace crosstrain::core
+
+namespace crosstrain::core {
+
+namespace {
+
+// Lists typed Any: a typed int or float list pickles as torch.jit's build_intlist/build_floatlist,
+// which torch.load(weights_only=True) refuses.
+c10::impl::GenericList int_list(const std::vector<int64_t>& v) {
+  c10::impl::GenericList l(c10::AnyType::get());
+  for (auto x : v) l.push_back(x);
+  return l;
+}
+
+c10::impl::GenericList double_list(size_t n, double value) {
+  c10::impl::GenericList l(c10::AnyType::get());
+  for (size_t i = 0; i < n; ++i) l.push_back(value);
+  return l;
+}
+
+// What torch.optim writes for an option that was left at its default (foreach, fused).
+c10::IValue none() { return c10::IValue(); }
+
+}  // namespace
+
+StateDict MultiTensorOptimizer::state_dict() const {
+  c10::impl::GenericDict state(c10::IntType::get(), c10::AnyType::get());
+  c10::impl::GenericList groups(c10::AnyType::get());
+  int64_t index = 0;
+  for (const auto& g : groups_) {
+    std::vector<int64_t> ids;
+    const size_t n = g.group.params.size();
+    const size_t kept = kind_ == OptimizerKind::SGD ? g.momentum.size() : g.exp_avg.size();
+    if (g.initialized && kept != 0 && kept != n)
+      throw std::logic_error("optimizer state covers " + std::to_string(kept) + " of " + std::to_string(n) +
+                             " parameters of a group: some parameters never had a gradient");
+    for (size_t i = 0; i < n; ++i, ++index) {
+      ids.push_back(index);
+      if (!g.initialized) continue;
+      StateDict ps = make_state_dict();
+      if (kind_ == OptimizerKind::SGD) {
+        if (opt_.momentum != 0) ps.insert("momentum_buffer", g.momentum[i]);
+        else ps.insert("momentum_buffer", none());
+      } else {
+        const double step = fused_ ? g.step_count[i].item<double>() : static_cast<double>(steps_);
+        ps.insert("step", at::scalar_tensor(step, at::TensorOptions().dtype(at::kFloat)));
+        ps.insert("exp_avg", g.exp_avg[i]);
+        ps.insert("exp_avg_sq", g.exp_avg_sq[i]);
+      }
+      state.insert(index, ps);
+    }
+    StateDict pg = make_state_dict();
+    pg.insert("lr", opt_.lr);
+    pg.insert("weight_decay", g.group.weight_decay);
+    if (kind_ == OptimizerKind::SGD) {
+      pg.insert("momentum", opt_.momentum);
+      pg.insert("dampening", opt_.dampening);
+      pg.insert("nesterov", opt_.nesterov);
+    } else {
+      pg.insert("betas", c10::ivalue::Tuple::create({opt_.beta1, opt_.beta2}));
+      pg.insert("eps", opt_.eps);
+      pg.insert("amsgrad", false);
+      pg.insert("capturable", false);
+      pg.insert("decoupled_weight_decay", true);
+    }
+    pg.insert("maximize", false);
+    pg.insert("foreach", none());
+    pg.insert("differentiable", false);
+    pg.insert("fused", none());
+    pg.insert("params", int_list(ids));
+    groups.push_back(pg);
+  }
+  StateDict d = make_state_dict();
+  d.insert("state", state);
+  d.insert("param_groups", groups);
+  return d;
+}
+
+void MultiTensorOptimizer::load_state_dict(const StateDict& d) {
+  const std::string where = "optimizer state";
+  const auto saved_groups = state_list(d, "param_groups", where);
+  const auto state = state_dict_at(d, "state", where);
+  if (saved_groups.size() != groups_.size())
+    throw std::invalid_argument(where + ": " + std::to_string(saved_groups.size()) + " parameter groups, this run has " +
+                                std::to_string(groups_.size()));
+  for (size_t gi = 0; gi < groups_.size(); ++gi) {
+    if (!saved_groups[gi].isGenericDict()) throw std::invalid_argument(where + ": param_groups entries must be dicts");
+    const auto ids = state_list(saved_groups[gi].toGenericDict(), "params", where);
+    if (ids.size() != groups_[gi].group.params.size())
+      throw std::invalid_argument(where + ": group " + std::to_string(gi) + " has " + std::to_string(ids.size()) +
+                                  " parameters, this run has " + std::to_string(groups_[gi].group.params.size()));
+  }
+  opt_.lr = state_double(saved_groups.front().toGenericDict(), "lr", where);
+  at::NoGradGuard no_grad;
+  int64_t max_step = 0;
+  for (size_t gi = 0; gi < groups_.size(); ++gi) {
+    auto& g = groups_[gi];
+    const auto ids = state_list(saved_groups[gi].toGenericDict(), "params", where);
+    g.momentum.clear();
+    g.exp_avg.clear();
+    g.exp_avg_sq.clear();
+    g.step_count.clear();
+    size_t with_state = 0;
+    for (size_t i = 0; i < ids.size(); ++i) {
+      const auto& p = g.group.params[i];
+      auto it = state.find(ids[i]);
+      if (it == state.end()) continue;
+      const StateDict ps = it->value().toGenericDict();
+      const std::string pw = where + " of parameter " + std::to_string(ids[i].toInt());
+      auto like_param = [&](const at::Tensor& t, const char* key) {
+        if (t.sizes() != p.sizes())
+          throw std::invalid_argument(pw + ": '" + key + "' does not have the parameter's shape");
+        return t.to(p.device(), p.scalar_type()).clone(at::MemoryFormat::Preserve);
+      };
+      ++with_state;
+      if (kind_ == OptimizerKind::SGD) {
+        const auto& mb = state_value(ps, "momentum_buffer", pw);
+        if (mb.isTensor()) g.momentum.push_back(like_param(mb.toTensor(), "momentum_buffer"));
+      } else {
+        const double step = ivalue_to_double(state_value(ps, "step", pw), pw + " 'step'");
+        g.exp_avg.push_back(like_param(state_tensor(ps, "exp_avg", pw), "exp_avg"));
+        g.exp_avg_sq.push_back(like_param(state_tensor(ps, "exp_avg_sq", pw), "exp_avg_sq"));
+        g.step_count.push_back(at::scalar_tensor(step, p.options().dtype(at::kFloat)));
+        max_step = std::max(max_step, static_cast<int64_t>(step));
+      }
+    }
+    if (with_state != 0 && with_state != ids.size())
+      throw std::invalid_argument(where + ": group " + std::to_string(gi) + " has state for " +
+                                  std::to_string(with_state) + " of " + std::to_string(ids.size()) + " parameters");
+    g.initialized = with_state != 0;
+  }
+  if (kind_ == OptimizerKind::AdamW) steps_ = max_step;
+}
+
+StateDict schedule_state_dict(const LrSchedule& s, int64_t steps_taken, size_t param_groups) {
+  StateDict d = make_state_dict();
+  d.insert("base_lrs", double_list(param_groups, s.base_lr));
+  d.insert("last_epoch", steps_taken);
+  d.insert("_step_count", steps_taken + 1);
+  d.insert("_last_lr", double_list(param_groups, s.lr(steps_taken)));
+  const char* kind = s.kind == ScheduleKind::Step ? "step" : s.kind == ScheduleKind::Cosine ? "cosine" : "constant";
+  d.insert("kind", std::string(kind));
+  d.insert("warmup_steps", s.warmup_steps);
+  d.insert("total_steps", s.total_steps);
+  d.insert("step_size", s.step_size);
+  d.insert("gamma", s.gamma);
+  return d;
+}
+
+int64_t schedule_position(const StateDict& d) {
+  const int64_t pos = state_int(d, "last_epoch", "lr scheduler state");
+  if (pos < 0) throw std::invalid_argument("lr scheduler state: last_epoch must be >= 0");
+  return pos;
+}
+
+}  // namespace crosstrain::core

@@ -12,6 +12,8 @@
 #include <string>
 #include <vector>
 
+#include "core/state_dict.h"
+
 namespace crosstrain::core {
 
 enum class OptimizerKind { SGD, AdamW };
@@ -56,6 +58,15 @@ class MultiTensorOptimizer {
   bool uses_fused_kernels() const { return fused_; }
   int64_t steps_taken() const { return steps_; }
 
+  // torch.optim.SGD / AdamW's state_dict() layout: {"state": {index: per-parameter state},
+  // "param_groups": [{hyper-parameters..., "params": [indices]}]}, parameters numbered across the
+  // groups in order. Per-parameter state exists once a step was taken (momentum_buffer; step,
+  // exp_avg, exp_avg_sq), as in PyTorch. The tensors are the live ones: copy them to keep them.
+  StateDict state_dict() const;
+  // Restores per-parameter state (copied onto the parameters' devices) and the learning rate.
+  // Group count and sizes must match: std::invalid_argument naming the first difference.
+  void load_state_dict(const StateDict& state);
+
  private:
   struct GroupState {
     ParamGroup group;
@@ -89,5 +100,11 @@ struct LrSchedule {
   double gamma = 0.1;
   double lr(int64_t step) const;  // step counts from 0
 };
+
+// A schedule at a position (the number of steps taken) in torch.optim.lr_scheduler's state_dict()
+// layout (last_epoch, _step_count, base_lrs, _last_lr) plus the schedule's own fields.
+StateDict schedule_state_dict(const LrSchedule& schedule, int64_t steps_taken, size_t param_groups);
+// The position stored by schedule_state_dict (or by a PyTorch scheduler: its last_epoch).
+int64_t schedule_position(const StateDict& state);
 
 }  // namespace crosstrain::core

@@ -121,7 +121,7 @@ TEST(GradScaler, UnscaleBeforeClippingHappensOnce) {
   scaler.update();
 }
 
-TEST(GradScaler, StateRoundTripsThroughJson) {
+TEST(GradScaler, StateDictRoundTripsInTorchLayout) {
   GradScalerOptions o;
   o.growth_interval = 2;
   GradScaler a(at::kCPU, o, nullptr);
@@ -132,7 +132,11 @@ TEST(GradScaler, StateRoundTripsThroughJson) {
   a.step(good, [] {});
   a.update();
   GradScaler b(at::kCPU, o, nullptr);
-  b.load_state(GradScaler::state_from_json(a.state_json()));
+  const StateDict sd = a.state_dict();
+  // torch.amp.GradScaler's keys, so Python reads the same dict.
+  for (const char* k : {"scale", "growth_factor", "backoff_factor", "growth_interval", "_growth_tracker"})
+    EXPECT_TRUE(state_has(sd, k)) << k;
+  b.load_state_dict(sd);
   EXPECT_EQ(b.current_scale(), 32768.0);
   EXPECT_EQ(b.state().growth_tracker, 1);
   EXPECT_EQ(b.state().skipped_steps, 1);
@@ -141,5 +145,10 @@ TEST(GradScaler, StateRoundTripsThroughJson) {
   b.step(g2, [] {});
   b.update();
   EXPECT_EQ(b.current_scale(), 65536.0);
-  EXPECT_THROW(GradScaler::state_from_json("{\"scale\": 1}"), std::invalid_argument);
+  StateDict incomplete = make_state_dict();
+  incomplete.insert("scale", 1.0);
+  EXPECT_THROW(b.load_state_dict(incomplete), std::invalid_argument);
+  StateDict negative = a.state_dict();
+  negative.insert_or_assign("scale", -1.0);
+  EXPECT_THROW(b.load_state_dict(negative), std::invalid_argument);
 }

@@ -117,7 +117,10 @@ std::vector<size_t> Loader::epoch_order(int epoch) const {
   return shard;
 }
 
-void Loader::begin_epoch(int epoch) {
+void Loader::begin_epoch(int epoch, int64_t first_batch) {
+  if (first_batch < 0 || first_batch > batches_per_epoch())
+    throw std::out_of_range("loader: batch " + std::to_string(first_batch) + " is outside epoch " +
+                            std::to_string(epoch) + " (" + std::to_string(batches_per_epoch()) + " batches)");
   auto order = std::make_shared<const std::vector<size_t>>(epoch_order(epoch));
   std::map<int64_t, Result> dropped;  // released outside the lock
   {
@@ -127,8 +130,8 @@ void Loader::begin_epoch(int epoch) {
     epoch_ = epoch;
     order_ = std::move(order);
     num_batches_ = batches_per_epoch();
-    next_claim_ = 0;
-    next_deliver_ = 0;
+    next_claim_ = first_batch;
+    next_deliver_ = first_batch;
     dropped.swap(ready_);
     if (threads_.empty())
       for (int i = 0; i < options_.workers; ++i) threads_.emplace_back([this] { worker_loop(); });

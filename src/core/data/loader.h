@@ -102,8 +102,10 @@ class Loader {
   Loader(const Loader&) = delete;
   Loader& operator=(const Loader&) = delete;
 
-  // Starts (or restarts) epoch `epoch`; batches of a previous unfinished epoch are dropped.
-  void begin_epoch(int epoch);
+  // Starts (or restarts) epoch `epoch` at batch `first_batch` (0: the start; a later batch resumes
+  // an interrupted epoch with the same batches it would have had); batches of a previous unfinished
+  // epoch are dropped. std::out_of_range when first_batch is past the epoch's end.
+  void begin_epoch(int epoch, int64_t first_batch = 0);
   // The next batch in order, or nullopt when the epoch is done. Rethrows worker errors.
   std::optional<Batch> next();
 

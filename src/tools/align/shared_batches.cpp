@@ -13,12 +13,18 @@ namespace {
 class FixedBatchSource final : public core::BatchSource {
  public:
   FixedBatchSource(core::Batch batch, int64_t num_classes) : batch_(std::move(batch)), num_classes_(num_classes) {}
-  core::Batch next() override { return batch_; }
+  core::Batch next() override {
+    ++served_;
+    return batch_;
+  }
   int64_t num_classes() const override { return num_classes_; }
+  core::DataPosition position() const override { return {0, served_, 0}; }
+  void seek(const core::DataPosition& p) override { served_ = p.batch; }  // every batch is the same
 
  private:
   core::Batch batch_;
   int64_t num_classes_;
+  int64_t served_ = 0;
 };
 
 class HostCopySource final : public core::BatchSource {
@@ -33,6 +39,8 @@ class HostCopySource final : public core::BatchSource {
     return b;
   }
   int64_t num_classes() const override { return host_->num_classes(); }
+  core::DataPosition position() const override { return host_->position(); }
+  void seek(const core::DataPosition& p) override { host_->seek(p); }
 
  private:
   std::unique_ptr<core::BatchSource> host_;
