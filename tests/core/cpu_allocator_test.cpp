@@ -10,6 +10,7 @@
 #include <thread>
 #include <vector>
 
+#include "core/cpu_allocator.h"
 #include "core/device.h"
 
 namespace core = crosstrain::core;
