@@ -6,7 +6,7 @@
 #include "cli/train_flags.h"
 #include "report/output.h"
 #include "tools/bench.h"
-#include "tools/train_report.h"
+#include "tools/bench_report.h"
 
 namespace crosstrain::cli {
 

@@ -10,7 +10,7 @@ namespace crosstrain::cli {
 
 void add_op_check_command(CLI::App& app) {
   struct Args {
-    tools::OpCheckOptions o;
+    opcheck::OpCheckOptions o;
     std::string json;
   };
   auto args = std::make_shared<Args>();
@@ -33,9 +33,9 @@ void add_op_check_command(CLI::App& app) {
       ->type_name("PATH");
   add_json_option(cmd, args->json);
   cmd->callback([args] {
-    const auto r = tools::run_op_check(args->o);
-    if (!args->json.empty()) report::write_json(tools::op_check_to_json(r), args->json);
-    (report::json_to_stdout(args->json) ? std::cerr : std::cout) << tools::render_op_check_console(r);
+    const auto r = opcheck::run_op_check(args->o);
+    if (!args->json.empty()) report::write_json(opcheck::op_check_to_json(r), args->json);
+    (report::json_to_stdout(args->json) ? std::cerr : std::cout) << opcheck::render_op_check_console(r);
     if (!r.all_pass()) throw ExitStatus{1};
   });
 }

@@ -33,7 +33,7 @@ void add_train_command(CLI::App& app) {
       ->check(CLI::Range(8, 4096))->group(run);
   cmd->add_option("--steps", c.steps, "Training steps")->capture_default_str()->check(CLI::PositiveNumber)->group(run);
   cmd->add_option("--epochs", c.epochs, "Train for N epochs of --data instead of --steps")->check(CLI::NonNegativeNumber)->group(run);
-  cmd->add_option("--warmup-steps", c.warmup_steps, "Steps excluded from timing statistics")->capture_default_str()
+  cmd->add_option("--warmup-steps", c.warmup_steps, "Steps excluded from timing statistics (default: 3, fewer for shorter runs)")
       ->check(CLI::NonNegativeNumber)->group(run);
   cmd->add_option("--precision", c.precision, "fp32 | tf32 | fp16 | bf16")->capture_default_str()
       ->check(CLI::IsMember({"fp32", "tf32", "fp16", "bf16"}))->group(run);
@@ -61,6 +61,17 @@ void add_train_command(CLI::App& app) {
   cmd->add_option("--rank", c.rank, "Data shard of this process")->check(CLI::NonNegativeNumber)->group(data);
   cmd->add_option("--world-size", c.world_size, "Number of data shards")->check(CLI::PositiveNumber)->group(data);
   add_json_option(cmd, args->json)->group("Reporting");
+  const char* ck = "Checkpoints";
+  cmd->add_option("--checkpoint-dir", c.checkpoint_dir, "Write checkpoints to DIR (always one at the end of the run)")
+      ->type_name("DIR")->group(ck);
+  cmd->add_option("--checkpoint-every", c.checkpoint_every, "Also every N steps")->check(CLI::NonNegativeNumber)->group(ck);
+  cmd->add_option("--checkpoint-every-epochs", c.checkpoint_every_epochs, "Also every N epochs")
+      ->check(CLI::NonNegativeNumber)->group(ck);
+  cmd->add_option("--checkpoint-keep", c.checkpoint_keep, "Newest checkpoints kept")->capture_default_str()
+      ->check(CLI::PositiveNumber)->group(ck);
+  cmd->add_option("--resume", c.resume, "auto (newest valid checkpoint in --checkpoint-dir, or start fresh) or PATH")
+      ->group(ck);
+  cmd->add_option("--crash-after-step", c.crash_after_step, "Test aid: exit 137 after this step")->group("");
   add_common_train_flags(cmd, c);
   add_dump_flags(cmd, args->dump, /*with_dir=*/true);
   cmd->callback([args] {
@@ -81,6 +92,7 @@ void add_train_command(CLI::App& app) {
       doc["kind"] = "train";
       report::write_json(doc, args->json);
     }
+    if (result.stop_signal) throw ExitStatus{128 + result.stop_signal};  // preempted, checkpoint written
   });
 }
 

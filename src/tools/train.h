@@ -1,6 +1,7 @@
 #pragma once
-// The training loop: model + synthetic (or injected) data + optimizer + mixed precision + loss
-// scaler, timed step by step. One run per call; bench calls it once per precision.
+// One training run: resolves the configuration (tools/run_plan.h), opens the data, builds the model
+// and a Trainer (tools/trainer.h), attaches the observers the flags ask for (log, profiler,
+// evaluation, progress) and runs the steps. bench calls it once per precision.
 //
 //   TrainConfig cfg; cfg.model = "resnet18"; cfg.precision = "bf16";
 //   TrainResult r = run_training(cfg);
@@ -16,22 +17,19 @@
 
 namespace crosstrain::core {
 class BatchSource;
-class ForwardObserver;
 }  // namespace crosstrain::core
 
 namespace crosstrain::tools {
 
 class TrainObserver;
 
-// Extension points for later stages (real data, dumps, profiling) without touching the loop.
+// What a caller adds to a run: its own data and its own observers (dumps, checks).
 struct TrainHooks {
   // Replaces the synthetic data when set; called once the device is known.
   std::function<std::unique_ptr<core::BatchSource>(const std::string& device)> make_source;
-  std::vector<core::ForwardObserver*> observers;  // all see every module, in this order
-  std::vector<TrainObserver*> train_observers;     // see tools/train_observer.h
-  std::function<void(int64_t step)> on_step_begin;
-  std::function<void(const StepRecord&)> on_step_end;
-  // Where loss-scaler messages and warnings are printed as they happen (default: stderr).
+  // Attached after the profiler and before the run's own observers (tools/train_observer.h).
+  std::vector<TrainObserver*> train_observers;
+  // Where loss-scaler messages, notes and warnings are printed as they happen (default: stderr).
   std::ostream* messages = nullptr;
 };
 

@@ -1,6 +1,6 @@
 #pragma once
 // Everything a training run is configured by, and everything it reports. Torch-free, so the CLI
-// and reporters compile without libtorch headers. Defaults are documented in docs/CLI.md.
+// and reporters compile without libtorch headers. Defaults are the flags' defaults (--help).
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -45,7 +45,7 @@ struct TrainConfig {
   int64_t eval_every_steps = 0;   // evaluate on the validation split every N steps (0: off)
   int64_t eval_every_epochs = 0;  // ... or every N epochs
   bool eval_at_end = true;        // real data: evaluate once after the last step
-  int64_t warmup_steps = 3;  // excluded from throughput and batch-time statistics
+  int64_t warmup_steps = -1;  // excluded from timing statistics; < 0: 3, fewer when the run is shorter
   // numerics
   std::string precision = "fp32";    // fp32 | tf32 | fp16 | bf16
   std::string loss_scale = "auto";   // auto (dynamic for fp16, off otherwise) | dynamic | off | <number>
@@ -72,9 +72,16 @@ struct TrainConfig {
   std::optional<double> peak_tflops;
   bool probe_peak = false;       // measure peak with a short matmul probe
   bool progress = true;          // progress line (only on a terminal)
-  ProfileOptions profile;        // --profile DIR and its schedule
+  profile::ProfileOptions profile;  // --profile DIR and its schedule
+  // checkpoints (tools/checkpoint.h, docs/CHECKPOINT.md)
+  std::string checkpoint_dir;         // empty: no checkpoints
+  int64_t checkpoint_every = 0;       // steps between checkpoints (0: only at the end)
+  int64_t checkpoint_every_epochs = 0;
+  int64_t checkpoint_keep = 3;        // newest checkpoints kept
+  std::string resume;                 // "" | "auto" (newest valid in checkpoint_dir, else fresh) | PATH
   // testing hooks
   int64_t inject_inf_at_step = -1;  // make one gradient inf at this step (loss-scaler tests)
+  int64_t crash_after_step = -1;    // _exit(137) once this step (and its checkpoint) is done
 };
 
 struct StepRecord {
@@ -95,7 +102,9 @@ struct EvalRecord {
 };
 
 struct TrainResult {
-  TrainConfig config;
+  TrainConfig config;               // as resolved (tools/run_plan.h)
+  TrainConfig requested;            // as given
+  std::vector<std::string> notes;   // defaults adjusted to fit the request
   std::string device;               // resolved, e.g. "cpu", "cuda:0"
   std::string device_description;
   std::string precision;
@@ -125,6 +134,12 @@ struct TrainResult {
   std::string data;                            // "synthetic" or KIND:PATH
   int64_t train_samples = 0;                   // dataset size (training split)
   std::vector<EvalRecord> evals;
+  std::string resumed_from;                    // checkpoint path, empty for a fresh start
+  int64_t resumed_at_step = 0;
+  int64_t checkpoints_written = 0;
+  double checkpoint_write_s = 0;               // background writing, summed
+  double checkpoint_stall_s = 0;               // time the step loop waited for checkpoints
+  int stop_signal = 0;                         // SIGTERM / SIGINT that stopped the run early (exit 128 + it)
   int64_t bad_samples = 0;                     // replaced during training
   std::vector<std::string> first_bad;          // "path: reason", the first few
 };

@@ -2,6 +2,7 @@
 
 #include <torch/nn/functional/loss.h>
 
+#include <filesystem>
 #include <stdexcept>
 
 #include "core/amp.h"
@@ -42,6 +43,14 @@ TrainData open_train_data(const TrainConfig& c) {
   return d;
 }
 
+bool data_has_val_split(const TrainConfig& c) {
+  if (c.data.rfind("imagefolder:", 0) != 0) return true;
+  if (!c.val_root.empty()) return true;
+  const std::filesystem::path root(c.data.substr(std::string("imagefolder:").size()));
+  std::error_code ec;
+  return std::filesystem::is_directory(root / "train", ec) && std::filesystem::is_directory(root / "val", ec);
+}
+
 std::shared_ptr<const data::Dataset> open_val_data(const TrainConfig& c, int64_t image_size) {
   const bool fixed = c.data.rfind("imagefolder", 0) != 0;
   // Evaluation of fixed-size data at its training size: resize shorter side = size, centre crop.
@@ -69,11 +78,11 @@ std::unique_ptr<core::LoaderSource> make_loader_source(const TrainConfig& c, std
   return std::make_unique<core::LoaderSource>(std::move(ds), o, device);
 }
 
-EvalRecord evaluate(core::ResNet& model, core::LoaderSource& val, const PrecisionPlan& plan, c10::Device device) {
+EvalRecord evaluate(core::TrainableModel& model, core::LoaderSource& val, const PrecisionPlan& plan, c10::Device device) {
   EvalRecord r;
   torch::NoGradGuard no_grad;
-  const bool was_training = model->is_training();
-  model->eval();
+  const bool was_training = model.is_training();
+  model.eval();
   val.begin_epoch(0);
   int64_t top1 = 0, top5 = 0;
   double loss_sum = 0;
@@ -81,7 +90,7 @@ EvalRecord evaluate(core::ResNet& model, core::LoaderSource& val, const Precisio
     at::Tensor logits;
     {
       core::AutocastGuard ac(device.type(), plan.autocast_dtype);
-      logits = model->forward(b->images).to(at::kFloat);
+      logits = model.forward(b->images).to(at::kFloat);
     }
     const int64_t k = std::min<int64_t>(5, logits.size(1));
     auto topk = std::get<1>(logits.topk(k, 1));
@@ -93,7 +102,7 @@ EvalRecord evaluate(core::ResNet& model, core::LoaderSource& val, const Precisio
                     .item<double>();
     r.samples += b->labels.size(0);
   }
-  if (was_training) model->train();
+  if (was_training) model.train();
   if (r.samples == 0) throw std::runtime_error("the validation split is empty");
   r.top1 = static_cast<double>(top1) / static_cast<double>(r.samples);
   r.top5 = static_cast<double>(top5) / static_cast<double>(r.samples);

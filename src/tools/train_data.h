@@ -22,6 +22,9 @@ struct TrainData {
 // Opens the training split (and checks the validation split exists when evaluation is asked
 // for). Throws std::invalid_argument for bad specs, std::runtime_error for unreadable data.
 TrainData open_train_data(const TrainConfig& config);
+// Whether --data has a validation split: image trees need ROOT/train + ROOT/val or --val-root;
+// the fixed datasets (idx, cifar, synthetic) always have one.
+bool data_has_val_split(const TrainConfig& config);
 std::shared_ptr<const data::Dataset> open_val_data(const TrainConfig& config, int64_t image_size);
 
 std::unique_ptr<core::LoaderSource> make_loader_source(const TrainConfig& config,
@@ -29,6 +32,6 @@ std::unique_ptr<core::LoaderSource> make_loader_source(const TrainConfig& config
                                                        c10::Device device, bool training);
 
 // One pass over the validation split in eval mode, under the run's autocast.
-EvalRecord evaluate(core::ResNet& model, core::LoaderSource& val, const PrecisionPlan& plan, c10::Device device);
+EvalRecord evaluate(core::TrainableModel& model, core::LoaderSource& val, const PrecisionPlan& plan, c10::Device device);
 
 }  // namespace crosstrain::tools

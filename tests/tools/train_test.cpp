@@ -8,6 +8,7 @@
 #include "test_support.h"
 #include "tiny_train_config.h"
 #include "tools/bench.h"
+#include "tools/bench_report.h"
 #include "tools/train_report.h"
 
 using namespace crosstrain::tools;

@@ -82,7 +82,7 @@ void DumpSession::on_step_begin(int64_t step) {
   saw_scaled_ = false;
 }
 
-at::Tensor DumpSession::on_exit(const std::string& module, const at::Tensor& output) {
+at::Tensor DumpSession::on_module_exit(const std::string& module, const at::Tensor& output) {
   if (!dumping_ || !output.defined()) return output;
   // Written now: an in-place op later in forward would change the values.
   write(step_, module, align::RecordKind::Forward, output);
@@ -126,7 +126,7 @@ ModuleDisturbance::ModuleDisturbance(std::string module, Kind kind, double relat
   if (module_.empty()) throw std::invalid_argument("a module name is needed to disturb its output");
 }
 
-at::Tensor ModuleDisturbance::on_exit(const std::string& module, const at::Tensor& output) {
+at::Tensor ModuleDisturbance::on_module_exit(const std::string& module, const at::Tensor& output) {
   if (module != module_ || !output.defined() || !output.is_floating_point() || output.numel() == 0) return output;
   ++applied_;
   if (kind_ == Kind::Noise) {

@@ -1,6 +1,6 @@
 #pragma once
 // Records a training run into a crosstrain dump (docs/DUMP_FORMAT.md) by watching the loop through
-// tools::TrainObserver; the loop itself knows nothing about dumps.
+// tools::TrainObserver; the trainer itself knows nothing about dumps.
 //
 //   DumpSessionOptions o; o.dir = "dump_a"; o.mode = align::DumpMode::Stats; o.steps = StepSelection::parse("0-1");
 //   DumpSession dump(o);                          // opens the dump now: a bad directory fails early
@@ -39,7 +39,7 @@ struct DumpSessionOptions {
 // The dump's meta block for a run configuration (model, precision, device, seed, batch, ...).
 nlohmann::json dump_meta_for(const TrainConfig& config);
 
-class DumpSession final : public TrainObserver, private core::ForwardObserver {
+class DumpSession final : public TrainObserver {
  public:
   explicit DumpSession(const DumpSessionOptions& options);  // std::runtime_error if `dir` is unusable
   ~DumpSession() override;
@@ -50,14 +50,16 @@ class DumpSession final : public TrainObserver, private core::ForwardObserver {
   void on_loss(int64_t step, const at::Tensor& loss, std::optional<double> loss_scale) override;
   void on_param_grads(int64_t step, bool scaled, const NamedTensors& grads) override;
   void on_step_end(const StepRecord& record) override;
-  core::ForwardObserver* forward_observer() override { return this; }
+  bool wants_module_events() const override { return true; }
+  bool reads_module_outputs() const override { return true; }
+  bool wants_param_grads() const override { return true; }
+  at::Tensor on_module_exit(const std::string& module, const at::Tensor& output) override;
 
   void close();  // also done by the destructor
   int64_t records_written() const;
   const std::string& dir() const { return options_.dir; }
 
  private:
-  at::Tensor on_exit(const std::string& module, const at::Tensor& output) override;
   void write(int64_t step, const std::string& name, align::RecordKind kind, const at::Tensor& t);
 
   DumpSessionOptions options_;
@@ -72,15 +74,16 @@ class DumpSession final : public TrainObserver, private core::ForwardObserver {
 // standard-normal noise: it changes the direction, which batch norm would not undo as it undoes a
 // scale), or a NaN in its first element. Register it after any DumpSession so the dump records
 // the changed output.
-class ModuleDisturbance final : public TrainObserver, private core::ForwardObserver {
+class ModuleDisturbance final : public TrainObserver {
  public:
   enum class Kind { Noise, NaN };
   ModuleDisturbance(std::string module, Kind kind, double relative = 1e-2);
-  core::ForwardObserver* forward_observer() override { return this; }
+  bool wants_module_events() const override { return true; }
+  bool reads_module_outputs() const override { return true; }
+  at::Tensor on_module_exit(const std::string& module, const at::Tensor& output) override;
   int64_t applied() const { return applied_; }
 
  private:
-  at::Tensor on_exit(const std::string& module, const at::Tensor& output) override;
   std::string module_;
   Kind kind_;
   double relative_;

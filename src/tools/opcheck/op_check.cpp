@@ -11,7 +11,7 @@
 #include "core/optim.h"
 #include "tools/precision.h"
 
-namespace crosstrain::tools {
+namespace crosstrain::opcheck {
 
 namespace {
 
@@ -234,8 +234,8 @@ OpCheckResult run_op_check(const OpCheckOptions& o) {
   if (o.perf_iterations < 1) throw std::invalid_argument("perf iterations must be >= 1");
   core::load_backend_libraries(o.backend_libs);
   auto dev = core::DeviceContext::open(o.device);
-  const PrecisionPlan plan = plan_precision(o.precision, "off", dev);
-  apply_math_mode(plan, dev);
+  const tools::PrecisionPlan plan = tools::plan_precision(o.precision, "off", dev);
+  tools::apply_math_mode(plan, dev);
   OpCheckResult r;
   r.device = dev.name();
   r.precision = o.precision;
@@ -302,4 +302,4 @@ OpCheckResult run_op_check(const OpCheckOptions& o) {
   return r;
 }
 
-}  // namespace crosstrain::tools
+}  // namespace crosstrain::opcheck

@@ -21,7 +21,7 @@
 #include <string>
 #include <vector>
 
-namespace crosstrain::tools {
+namespace crosstrain::opcheck {
 
 struct OpCheckOptions {
   std::string device = "cpu";
@@ -69,4 +69,4 @@ OpCheckResult run_op_check(const OpCheckOptions& options);
 std::string render_op_check_console(const OpCheckResult& r);
 nlohmann::json op_check_to_json(const OpCheckResult& r);  // with schema_version
 
-}  // namespace crosstrain::tools
+}  // namespace crosstrain::opcheck

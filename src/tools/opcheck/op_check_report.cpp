@@ -8,7 +8,7 @@
 #include "report/units.h"
 #include "tools/opcheck/op_check.h"
 
-namespace crosstrain::tools {
+namespace crosstrain::opcheck {
 
 namespace {
 
@@ -69,4 +69,4 @@ nlohmann::json op_check_to_json(const OpCheckResult& r) {
   return doc;
 }
 
-}  // namespace crosstrain::tools
+}  // namespace crosstrain::opcheck

@@ -17,7 +17,7 @@
 
 #include "report/output.h"
 
-namespace crosstrain::tools {
+namespace crosstrain::profile {
 
 namespace {
 
@@ -188,4 +188,4 @@ size_t PortableRecorder::stop_and_write(const std::string& path) {
   return n;
 }
 
-}  // namespace crosstrain::tools
+}  // namespace crosstrain::profile

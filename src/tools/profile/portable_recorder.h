@@ -5,7 +5,7 @@
 #include <memory>
 #include <string>
 
-namespace crosstrain::tools {
+namespace crosstrain::profile {
 
 class PortableRecorder {
  public:
@@ -27,4 +27,4 @@ class PortableRecorder {
   bool running_ = false;
 };
 
-}  // namespace crosstrain::tools
+}  // namespace crosstrain::profile

@@ -10,7 +10,7 @@
 #include "core/models.h"
 #include "tools/profile/portable_recorder.h"
 
-namespace crosstrain::tools {
+namespace crosstrain::profile {
 
 namespace kp = torch::autograd::profiler;
 namespace pi = torch::profiler::impl;
@@ -158,4 +158,4 @@ void ProfileSession::finish() {
 
 core::ForwardObserver* ProfileSession::module_observer() { return &impl_->modules; }
 
-}  // namespace crosstrain::tools
+}  // namespace crosstrain::profile

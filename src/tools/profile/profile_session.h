@@ -21,7 +21,7 @@ namespace crosstrain::core {
 class ForwardObserver;
 }
 
-namespace crosstrain::tools {
+namespace crosstrain::profile {
 
 struct ProfileOptions {
   std::string dir;            // empty: profiling off
@@ -62,4 +62,4 @@ class ProfileSession {
   std::vector<std::string> written_;
 };
 
-}  // namespace crosstrain::tools
+}  // namespace crosstrain::profile

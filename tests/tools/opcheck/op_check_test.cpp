@@ -4,7 +4,7 @@
 
 #include <set>
 
-using namespace crosstrain::tools;
+using namespace crosstrain::opcheck;
 
 namespace {
 

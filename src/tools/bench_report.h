@@ -1,0 +1,18 @@
+#pragma once
+// Renderers for `crosstrain bench`: the runs of one model at several precisions side by side.
+// Torch-free.
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "tools/train_config.h"
+
+namespace crosstrain::tools {
+
+// Rows: throughput, peak memory, batch time (median, p90), first step, final loss, skipped steps,
+// achieved TFLOP/s, utilization; columns: one per run plus a change column vs the first run.
+std::string render_comparison(const std::vector<TrainResult>& runs);
+// Every run's train_result_to_json() and the ratios of the last run to the first.
+nlohmann::json bench_to_json(const std::vector<TrainResult>& runs);
+
+}  // namespace crosstrain::tools

@@ -1,0 +1,121 @@
+#pragma once
+// Checkpoints and exact resume (docs/CHECKPOINT.md).
+//
+// A checkpoint is one torch.save()-layout file, DIR/checkpoint_<step>.pt, holding the trainer's state
+// (tools/trainer.h: model, optimizer, scaler, lr_scheduler, rng, data, step) plus "epoch", "args" (the
+// settings that decide the computation, as strings) and "crosstrain" (version, format). Python's
+// torch.load(path, weights_only=True) opens it; the parts are PyTorch's own state_dict() layouts.
+//
+// Writing costs the step loop one copy of the state to host memory: a writer thread pickles and
+// writes it crash-safely (core/state_file.h) while training goes on. At most one write is in flight;
+// the next checkpoint waits for it. After a write, all but the newest `keep` checkpoints are removed.
+//
+// Resuming with "auto" takes the newest checkpoint that loads, says which ones it skipped and why,
+// and starts fresh when there is none. A checkpoint whose settings differ from the run's in anything
+// that changes the computation is refused, naming each differing setting.
+#include <atomic>
+#include <condition_variable>
+#include <filesystem>
+#include <iosfwd>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "core/state_dict.h"
+#include "tools/train_observer.h"
+
+namespace crosstrain::tools {
+
+class Trainer;
+
+constexpr int64_t kCheckpointFormat = 1;
+
+// The settings a resumed run must share with the run that wrote the checkpoint, as flag -> value.
+std::vector<std::pair<std::string, std::string>> checkpoint_fingerprint(const TrainConfig& resolved);
+
+// Checkpoints in `dir`, newest (highest step) first.
+std::vector<std::filesystem::path> list_checkpoints(const std::filesystem::path& dir);
+
+// Writes snapshots in the background.
+class CheckpointWriter {
+ public:
+  CheckpointWriter(std::filesystem::path dir, int64_t keep, std::ostream& messages);
+  ~CheckpointWriter();  // finishes the write in flight
+  CheckpointWriter(const CheckpointWriter&) = delete;
+  CheckpointWriter& operator=(const CheckpointWriter&) = delete;
+
+  // Copies `state` to host memory (waiting first for the previous write) and queues it.
+  void save(const c10::IValue& state, int64_t step);
+  // Waits for the write in flight; rethrows its error.
+  void wait();
+
+  int64_t written() const { return written_; }
+  double write_seconds() const { return write_s_; }
+  double stall_seconds() const { return stall_s_; }
+  const std::string& last_path() const { return last_path_; }
+
+ private:
+  void run();
+  void prune();
+
+  std::filesystem::path dir_;
+  int64_t keep_;
+  std::ostream& messages_;
+  std::mutex mutex_;
+  std::condition_variable cv_;
+  std::optional<std::pair<c10::IValue, int64_t>> pending_;
+  bool busy_ = false, stop_ = false;
+  std::string error_;
+  std::thread thread_;
+  int64_t written_ = 0;
+  double write_s_ = 0, stall_s_ = 0;
+  std::string last_path_;
+};
+
+// Saves on the configured cadence and at the end of the run; fills the result's checkpoint fields.
+class CheckpointObserver final : public TrainObserver {
+ public:
+  CheckpointObserver(Trainer& trainer, const TrainConfig& resolved, int64_t batches_per_epoch, std::ostream& messages);
+  void on_step_end(const StepRecord& record) override;
+  void on_run_end(TrainResult& result) override;
+  // Writes a checkpoint of the current state now and waits for it (preemption, end of run).
+  void save_now();
+  // Waits for the write in flight.
+  void wait() { writer_.wait(); }
+
+ private:
+  c10::IValue checkpoint_state() const;
+
+  Trainer& trainer_;
+  const TrainConfig& config_;
+  int64_t batches_per_epoch_;
+  CheckpointWriter writer_;
+  int64_t last_saved_step_ = -1;
+};
+
+// What --resume chose.
+struct ResumePoint {
+  std::string path;     // empty: start fresh
+  core::StateDict state = core::make_state_dict();
+};
+
+// `spec`: "auto" (newest valid checkpoint in `dir`, else fresh) or a path. Corrupt checkpoints are
+// skipped with a note under "auto" and are an error when named. std::invalid_argument when the
+// checkpoint's settings differ from `resolved`'s.
+ResumePoint choose_resume(const std::string& spec, const std::filesystem::path& dir, const TrainConfig& resolved,
+                          std::ostream& messages);
+
+// Loads a checkpoint into the trainer: crosstrain's own, or a torchvision-reference-style one written
+// by a Python script ({"model", "optimizer", "lr_scheduler", "epoch", ...}), which resumes at the start
+// of the next epoch.
+void resume_trainer(Trainer& trainer, const core::StateDict& state, int64_t batches_per_epoch);
+
+// SIGTERM / SIGINT: the first asks the run to stop after the current step (a checkpoint is written
+// and the run exits with 128 + the signal's number); a second ends the process at once.
+void install_preemption_handlers();
+int preemption_signal();  // 0 while none arrived
+
+}  // namespace crosstrain::tools

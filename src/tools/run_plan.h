@@ -1,0 +1,58 @@
+#pragma once
+// From what the user asked (a TrainConfig of strings and defaults) to what a run does (a RunPlan of
+// typed, resolved values). Every check of a configuration happens here, once; the CLI only parses.
+//
+//   RunPlan plan = resolve(config, device, data_facts);   // std::invalid_argument on a bad request
+//   plan.resolved.steps, plan.precision.autocast_dtype, plan.optimizer, plan.notes ...
+//
+// `asked` is never changed; `resolved` has every derived value filled in: the learning rate (linear
+// scaling rule), image size and class count (from the dataset), steps (from --epochs), warm-up
+// steps. A default that does not fit the request is adjusted and said in `notes` (the summary
+// prints them); an explicit value that does not fit is an error.
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/amp.h"
+#include "core/device.h"
+#include "core/optim.h"
+#include "tools/precision.h"
+#include "tools/train_config.h"
+
+namespace crosstrain::tools {
+
+enum class CpuAllocator { Caching, System };
+enum class ProfileRecorder { Auto, Kineto, Portable };
+
+// What an opened training dataset decides.
+struct DataFacts {
+  int64_t num_classes = 0;
+  int64_t image_size = 0;
+  int64_t batches_per_epoch = 0;
+  int64_t train_samples = 0;
+  bool has_val_split = true;
+};
+
+struct RunPlan {
+  TrainConfig asked;
+  TrainConfig resolved;
+  PrecisionPlan precision;
+  core::OptimizerKind optimizer = core::OptimizerKind::SGD;
+  core::OptimizerKernels optimizer_kernels = core::OptimizerKernels::Auto;
+  core::ScalerKernels scaler_kernels = core::ScalerKernels::Auto;
+  core::ScheduleKind schedule = core::ScheduleKind::Constant;
+  CpuAllocator cpu_allocator = CpuAllocator::Caching;
+  ProfileRecorder profile_recorder = ProfileRecorder::Auto;
+  std::vector<std::string> notes;  // defaults adjusted to fit the request
+};
+
+// `data`: the facts of the opened dataset when the run reads one (--data), else nullopt.
+RunPlan resolve(const TrainConfig& config, const core::DeviceContext& device,
+                const std::optional<DataFacts>& data = std::nullopt);
+
+// The parts' options as the plan says.
+core::GradScalerOptions scaler_options(const RunPlan& plan);
+core::OptimizerOptions optimizer_options(const RunPlan& plan);
+core::LrSchedule lr_schedule(const RunPlan& plan);
+
+}  // namespace crosstrain::tools

@@ -1,0 +1,284 @@
+#include "tools/trainer.h"
+
+#include <ATen/record_function.h>
+#include <torch/nn/functional/loss.h>
+#include <torch/nn/utils/clip_grad.h>
+
+#include <chrono>
+#include <cmath>
+#include <limits>
+#include <map>
+#include <optional>
+
+#include "core/rng_state.h"
+
+namespace crosstrain::tools {
+
+const char* phase_name(Phase p) {
+  switch (p) {
+    case Phase::Data: return "data_wait";
+    case Phase::Forward: return "forward";
+    case Phase::Backward: return "backward";
+    case Phase::GradSync: return "grad_sync";
+    case Phase::UnscaleClip: return "unscale_clip";
+    case Phase::OptimizerStep: return "optimizer_step";
+    case Phase::ScalerUpdate: return "scaler_update";
+  }
+  return "?";
+}
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double ms_since(Clock::time_point t0) { return std::chrono::duration<double, std::milli>(Clock::now() - t0).count(); }
+
+// Brackets one phase: observers hear begin and end, and profilers see a user scope of its name.
+class PhaseScope {
+ public:
+  PhaseScope(const std::vector<TrainObserver*>& observers, int64_t step, Phase phase)
+      : observers_(observers), step_(step), phase_(phase), record_(at::RecordScope::USER_SCOPE) {
+    for (auto* o : observers_) o->on_phase_begin(step_, phase_);
+    if (record_.isActive()) record_.before(phase_name(phase_));
+  }
+  ~PhaseScope() {
+    record_.end();
+    for (auto* o : observers_) o->on_phase_end(step_, phase_);
+  }
+  PhaseScope(const PhaseScope&) = delete;
+  PhaseScope& operator=(const PhaseScope&) = delete;
+
+ private:
+  const std::vector<TrainObserver*>& observers_;
+  int64_t step_;
+  Phase phase_;
+  at::RecordFunction record_;
+};
+
+}  // namespace
+
+// Forwards the model's module events to the observers that want them.
+class Trainer::ModuleEvents final : public core::ForwardObserver {
+ public:
+  explicit ModuleEvents(std::vector<TrainObserver*> list) : list_(std::move(list)) {}
+  void on_enter(const std::string& m) override {
+    for (auto* o : list_) o->on_module_enter(m);
+  }
+  at::Tensor on_exit(const std::string& m, const at::Tensor& out) override {
+    at::Tensor t = out;
+    for (auto it = list_.rbegin(); it != list_.rend(); ++it) t = (*it)->on_module_exit(m, t);
+    return t;
+  }
+  bool reads_outputs() const override {
+    for (auto* o : list_)
+      if (o->reads_module_outputs()) return true;
+    return false;
+  }
+  bool empty() const { return list_.empty(); }
+
+ private:
+  std::vector<TrainObserver*> list_;
+};
+
+TrainerParts make_trainer_parts(const RunPlan& plan, c10::Device device, std::shared_ptr<core::TrainableModel> model,
+                                std::unique_ptr<core::BatchSource> source,
+                                std::function<void(const std::string&)> scaler_log) {
+  TrainerParts p;
+  const auto& c = plan.resolved;
+  p.optimizer = std::make_unique<core::MultiTensorOptimizer>(
+      plan.optimizer, core::split_decay_groups(model->named_parameters(), c.no_decay_bn_bias, c.weight_decay),
+      optimizer_options(plan));
+  p.model = std::move(model);
+  p.source = std::move(source);
+  p.schedule = lr_schedule(plan);
+  if (plan.precision.use_scaler)
+    p.scaler = std::make_unique<core::GradScaler>(device, scaler_options(plan), std::move(scaler_log));
+  return p;
+}
+
+Trainer::Trainer(RunPlan plan, const core::DeviceContext& device, TrainerParts parts)
+    : plan_(std::move(plan)), device_(device), parts_(std::move(parts)) {
+  if (!parts_.model || !parts_.source || !parts_.optimizer)
+    throw std::invalid_argument("trainer: a model, a batch source and an optimizer are required");
+}
+
+Trainer::~Trainer() {
+  if (module_events_) parts_.model->set_observer(nullptr);
+}
+
+void Trainer::add_observer(TrainObserver* o) {
+  if (running_) throw std::logic_error("trainer: observers must be added before begin_run");
+  observers_.push_back(o);
+}
+
+void Trainer::begin_run() {
+  std::vector<TrainObserver*> module_watchers;
+  for (auto* o : observers_)
+    if (o->wants_module_events()) module_watchers.push_back(o);
+  if (!module_watchers.empty()) {
+    module_events_ = std::make_unique<ModuleEvents>(std::move(module_watchers));
+    parts_.model->set_observer(module_events_.get());
+  }
+  running_ = true;
+  for (auto* o : observers_) o->on_run_begin(plan_);
+}
+
+void Trainer::end_run(TrainResult& result) {
+  if (module_events_) parts_.model->set_observer(nullptr);
+  module_events_.reset();
+  running_ = false;
+  if (parts_.scaler) {
+    result.skipped_steps = parts_.scaler->state().skipped_steps;
+    result.final_loss_scale = parts_.scaler->current_scale();
+  }
+  for (auto* o : observers_) o->on_run_end(result);
+}
+
+bool Trainer::want_grads() const {
+  for (auto* o : observers_)
+    if (o->wants_param_grads()) return true;
+  return false;
+}
+
+void Trainer::report_grads(bool scaled) {
+  if (!want_grads()) return;
+  NamedTensors grads;
+  for (const auto& p : parts_.model->named_parameters())
+    if (p.value().grad().defined()) grads.emplace_back(p.key(), p.value().grad());
+  for (auto* o : observers_) o->on_param_grads(step_, scaled, grads);
+}
+
+core::Batch Trainer::data_phase() {
+  PhaseScope scope(observers_, step_, Phase::Data);
+  return parts_.source->next();
+}
+
+at::Tensor Trainer::forward_phase(const core::Batch& batch) {
+  namespace F = torch::nn::functional;
+  at::Tensor loss;
+  {
+    PhaseScope scope(observers_, step_, Phase::Forward);
+    core::AutocastGuard autocast(device_.device().type(), plan_.precision.autocast_dtype);
+    at::Tensor logits = parts_.model->forward(batch.images);
+    loss = F::cross_entropy(logits.to(at::kFloat), batch.labels,
+                            F::CrossEntropyFuncOptions().label_smoothing(plan_.resolved.label_smoothing));
+  }
+  const auto scale = parts_.scaler ? std::optional<double>(parts_.scaler->current_scale()) : std::nullopt;
+  for (auto* o : observers_) o->on_loss(step_, loss, scale);
+  return loss;
+}
+
+void Trainer::backward_phase(const at::Tensor& loss) {
+  PhaseScope scope(observers_, step_, Phase::Backward);
+  (parts_.scaler ? parts_.scaler->scale(loss) : loss).backward();
+}
+
+void Trainer::grad_sync_phase() {
+  // One process: nothing to exchange. Data-parallel training all-reduces the gradients here.
+  PhaseScope scope(observers_, step_, Phase::GradSync);
+}
+
+void Trainer::unscale_clip_phase(const std::vector<at::Tensor>& grads) {
+  const double clip = plan_.resolved.clip_grad_norm;
+  if (parts_.scaler) report_grads(/*scaled=*/true);
+  PhaseScope scope(observers_, step_, Phase::UnscaleClip);
+  // Clipping and gradient watchers need true gradients; otherwise the scaler's step unscales.
+  if (parts_.scaler && (clip > 0 || want_grads())) parts_.scaler->unscale(grads);
+  report_grads(/*scaled=*/false);
+  if (clip > 0) torch::nn::utils::clip_grad_norm_(parts_.model->parameters(), clip);
+}
+
+bool Trainer::optimizer_phase(const std::vector<at::Tensor>& grads) {
+  PhaseScope scope(observers_, step_, Phase::OptimizerStep);
+  if (!parts_.scaler) {
+    parts_.optimizer->step();
+    return true;
+  }
+  return parts_.scaler->step(grads, [&] { parts_.optimizer->step(); });
+}
+
+void Trainer::scaler_update_phase() {
+  PhaseScope scope(observers_, step_, Phase::ScalerUpdate);
+  if (parts_.scaler) parts_.scaler->update();
+}
+
+StepRecord Trainer::step() {
+  if (!running_) throw std::logic_error("trainer: call begin_run before step");
+  for (auto* o : observers_) o->on_step_begin(step_);
+  const auto t0 = Clock::now();
+  core::Batch batch = data_phase();
+  const double data_wait_ms = ms_since(t0);
+  parts_.optimizer->set_lr(parts_.schedule.lr(step_));
+  at::Tensor loss = forward_phase(batch);
+  backward_phase(loss);
+  grad_sync_phase();
+  auto grads = parts_.optimizer->gradients();
+  if (step_ == plan_.resolved.inject_inf_at_step && !grads.empty())
+    grads.front().fill_(std::numeric_limits<float>::infinity());
+  unscale_clip_phase(grads);
+  const bool stepped = optimizer_phase(grads);
+  scaler_update_phase();
+  parts_.optimizer->zero_grad();
+  StepRecord rec;
+  rec.step = step_;
+  rec.loss = loss.item<double>();  // waits for the step's work
+  device_.synchronize();
+  rec.lr = parts_.optimizer->lr();
+  rec.step_ms = ms_since(t0);
+  rec.data_wait_ms = data_wait_ms;
+  rec.skipped = !stepped;
+  if (parts_.scaler) rec.loss_scale = parts_.scaler->current_scale();
+  ++step_;
+  if (!std::isfinite(rec.loss) && !parts_.scaler)
+    throw std::runtime_error("loss is " + std::string(std::isnan(rec.loss) ? "NaN" : "infinite") + " at step " +
+                             std::to_string(rec.step) + " (" + plan_.resolved.precision +
+                             "); lower --lr, add --clip-grad-norm, or check the input data");
+  for (auto* o : observers_) o->on_step_end(rec);
+  return rec;
+}
+
+core::StateDict Trainer::state_dict() const {
+  core::StateDict model = core::make_state_dict();
+  for (const auto& [name, t] : core::model_state_dict(*parts_.model)) model.insert(name, t);
+  const auto pos = parts_.source->position();
+  core::StateDict data = core::make_state_dict();
+  data.insert("epoch", pos.epoch);
+  data.insert("batch", pos.batch);
+  data.insert("seed", static_cast<int64_t>(pos.seed));
+  core::StateDict d = core::make_state_dict();
+  d.insert("model", model);
+  const core::StateDict optimizer = parts_.optimizer->state_dict();
+  d.insert("optimizer", optimizer);
+  d.insert("scaler", parts_.scaler ? parts_.scaler->state_dict() : core::make_state_dict());
+  const size_t groups = core::state_list(optimizer, "param_groups", "optimizer").size();
+  d.insert("lr_scheduler", core::schedule_state_dict(parts_.schedule, step_, groups));
+  d.insert("rng", core::rng_state_dict(device_.device()));
+  d.insert("data", data);
+  d.insert("step", step_);
+  return d;
+}
+
+void Trainer::load_state_dict(const core::StateDict& d) {
+  const std::string where = "training state";
+  const int64_t step = core::state_int(d, "step", where);
+  const int64_t sched = core::schedule_position(core::state_dict_at(d, "lr_scheduler", where));
+  if (step < 0 || sched != step)
+    throw std::invalid_argument(where + ": step " + std::to_string(step) + " and the schedule position " +
+                                std::to_string(sched) + " disagree");
+  std::map<std::string, at::Tensor> model;
+  for (const auto& item : core::state_dict_at(d, "model", where)) {
+    if (!item.key().isString() || !item.value().isTensor())
+      throw std::invalid_argument(where + ": 'model' must map names to tensors");
+    model[item.key().toStringRef()] = item.value().toTensor();
+  }
+  core::load_model_state_dict(*parts_.model, model, where + " 'model'");
+  parts_.optimizer->load_state_dict(core::state_dict_at(d, "optimizer", where));
+  const auto scaler = core::state_dict_at(d, "scaler", where);
+  if (parts_.scaler && scaler.size() > 0) parts_.scaler->load_state_dict(scaler);
+  const auto data = core::state_dict_at(d, "data", where);
+  parts_.source->seek({core::state_int(data, "epoch", where + " 'data'"), core::state_int(data, "batch", where + " 'data'"),
+                       static_cast<uint64_t>(core::state_int(data, "seed", where + " 'data'"))});
+  core::load_rng_state_dict(core::state_dict_at(d, "rng", where), device_.device());
+  step_ = step;
+}
+
+}  // namespace crosstrain::tools

@@ -1,0 +1,227 @@
+// Checkpoints through the binary: exact resume after a crash (bit for bit, on synthetic data, on
+// Fashion-MNIST and on an ImageFolder of JPEGs with random crops and flips read by 2 workers, with the
+// crash inside an epoch), fallback past corrupt checkpoints, refusal of changed settings, kill -9
+// during writes, SIGTERM preemption, and both directions with Python's torch.load / torch.save.
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <random>
+#include <thread>
+
+#include "test_support.h"
+
+namespace ct = crosstrain::testing;
+namespace fs = std::filesystem;
+
+namespace {
+
+const std::string kTiny =
+    " --model resnet18 --small-stem --base-width 8 --num-classes 10 --image-size 16 --batch-size 8 --threads 1"
+    " --lr 0.05 --schedule cosine --seed 5";
+
+std::vector<double> losses_of(const fs::path& log) {
+  std::ifstream in(log);
+  std::vector<double> out;
+  for (std::string l; std::getline(in, l);)
+    if (!l.empty()) out.push_back(nlohmann::json::parse(l).at("loss").get<double>());
+  return out;
+}
+
+// Runs a command with its stdout discarded and its stderr captured.
+ct::CommandResult run_quiet(const std::string& cmd) { return ct::run_command("(" + cmd + " > /dev/null)"); }
+
+std::string file_bytes(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+}
+
+// A straight run of `steps`, and the same run crashing after step `crash` (checkpoints every
+// `every` steps) then resumed with --resume auto: equal losses and equal final weights.
+void expect_exact_resume(const std::string& name, const std::string& flags, int steps, int every, int crash) {
+  const auto dir = ct::scratch_dir("ckpt_" + name);
+  const std::string base = ct::binary() + " train" + flags + " --steps " + std::to_string(steps) + " --no-final-eval";
+  auto r = run_quiet(base + " --log " + (dir / "a.jsonl").string() + " --save-weights " +
+                           (dir / "a.pt").string());
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const std::string ck = " --checkpoint-dir " + (dir / "ck").string() + " --checkpoint-every " + std::to_string(every);
+  r = run_quiet(base + ck + " --crash-after-step " + std::to_string(crash) + " --log " +
+                      (dir / "b1.jsonl").string());
+  ASSERT_EQ(r.exit_code, 137) << r.output;
+  r = ct::run_command(base + ck + " --resume auto --log " + (dir / "b2.jsonl").string() + " --save-weights " +
+                      (dir / "b.pt").string());
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const int saved = (crash + 1) / every * every;  // the newest checkpoint before the crash
+  EXPECT_NE(r.output.find("resumed from"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("at step " + std::to_string(saved)), std::string::npos) << r.output;
+  auto b = losses_of(dir / "b1.jsonl");
+  b.resize(static_cast<size_t>(saved));
+  const auto b2 = losses_of(dir / "b2.jsonl");
+  b.insert(b.end(), b2.begin(), b2.end());
+  EXPECT_EQ(b, losses_of(dir / "a.jsonl")) << name;
+  EXPECT_TRUE(file_bytes(dir / "a.pt") == file_bytes(dir / "b.pt")) << name << ": final weights differ";
+  fs::remove_all(dir);
+}
+
+bool have_fashion_mnist() { return fs::exists("/usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz"); }
+
+}  // namespace
+
+TEST(Checkpoint, ExactResumeSyntheticFp32) { expect_exact_resume("fp32", kTiny, 7, 2, 4); }
+TEST(Checkpoint, ExactResumeSyntheticBf16) { expect_exact_resume("bf16", kTiny + " --precision bf16", 6, 2, 3); }
+TEST(Checkpoint, ExactResumeFp16WithDynamicScalerAfterASkippedStep) {
+  // Step 1 overflows (injected) and is skipped; the scaler's state crosses the crash.
+  expect_exact_resume("fp16", kTiny + " --precision fp16 --inject-inf-at-step 1 --scale-growth-interval 2", 6, 3, 4);
+}
+
+TEST(Checkpoint, ExactResumeOnFashionMnistMidEpoch) {
+  if (!have_fashion_mnist()) GTEST_SKIP() << "Fashion-MNIST (dataset-fashion-mnist) is not installed";
+  // 96 samples / batch 8 = 12 batches per epoch: the crash after step 16 falls inside epoch 1.
+  expect_exact_resume("fmnist",
+                      " --data idx:/usr/share/datasets/fashion-mnist --max-samples 96 --workers 2 --model resnet18"
+                      " --small-stem --base-width 8 --batch-size 8 --threads 1 --lr 0.05 --seed 2",
+                      20, 5, 16);
+}
+
+TEST(Checkpoint, ExactResumeOnAugmentedJpegsWithTwoWorkers) {
+  const auto dir = ct::scratch_dir("ckpt_jpeg_data");
+  auto r = run_quiet(ct::binary() + " make-imagefolder --out " + (dir / "imgs").string() +
+                           " --train 64 --val 16 --classes 4 --size 40x32 --threads 1");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  expect_exact_resume("jpeg",
+                      " --data imagefolder:" + (dir / "imgs").string() +
+                          " --image-size 24 --min-crop-scale 0.3 --workers 2 --model resnet18 --small-stem --base-width 8"
+                          " --batch-size 8 --threads 1 --lr 0.05 --seed 4",
+                      12, 3, 7);  // 8 batches per epoch: crash in epoch 0, resume at step 6
+  fs::remove_all(dir);
+}
+
+TEST(Checkpoint, CorruptNewestFallsBackAndANamedCorruptFileIsAnError) {
+  const auto dir = ct::scratch_dir("ckpt_corrupt");
+  const std::string ck = " --checkpoint-dir " + (dir / "ck").string() + " --checkpoint-every 2 --checkpoint-keep 5";
+  auto r = run_quiet(ct::binary() + " train" + kTiny + " --steps 4" + ck);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const auto newest = dir / "ck" / "checkpoint_000000004.pt";
+  ASSERT_TRUE(fs::exists(newest));
+  fs::resize_file(newest, fs::file_size(newest) / 2);
+  r = run_quiet(ct::binary() + " train" + kTiny + " --steps 5" + ck + " --resume auto");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("skipping checkpoint " + newest.string()), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("at step 2"), std::string::npos) << r.output;
+  fs::resize_file(newest, fs::file_size(newest) / 2);
+  r = run_quiet(ct::binary() + " train" + kTiny + " --steps 5 --resume " + newest.string());
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find(newest.string()), std::string::npos) << r.output;
+  fs::remove_all(dir);
+}
+
+TEST(Checkpoint, ResumeWithChangedSettingsIsRefusedNamingThem) {
+  const auto dir = ct::scratch_dir("ckpt_fingerprint");
+  const std::string ck = " --checkpoint-dir " + (dir / "ck").string();
+  auto r = run_quiet(ct::binary() + " train" + kTiny + " --steps 2" + ck);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  r = run_quiet(ct::binary() + " train" + kTiny + " --steps 4 --momentum 0.8" + ck + " --resume auto");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("--momentum 0.9"), std::string::npos) << r.output;
+  // The step count, logging and checkpoint cadence may change.
+  r = run_quiet(ct::binary() + " train" + kTiny + " --steps 4 --checkpoint-every 1" + ck + " --resume auto --log " +
+                      (dir / "l.jsonl").string());
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(losses_of(dir / "l.jsonl").size(), 2u);
+  fs::remove_all(dir);
+}
+
+TEST(Checkpoint, KillDuringWritesAlwaysLeavesLoadableCheckpoints) {
+  const auto dir = ct::scratch_dir("ckpt_kill");
+  std::mt19937 rng(7);
+  const std::string cmd = ct::binary() + " train" + kTiny + " --checkpoint-every 1 --checkpoint-keep 2" +
+                          " --checkpoint-dir " + (dir / "ck").string() + " --resume auto";
+  for (int round = 0; round < 6; ++round) {
+    const pid_t pid = fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+      execl("/bin/sh", "sh", "-c", ("exec " + cmd + " --steps 400 > /dev/null 2>&1").c_str(), static_cast<char*>(nullptr));
+      _exit(127);
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(1500 + rng() % 1500));
+    kill(pid, SIGKILL);
+    int status = 0;
+    waitpid(pid, &status, 0);
+  }
+  // Every checkpoint left behind opens in Python (temporary files are not checkpoints).
+  const std::string check = ct::python() + " -c \"import glob,sys,torch; fs=sorted(glob.glob('" + (dir / "ck").string() +
+                            "/checkpoint_*.pt')); [torch.load(f, weights_only=True) for f in fs]; print(len(fs))\"";
+  auto r = ct::run_command(check);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_GE(std::stoi(r.output), 1) << r.output;
+  r = run_quiet(cmd + " --steps 2");  // resumes past step 2: nothing left to train
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  fs::remove_all(dir);
+}
+
+TEST(Checkpoint, SigtermFinishesTheStepWritesACheckpointAndExits143) {
+  const auto dir = ct::scratch_dir("ckpt_sigterm");
+  const std::string log = (dir / "l.jsonl").string();
+  const std::string cmd = ct::binary() + " train" + kTiny + " --steps 100000 --checkpoint-dir " +
+                          (dir / "ck").string() + " --log " + log;
+  const pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    execl("/bin/sh", "sh", "-c", ("exec " + cmd + " > /dev/null 2>&1").c_str(), static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  for (int i = 0; i < 600 && losses_of(log).size() < 3; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  const auto t0 = std::chrono::steady_clock::now();
+  kill(pid, SIGTERM);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  const double waited = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 143);
+  EXPECT_LT(waited, 30.0);
+  const auto done = losses_of(log).size();
+  EXPECT_TRUE(fs::exists(dir / "ck" / ("checkpoint_" + std::string(9 - std::to_string(done).size(), '0') +
+                                       std::to_string(done) + ".pt")))
+      << done;
+  fs::remove_all(dir);
+}
+
+TEST(Checkpoint, PythonReadsItWithTorchvisionAndTorchOptim) {
+  const auto dir = ct::scratch_dir("ckpt_python_reads");
+  auto r = run_quiet(ct::binary() + " train --model resnet18 --num-classes 10 --image-size 32 --batch-size 2" +
+                           " --steps 2 --threads 1 --precision fp16 --loss-scale 1 --checkpoint-dir " + (dir / "ck").string() +
+                           "");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  r = ct::run_command(ct::python() + " " + ct::source_dir() + "/tests/python/checkpoint_interop.py read " +
+                      (dir / "ck" / "checkpoint_000000002.pt").string());
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  fs::remove_all(dir);
+}
+
+TEST(Checkpoint, ResumesFromATorchvisionReferenceStyleCheckpoint) {
+  if (!have_fashion_mnist()) GTEST_SKIP() << "Fashion-MNIST (dataset-fashion-mnist) is not installed";
+  const auto dir = ct::scratch_dir("ckpt_python_writes");
+  const auto ckpt = (dir / "model_0.pth").string(), weights = (dir / "w.pt").string();
+  auto r = ct::run_command(ct::python() + " " + ct::source_dir() + "/tests/python/checkpoint_interop.py write " + ckpt +
+                           " " + weights);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  // 64 samples / batch 16 = 4 batches per epoch; the script finished epoch 0, so the run resumes at
+  // step 4 and, with --steps 4, trains no further: the saved weights are the script's.
+  r = ct::run_command(ct::binary() + " train --data idx:/usr/share/datasets/fashion-mnist --max-samples 64" +
+                      " --batch-size 16 --model resnet18 --num-classes 10 --threads 1 --steps 4 --no-final-eval" +
+                      " --resume " + ckpt + " --save-weights " + (dir / "out.pt").string());
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("at step 4"), std::string::npos) << r.output;
+  r = ct::run_command(ct::python() + " " + ct::source_dir() + "/tests/python/checkpoint_interop.py same " + weights +
+                      " " + (dir / "out.pt").string());
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  // And it trains on from there.
+  r = run_quiet(ct::binary() + " train --data idx:/usr/share/datasets/fashion-mnist --max-samples 64" +
+                      " --batch-size 16 --model resnet18 --num-classes 10 --threads 1 --steps 6 --no-final-eval" +
+                      " --resume " + ckpt);
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  fs::remove_all(dir);
+}
