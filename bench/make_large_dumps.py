@@ -10,7 +10,7 @@ import sys
 
 import numpy as np
 
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tools"))
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "python"))
 from dump_torch import DumpWriter  # noqa: E402
 
 ELEMENTS = 32 * 1024 * 1024

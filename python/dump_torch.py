@@ -20,9 +20,9 @@ As a library, around your own training loop:
 
 As a script, a self-contained torchvision run on synthetic data (what the tests use):
 
-    python tools/dump_torch.py --model resnet18 --out dump_a --steps 0-1 --num-steps 3
-    python tools/dump_torch.py ... --perturb layer3.0.conv1=1e-2   # test-only: disturb one module
-    python tools/dump_torch.py ... --inject-nan layer2.0            # test-only: a NaN in one output
+    python python/dump_torch.py --model resnet18 --out dump_a --steps 0-1 --num-steps 3
+    python python/dump_torch.py ... --perturb layer3.0.conv1=1e-2   # test-only: disturb one module
+    python python/dump_torch.py ... --inject-nan layer2.0            # test-only: a NaN in one output
 
 Names follow torchvision's module paths ("layer3.2.conv2", block "layer3.2"); records are named
 "forward/<path>", "grad_output/<path>", "param_grad/<param>", "loss"; a module called twice in a

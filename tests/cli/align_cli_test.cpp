@@ -1,5 +1,5 @@
 // `crosstrain align` and `crosstrain op-check` through the binary: exit codes and what they print;
-// and a crosstrain dump against tools/dump_torch.py for the same torchvision weights and input.
+// and a crosstrain dump against python/dump_torch.py for the same torchvision weights and input.
 #include <string>
 
 #include "test_support.h"
@@ -88,7 +88,7 @@ TEST(TrainDumpCli, MatchesTorchvisionInPython) {
       "np.save('" + in + "/labels.npy', np.array([3, 7], dtype=np.int64))\n";
   auto r = run_command(python() + " -c \"" + setup + "\"");
   ASSERT_EQ(r.exit_code, 0) << r.output;
-  r = run_command(python() + " " + source_dir() + "/tools/dump_torch.py --model resnet18 --num-classes 10 --out " +
+  r = run_command(python() + " " + source_dir() + "/python/dump_torch.py --model resnet18 --num-classes 10 --out " +
                   (dir / "py").string() + " --steps 0 --num-steps 1 --weights " + w + " --input-npy " + in +
                   " --threads 1 --batch-size 2 --image-size 32");
   ASSERT_EQ(r.exit_code, 0) << r.output;

@@ -1,6 +1,6 @@
 #pragma once
 // The crosstrain dump format (documented in full in docs/DUMP_FORMAT.md): the vocabulary shared by
-// the writer (C++ DumpWriter, tools/dump_torch.py), the reader and the compare engine.
+// the writer (C++ DumpWriter, python/dump_torch.py), the reader and the compare engine.
 //
 // A dump is a directory:
 //   index.jsonl   line 1: header {"format":"crosstrain-dump","version":1,"mode":"stats"|"tensors",...}

@@ -32,7 +32,7 @@ std::string verdict_name(Verdict v) {
 const Thresholds& thresholds_for(DType t) {
   // Half-precision backward passes compound rounding layer after layer: on identical weights a
   // bf16-autocast ResNet-18 step gives gradient cosines down to ~0.90 against float32 (batch-norm
-  // parameter gradients, measured with tools/dump_torch.py), so the error bars for 16-bit types
+  // parameter gradients, measured with python/dump_torch.py), so the error bars for 16-bit types
   // sit below that, with room for CPUs whose bf16 kernels round differently.
   //                          err_cos err_cos_abs err_abs warn_cos scalar warn/err stat warn/err loss
   static const Thresholds f64{0.9, 0.99, 1e-3, 0.9999999, 1e-9, 1e-6, 1e-9, 1e-5, 1e-2};

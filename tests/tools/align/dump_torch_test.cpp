@@ -1,4 +1,4 @@
-// tools/dump_torch.py against crosstrain: Python runs dumped through hooks must compare clean
+// python/dump_torch.py against crosstrain: Python runs dumped through hooks must compare clean
 // with themselves, show an injected perturbation or NaN as the first divergence, and the Python
 // writer and the C++ DumpWriter must produce dumps that compare exact for the same tensors.
 #include <gtest/gtest.h>
@@ -19,7 +19,7 @@ using crosstrain::testing::TempDir;
 namespace {
 
 std::string python() { return CROSSTRAIN_PYTHON; }
-std::string script() { return std::string(CROSSTRAIN_SOURCE_DIR) + "/tools/dump_torch.py"; }
+std::string script() { return std::string(CROSSTRAIN_SOURCE_DIR) + "/python/dump_torch.py"; }
 
 // One test runs the Python side once (five runs in parallel; most of their time is Python
 // start-up) and checks each expectation in its own section: CTest runs every TEST in a process
@@ -42,7 +42,7 @@ TEST(PythonDumps, RunsCompareAsExpected) {
                           dump_cmd(dir, "bf16", " --precision bf16") + ") & wait";
   ASSERT_EQ(std::system(cmd.c_str()), 0);
   for (const char* name : {"a", "b", "perturbed", "nan", "bf16"})
-    ASSERT_TRUE(is_dump_dir(dir / name)) << "tools/dump_torch.py failed for " << name;
+    ASSERT_TRUE(is_dump_dir(dir / name)) << "python/dump_torch.py failed for " << name;
   {
     SCOPED_TRACE("same seed: clean and exact");
     auto r = compare_paths(dir / "a", dir / "b", {});
@@ -86,7 +86,7 @@ TEST(PythonDumps, RunsCompareAsExpected) {
 }
 
 // The same tensors written by the C++ DumpWriter and by the Python writer (same formula as
-// reference_value() in tools/dump_torch.py).
+// reference_value() in python/dump_torch.py).
 TEST(DumpFormatConformance, CppAndPythonWritersAgree) {
   TempDir dir("conformance");
   const std::string py_dump = dir / "py", cpp_dump = dir / "cpp";

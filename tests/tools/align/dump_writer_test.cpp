@@ -94,7 +94,7 @@ TEST(DumpWriter, RefusesToMixDumpsAndMisuse) {
   EXPECT_THROW(closed.open("/proc/crosstrain_cannot_create", DumpMode::Stats), std::runtime_error);
 }
 
-// The index and loss log are an interface (tools/dump_torch.py and other readers parse them):
+// The index and loss log are an interface (python/dump_torch.py and other readers parse them):
 // these lines must not change by accident. Keys come out sorted.
 TEST(DumpWriter, GoldenIndexAndLossLines) {
   TempDir dir("writer");
