@@ -5,6 +5,7 @@ cd "$(dirname "$0")/.."
 bash scripts/setup.sh
 bash scripts/build.sh -DCROSSTRAIN_BUILD_TESTS=ON -DCROSSTRAIN_WERROR=ON
 cd build
-# A test that fails is run once more: a failure that repeats fails the run, and a first failure
-# still prints its output (and, for a crash, the stack from tests/test_main.cpp) in the log.
-ctest --output-on-failure --timeout 900 -j "${CROSSTRAIN_TEST_JOBS:-2}" --repeat until-pass:2 "$@"
+# A test that fails is run once more (scripts/ctest_rerun.sh): a failure that repeats fails the run,
+# one that does not is printed as FLAKY, and a first failure still prints its output (and, for a
+# crash, the stack from tests/test_main.cpp) in the log.
+bash ../scripts/ctest_rerun.sh --output-on-failure --timeout 900 -j "${CROSSTRAIN_TEST_JOBS:-2}" "$@"

@@ -3,6 +3,7 @@
 #include <iostream>
 
 #include "cli/command.h"
+#include "report/envelope.h"
 #include "report/output.h"
 #include "report/terminal.h"
 #include "tools/analyze/advisor.h"
@@ -58,7 +59,7 @@ void run_analyze(const AnalyzeArgs& args) {
     if (a.size() != 1 || b.size() != 1) throw std::invalid_argument("--diff compares two trace files, not folders");
     auto d = analyze::diff_analyses(a[0], b[0]);
     if (!quiet) std::cout << analyze::render_diff_console(d, args.top);
-    if (!args.json.empty()) report::write_json(analyze::diff_to_json(d), args.json);
+    if (!args.json.empty()) report::write_json(report::with_envelope("analyze", analyze::diff_to_json(d)), args.json);
     return;
   }
 
@@ -67,7 +68,7 @@ void run_analyze(const AnalyzeArgs& args) {
     if (all.size() > 1) std::cout << analyze::render_rank_summary(all) << "\n";
     for (const auto& a : all) std::cout << analyze::render_console(a, {args.top}) << "\n";
   }
-  if (!args.json.empty()) report::write_json(analyze::analyses_to_json(all), args.json);
+  if (!args.json.empty()) report::write_json(report::with_envelope("analyze", analyze::analyses_to_json(all)), args.json);
   if (!args.csv.empty()) analyze::write_analysis_csv(all, args.csv);
   if (!args.html.empty()) report::write_file_atomic(args.html, analyze::render_analysis_html(all));
 }

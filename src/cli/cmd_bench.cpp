@@ -1,22 +1,15 @@
 // `crosstrain bench`: FP32 vs mixed precision on the same model, batch and seed.
-#include <iostream>
 #include <memory>
 
 #include "cli/command.h"
 #include "cli/train_flags.h"
-#include "report/output.h"
-#include "tools/bench.h"
-#include "tools/bench_report.h"
+#include "tools/commands/commands.h"
 
 namespace crosstrain::cli {
 
 void add_bench_command(CLI::App& app) {
-  struct Args {
-    tools::BenchOptions o;
-    std::string json;
-  };
-  auto args = std::make_shared<Args>();
-  auto& o = args->o;
+  auto args = std::make_shared<commands::BenchArgs>();
+  auto& o = args->options;
   CLI::App* cmd = app.add_subcommand(
       "bench", "Train the same model once per precision and compare throughput, peak memory and batch time");
   cmd->add_option("--model", o.model, "Model (default: resnet50)");
@@ -30,18 +23,7 @@ void add_bench_command(CLI::App& app) {
       ->delimiter(',')->check(CLI::IsMember({"fp32", "tf32", "fp16", "bf16"}));
   add_json_option(cmd, args->json)->group("Reporting");
   add_common_train_flags(cmd, o.base);
-  cmd->callback([args] {
-    const bool quiet = report::json_to_stdout(args->json);
-    auto runs = tools::run_bench(args->o, &std::cerr);
-    if (!quiet) {
-      const auto& f = runs.front();
-      std::cout << f.config.model << ", batch " << f.config.batch_size << " x " << f.config.image_size << "px, "
-                << f.config.steps << " steps (" << f.measured_steps << " measured) on " << f.device << " ("
-                << f.device_description << ")\n\n"
-                << tools::render_comparison(runs);
-    }
-    if (!args->json.empty()) report::write_json(tools::bench_to_json(runs), args->json);
-  });
+  cmd->callback([args] { exit_with(commands::bench_command(*args)); });
 }
 
 }  // namespace crosstrain::cli

@@ -2,6 +2,7 @@
 #include <iostream>
 
 #include "cli/command.h"
+#include "report/envelope.h"
 #include "report/output.h"
 #include "report/terminal.h"
 #include "tools/align/compare_report.h"
@@ -37,7 +38,7 @@ void run_compare(const CompareFlags& f) {
     progress.update("comparing " + std::to_string(done) + "/" + std::to_string(total));
   });
   progress.clear();
-  if (!f.json_path.empty()) report::write_json(align::compare_to_json(result), f.json_path);
+  if (!f.json_path.empty()) report::write_json(report::with_envelope("compare", align::compare_to_json(result)), f.json_path);
   if (!f.csv_path.empty()) report::write_file_atomic(f.csv_path, align::compare_to_csv(result));
   if (!f.html_path.empty()) report::write_file_atomic(f.html_path, align::compare_to_html(result));
   // With JSON on stdout the human-readable report goes to stderr.

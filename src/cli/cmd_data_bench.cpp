@@ -3,6 +3,7 @@
 
 #include "cli/command.h"
 #include "core/data/throughput.h"
+#include "report/envelope.h"
 #include "report/output.h"
 #include "report/table.h"
 #include "report/terminal.h"
@@ -33,10 +34,8 @@ nlohmann::json to_json(const data::DataBenchResult& r) {
                     {"images_per_cpu_s", row.images_per_cpu_s}});
   nlohmann::json bad = nlohmann::json::array();
   for (const auto& b : r.first_bad) bad.push_back({{"where", b.where}, {"reason", b.reason}});
-  return {{"schema_version", report::kJsonSchemaVersion},
-          {"command", "data-bench"},
-          {"data", r.data},
-          {"kind", r.kind},
+  return {{"data", r.data},
+          {"data_kind", r.kind},
           {"mode", r.mode},
           {"dataset_size", r.dataset_size},
           {"num_classes", r.num_classes},
@@ -87,7 +86,7 @@ void run(DataBenchFlags& f) {
   report::ProgressLine progress(report::stderr_is_terminal());
   auto result = data::run_data_bench(o, [&](const std::string& text) { progress.update("data-bench: " + text, true); });
   progress.clear();
-  if (!f.json_path.empty()) report::write_json(to_json(result), f.json_path);
+  if (!f.json_path.empty()) report::write_json(report::with_envelope("data-bench", to_json(result)), f.json_path);
   if (!report::json_to_stdout(f.json_path)) std::cout << render_console(result);
 }
 

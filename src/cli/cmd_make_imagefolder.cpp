@@ -4,6 +4,7 @@
 
 #include "cli/command.h"
 #include "core/data/imagefolder_writer.h"
+#include "report/envelope.h"
 #include "report/output.h"
 #include "report/terminal.h"
 #include "report/units.h"
@@ -39,18 +40,16 @@ void run(MakeImageFolderFlags& f) {
   });
   progress.clear();
   if (!f.json_path.empty()) {
-    report::write_json({{"schema_version", report::kJsonSchemaVersion},
-                        {"command", "make-imagefolder"},
-                        {"root", r.root},
-                        {"source", f.write.source},
-                        {"train_images", r.train_images},
-                        {"val_images", r.val_images},
-                        {"classes", r.classes},
-                        {"width", r.width},
-                        {"height", r.height},
-                        {"bytes", r.bytes},
-                        {"seconds", r.seconds}},
-                       f.json_path);
+    const nlohmann::json doc = {{"root", r.root},
+                                {"source", f.write.source},
+                                {"train_images", r.train_images},
+                                {"val_images", r.val_images},
+                                {"classes", r.classes},
+                                {"width", r.width},
+                                {"height", r.height},
+                                {"bytes", r.bytes},
+                                {"seconds", r.seconds}};
+    report::write_json(report::with_envelope("make-imagefolder", doc), f.json_path);
   }
   if (!report::json_to_stdout(f.json_path))
     std::cout << "wrote " << r.train_images << " train + " << r.val_images << " val JPEGs (" << r.classes << " classes, "

@@ -1,5 +1,6 @@
 // `crosstrain migrate`: rewrite CUDA-specific PyTorch code for another device, with reports.
 #include "cli/command.h"
+#include "report/envelope.h"
 #include "report/output.h"
 #include "report/terminal.h"
 #include "tools/migrate/migration_report.h"
@@ -70,7 +71,7 @@ void run(const MigrateArgs& args) {
 
   if (args.diff) std::cout << migrate::migration_diff(summary);
   if (!args.report_dir.empty()) migrate::write_report_dir(summary, args.report_dir);
-  if (!args.json_path.empty()) report::write_json(migrate::summary_json(summary), args.json_path);
+  if (!args.json_path.empty()) report::write_json(report::with_envelope("migrate", migrate::summary_json(summary)), args.json_path);
   // The summary goes to stderr when stdout carries the diff or the JSON document.
   std::ostream& human = (args.diff || json_stdout) ? std::cerr : std::cout;
   human << migrate::console_summary(summary);

@@ -1,20 +1,15 @@
 // `crosstrain op-check`: the trainer's operators on a device and precision against the CPU in
 // float64; exit 0 when every row passes, 1 otherwise.
-#include <iostream>
+#include <memory>
 
 #include "cli/command.h"
-#include "report/output.h"
-#include "tools/opcheck/op_check.h"
+#include "tools/commands/commands.h"
 
 namespace crosstrain::cli {
 
 void add_op_check_command(CLI::App& app) {
-  struct Args {
-    opcheck::OpCheckOptions o;
-    std::string json;
-  };
-  auto args = std::make_shared<Args>();
-  auto& o = args->o;
+  auto args = std::make_shared<commands::OpCheckArgs>();
+  auto& o = args->options;
   auto* cmd = app.add_subcommand(
       "op-check",
       "Check every operator the trainer uses (forward and gradients) on a device and precision against "
@@ -32,12 +27,7 @@ void add_op_check_command(CLI::App& app) {
   cmd->add_option("--backend-lib", o.backend_libs, "Load an out-of-tree backend library first; repeatable")
       ->type_name("PATH");
   add_json_option(cmd, args->json);
-  cmd->callback([args] {
-    const auto r = opcheck::run_op_check(args->o);
-    if (!args->json.empty()) report::write_json(opcheck::op_check_to_json(r), args->json);
-    (report::json_to_stdout(args->json) ? std::cerr : std::cout) << opcheck::render_op_check_console(r);
-    if (!r.all_pass()) throw ExitStatus{1};
-  });
+  cmd->callback([args] { exit_with(commands::op_check_command(*args)); });
 }
 
 }  // namespace crosstrain::cli

@@ -1,24 +1,17 @@
-// `crosstrain train`: one training run, a summary table, optional JSON and per-step log.
-#include <iostream>
+// `crosstrain train`: one training run, a summary table, optional JSON and per-step log. The run
+// is commands::train_command (engine); this file holds the flags.
 #include <memory>
 
 #include "cli/command.h"
 #include "cli/dump_flags.h"
 #include "cli/train_flags.h"
-#include "report/output.h"
-#include "tools/train.h"
-#include "tools/train_report.h"
+#include "tools/commands/commands.h"
 
 namespace crosstrain::cli {
 
 void add_train_command(CLI::App& app) {
-  struct Args {
-    tools::TrainConfig c;
-    std::string json;
-    DumpFlags dump;
-  };
-  auto args = std::make_shared<Args>();
-  auto& c = args->c;
+  auto args = std::make_shared<commands::TrainArgs>();
+  auto& c = args->config;
   CLI::App* cmd = app.add_subcommand("train", "Train a ResNet (synthetic or real data) and report speed, memory and accuracy");
   const char* model = "Model";
   cmd->add_option("--model", c.model, "resnet18 | resnet34 | resnet50 | resnet101 | resnet152")->capture_default_str()->group(model);
@@ -74,26 +67,7 @@ void add_train_command(CLI::App& app) {
   cmd->add_option("--crash-after-step", c.crash_after_step, "Test aid: exit 137 after this step")->group("");
   add_common_train_flags(cmd, c);
   add_dump_flags(cmd, args->dump, /*with_dir=*/true);
-  cmd->callback([args] {
-    const bool quiet = report::json_to_stdout(args->json);
-    tools::TrainHooks hooks;
-    hooks.messages = &std::cerr;
-    tools::validate_config(args->c);
-    auto dump = attach_dump(args->dump, args->dump.dir, args->c, hooks, /*host_batches=*/false);
-    auto result = tools::run_training(args->c, hooks);
-    if (dump.session) {
-      dump.session->close();
-      std::cerr << "dump: " << dump.session->dir() << " (" << dump.session->records_written() << " records)\n";
-    }
-    if (!quiet) std::cout << tools::render_train_summary(result);
-    if (!args->json.empty()) {
-      auto doc = tools::train_result_to_json(result);
-      doc["schema_version"] = report::kJsonSchemaVersion;
-      doc["kind"] = "train";
-      report::write_json(doc, args->json);
-    }
-    if (result.stop_signal) throw ExitStatus{128 + result.stop_signal};  // preempted, checkpoint written
-  });
+  cmd->callback([args] { exit_with(commands::train_command(*args)); });
 }
 
 }  // namespace crosstrain::cli

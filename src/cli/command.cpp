@@ -2,11 +2,17 @@
 
 #include <iostream>
 #include <new>
+#include <string>
+#include <vector>
 
 namespace crosstrain::cli {
 
 CLI::Option* add_json_option(CLI::App* cmd, std::string& path) {
   return cmd->add_option("--json", path, "Write the report as JSON to PATH ('-' for stdout)")->type_name("PATH");
+}
+
+void exit_with(int status) {
+  if (status != 0) throw ExitStatus{status};
 }
 
 namespace {
@@ -18,9 +24,47 @@ std::string error_text(const std::exception& e) {
   while (!msg.empty() && (msg.back() == '\n' || msg.back() == ' ')) msg.pop_back();
   return msg;
 }
+
+std::vector<const CLI::App*> commands_of(const CLI::App& app) {
+  return app.get_subcommands([](const CLI::App*) { return true; });
+}
+
+std::string command_names(const CLI::App& app) {
+  std::string names;
+  for (const CLI::App* sub : commands_of(app)) names += (names.empty() ? "" : ", ") + sub->get_name();
+  return names;
+}
+
+bool is_command(const CLI::App& app, const std::string& word) {
+  for (const CLI::App* sub : commands_of(app))
+    if (sub->check_name(word)) return true;
+  return false;
+}
+
+// The first word that is not a flag names the command (the top-level flags take no values). CLI11
+// alone would answer an unknown one with "A subcommand is required", which does not name it.
+bool check_command_word(const CLI::App& app, int argc, char** argv) {
+  bool any_flag = false;
+  for (int i = 1; i < argc; ++i) {
+    const std::string word = argv[i];
+    if (word == "--") break;
+    if (!word.empty() && word[0] == '-') {
+      any_flag = true;
+      continue;
+    }
+    if (is_command(app, word)) return true;
+    std::cerr << "crosstrain: error: unknown command '" << word << "' (valid: " << command_names(app) << ")\n";
+    return false;
+  }
+  if (any_flag) return true;  // --help, --version, or a flag CLI11 reports
+  std::cerr << "crosstrain: error: a command is required (valid: " << command_names(app) << "; see --help)\n";
+  return false;
+}
+
 }  // namespace
 
 int run_cli(CLI::App& app, int argc, char** argv) {
+  if (!check_command_word(app, argc, argv)) return 2;
   try {
     app.parse(argc, argv);
     return 0;
@@ -36,6 +80,9 @@ int run_cli(CLI::App& app, int argc, char** argv) {
     return 0;
   } catch (const CLI::CallForAllHelp&) {
     std::cout << app.help("", CLI::AppFormatMode::All);
+    return 0;
+  } catch (const CLI::CallForVersion& e) {
+    std::cout << e.what() << "\n";
     return 0;
   } catch (const CLI::Success&) {
     return 0;

@@ -8,6 +8,11 @@
 // Library code throws std::invalid_argument for caller mistakes and std::runtime_error for
 // environment failures; run_cli() turns them into a one-line "crosstrain: error: ..." and the exit
 // codes above. A command that wants another exit status throws ExitStatus.
+//
+// These files are compiled once and linked into both binaries: `crosstrain` (no libtorch; the
+// commands that need it hand their command line to `crosstrain-engine`) and `crosstrain-engine`.
+// So nothing here may include a libtorch header, directly or through a header it includes
+// (checked by the cli.TorchFreeIncludes test).
 #include <CLI/CLI.hpp>
 #include <stdexcept>
 #include <string>
@@ -17,6 +22,9 @@ namespace crosstrain::cli {
 struct ExitStatus {
   int code;
 };
+
+// Ends the command with `status` (0: normally; otherwise through ExitStatus).
+void exit_with(int status);
 
 // Adds one subcommand each; defined in cmd_<name>.cpp.
 void add_models_command(CLI::App& app);
@@ -31,7 +39,8 @@ void add_migrate_command(CLI::App& app);          // CUDA -> device-agnostic Pyt
 void add_make_imagefolder_command(CLI::App& app); // dataset tooling (core/data)
 void add_data_bench_command(CLI::App& app);
 
-// Parses argv, runs the chosen subcommand's callback, maps exceptions to exit codes.
+// Parses argv, runs the chosen subcommand's callback, maps exceptions to exit codes. A first word
+// that names no command is a usage error that lists the commands.
 int run_cli(CLI::App& app, int argc, char** argv);
 
 // `--json PATH` option shared by every reporting command ("-" = stdout).

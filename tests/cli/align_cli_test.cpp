@@ -72,7 +72,7 @@ TEST(OpCheckCli, PassesAndFilters) {
   EXPECT_EQ(r.exit_code, 2) << r.output;
   r = run_command(binary() + " op-check --op relu --json -", /*merge_stderr=*/false);
   EXPECT_EQ(r.exit_code, 0);
-  EXPECT_NE(r.output.find("\"kind\": \"op_check\""), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("\"kind\": \"op-check\""), std::string::npos) << r.output;  // the command's name
 }
 
 TEST(TrainDumpCli, MatchesTorchvisionInPython) {

@@ -139,7 +139,6 @@ std::string render_compare_console(const CompareResult& r, const ConsoleOptions&
 nlohmann::json compare_to_json(const CompareResult& r) {
   nlohmann::json j;
   j["schema_version"] = report::kJsonSchemaVersion;
-  j["command"] = "compare";
   j["a"] = r.path_a;
   j["b"] = r.path_b;
   j["input"] = r.input;

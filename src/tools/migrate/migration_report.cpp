@@ -1,5 +1,6 @@
 #include "tools/migrate/migration_report.h"
 
+#include "report/envelope.h"
 #include "report/output.h"
 #include "report/table.h"
 #include "report/units.h"
@@ -67,7 +68,6 @@ nlohmann::json summary_json(const MigrationSummary& s) {
     files.push_back(std::move(file));
   }
   nlohmann::json doc = {{"schema_version", report::kJsonSchemaVersion},
-                        {"command", "migrate"},
                         {"target", target_name(s.target)},
                         {"mode", s.mode},
                         {"totals",
@@ -140,7 +140,7 @@ void write_report_dir(const MigrationSummary& summary, const std::string& dir) {
   std::filesystem::path d(dir);
   report::write_file_atomic((d / "change_list.csv").string(), change_list_csv(summary));
   report::write_file_atomic((d / "unsupported.csv").string(), unsupported_csv(summary));
-  report::write_json(summary_json(summary), (d / "summary.json").string());
+  report::write_json(report::with_envelope("migrate", summary_json(summary)), (d / "summary.json").string());
 }
 
 }  // namespace crosstrain::migrate

@@ -21,17 +21,9 @@
 #include <string>
 #include <vector>
 
-namespace crosstrain::opcheck {
+#include "tools/opcheck/op_check_options.h"
 
-struct OpCheckOptions {
-  std::string device = "cpu";
-  std::string precision = "fp32";       // fp32 | tf32 | bf16 | fp16
-  std::string filter;                   // substring of the op name; empty = all
-  bool perf = false;                    // also time each case on the target
-  int perf_iterations = 20;
-  uint64_t seed = 0;
-  std::vector<std::string> backend_libs;
-};
+namespace crosstrain::opcheck {
 
 struct OpCheckRow {
   std::string op;        // "conv2d", "batch_norm", ...

@@ -1,0 +1,147 @@
+#include "tools/commands/align_run.h"
+
+#include <ATen/Parallel.h>
+
+#include <ctime>
+#include <filesystem>
+#include <sstream>
+#include <stdexcept>
+
+#include "core/models.h"
+#include "tools/train.h"
+
+namespace crosstrain::commands {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+bool parse_bool(const std::string& key, const std::string& v) {
+  if (v == "1" || v == "true" || v == "yes" || v == "on") return true;
+  if (v == "0" || v == "false" || v == "no" || v == "off") return false;
+  throw std::invalid_argument(key + ": expected true or false, got '" + v + "'");
+}
+
+int parse_threads(const std::string& where, const std::string& value) {
+  try {
+    size_t used = 0;
+    const int n = std::stoi(value, &used);
+    if (used != value.size() || n < 0) throw std::invalid_argument("");
+    return n;
+  } catch (const std::exception&) {
+    throw std::invalid_argument(where + ": expected a non-negative integer, got '" + value + "'");
+  }
+}
+
+std::string fresh_out_dir() {
+  const std::time_t now = std::time(nullptr);
+  char stamp[32];
+  std::strftime(stamp, sizeof stamp, "%Y%m%d-%H%M%S", std::localtime(&now));
+  std::string dir = std::string("align-") + stamp;
+  for (int i = 1; fs::exists(dir); ++i) dir = std::string("align-") + stamp + "-" + std::to_string(i);
+  return dir;
+}
+
+// The initial weights both sides load, from the shared configuration's seed.
+std::string write_initial_weights(const tools::TrainConfig& base, const std::string& out) {
+  core::ModelOptions mo;
+  mo.num_classes = base.num_classes;
+  mo.small_stem = base.small_stem;
+  mo.base_width = base.base_width;
+  mo.zero_init_residual = base.zero_init_residual;
+  at::manual_seed(base.seed);
+  auto model = core::create_model(base.model, mo);
+  const std::string weights = (fs::path(out) / "initial_weights.pt").string();
+  core::save_weights(*model, weights);
+  return weights;
+}
+
+// Trains one side with its dump attached; a runtime error stops the side but keeps its dump.
+// Returns why the side stopped early ("" when it finished).
+std::string run_side(const AlignOptions& o, const tools::TrainConfig& c, const std::string& dir, bool disturbed,
+                     std::ostream& log) {
+  tools::TrainHooks hooks;
+  hooks.messages = &log;
+  DumpOptions d = o.dump;
+  d.overwrite = true;
+  if (!disturbed) {
+    d.perturb.clear();
+    d.inject_nan.clear();
+  }
+  DumpAttachment attachment = attach_dump(d, dir, c, hooks, /*host_batches=*/true);
+  std::string stopped;
+  try {
+    tools::run_training(c, hooks);
+  } catch (const std::invalid_argument&) {
+    throw;
+  } catch (const std::runtime_error& e) {
+    stopped = e.what();
+  }
+  attachment.close();
+  return stopped;
+}
+
+std::string first_line(const std::string& s) { return s.substr(0, s.find('\n')); }
+
+}  // namespace
+
+tools::TrainConfig apply_align_side(const tools::TrainConfig& base, const std::string& side, const std::string& spec) {
+  tools::TrainConfig c = base;
+  std::istringstream in(spec);
+  std::string token;
+  while (in >> token) {
+    const auto eq = token.find('=');
+    if (eq == std::string::npos || eq == 0)
+      throw std::invalid_argument("--" + side + ": expected key=value, got '" + token + "'");
+    const std::string key = token.substr(0, eq), value = token.substr(eq + 1);
+    const std::string where = "--" + side + " " + key;
+    if (key == "device") c.device = value;
+    else if (key == "precision") c.precision = value;
+    else if (key == "loss_scale") c.loss_scale = value;
+    else if (key == "backend_lib") c.backend_libs.push_back(value);
+    else if (key == "channels_last") c.channels_last = parse_bool(where, value);
+    else if (key == "threads") c.threads = parse_threads(where, value);
+    else
+      throw std::invalid_argument("--" + side + ": unknown key '" + key +
+                                  "' (valid: device, precision, threads, channels_last, backend_lib, loss_scale)");
+  }
+  tools::validate_config(c);
+  return c;
+}
+
+AlignRun run_align(const AlignOptions& options, std::ostream& log) {
+  // Both sides train on the same synthetic batches: the defaults `train` gives synthetic data.
+  AlignOptions o = options;
+  if (o.base.num_classes == 0) o.base.num_classes = 1000;
+  if (o.base.image_size == 0) o.base.image_size = 224;
+  tools::TrainConfig sa = apply_align_side(o.base, "a", o.a);
+  tools::TrainConfig sb = apply_align_side(o.base, "b", o.b);
+  align::StepSelection::parse(o.dump.steps);  // a malformed selection fails before anything runs
+  AlignRun run;
+  run.out_dir_generated = o.out.empty();
+  run.out_dir = run.out_dir_generated ? fresh_out_dir() : o.out;
+  fs::create_directories(run.out_dir);
+  // A thread count set for one side stays set in the process: a side without one gets the default
+  // explicitly, so the order of the runs does not change what B measures.
+  const int default_threads = at::get_num_threads();
+  if (sa.threads == 0) sa.threads = default_threads;
+  if (sb.threads == 0) sb.threads = default_threads;
+  if (o.base.weights_in.empty()) sa.weights_in = sb.weights_in = write_initial_weights(o.base, run.out_dir);
+  log << "align: dumps in " << run.out_dir
+      << (run.out_dir_generated ? " (a new directory under the current one; --out to choose)" : "") << "\n";
+  const std::string dir_a = (fs::path(run.out_dir) / "a").string(), dir_b = (fs::path(run.out_dir) / "b").string();
+  log << "align: running A (" << o.a << ")\n";
+  const std::string stopped_a = run_side(o, sa, dir_a, /*disturbed=*/false, log);
+  log << "align: running B (" << o.b << ")\n";
+  const std::string stopped_b = run_side(o, sb, dir_b, /*disturbed=*/true, log);
+
+  align::CompareOptions compare;
+  compare.strict = o.strict;
+  run.result = align::compare_paths(dir_a, dir_b, compare);
+  if (!stopped_a.empty()) run.result.problems.push_back("run A stopped early: " + first_line(stopped_a));
+  if (!stopped_b.empty()) run.result.problems.push_back("run B stopped early: " + first_line(stopped_b));
+  if (!stopped_a.empty() || !stopped_b.empty()) run.result.agree = false;
+  return run;
+}
+
+}  // namespace crosstrain::commands

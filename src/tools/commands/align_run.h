@@ -1,0 +1,44 @@
+#pragma once
+// `align`'s work without the command line: the same training on two setups (device, precision,
+// threads, layout), both dumped under one directory, then compared. Torch-free header.
+//
+//   AlignOptions o; o.base.model = "resnet18"; o.a = "device=cpu precision=fp32";
+//   o.b = "device=cpu precision=bf16"; o.out = "align-out";
+//   AlignRun run = run_align(o, std::cerr);   // run.result.agree, run.result.first_divergence
+//
+// Both sides start from one set of initial weights, written once on the host (OUT/initial_weights.pt
+// unless base.weights_in names them), and train on batches generated on the host, so device RNGs
+// and thread counts cannot make the starting points differ. A side that stops early (a runtime
+// error, e.g. a NaN loss) still has its dump compared; the stop becomes a problem of the result.
+#include <ostream>
+#include <string>
+
+#include "tools/align/dump_compare.h"
+#include "tools/commands/dump_attachment.h"
+#include "tools/train_config.h"
+
+namespace crosstrain::commands {
+
+struct AlignOptions {
+  tools::TrainConfig base;  // what both sides share
+  std::string a, b;         // each side's changes: "device=cpu precision=bf16 threads=2"
+  std::string out;          // directory for OUT/a and OUT/b; "" = a new align-<time> here
+  DumpOptions dump;         // steps and mode; the disturbances (test aids) apply to B only
+  bool strict = false;      // warnings make the runs differ
+};
+
+struct AlignRun {
+  std::string out_dir;           // where the dumps are
+  bool out_dir_generated = false;
+  align::CompareResult result;   // problems include a side that stopped early
+};
+
+// The keys a side may set: device, precision, threads, channels_last, backend_lib, loss_scale.
+// std::invalid_argument naming the side and key for a malformed spec or an invalid configuration.
+tools::TrainConfig apply_align_side(const tools::TrainConfig& base, const std::string& side, const std::string& spec);
+
+// Validates both sides before anything runs (std::invalid_argument), then trains A, then B, and
+// compares. Progress lines go to `log`.
+AlignRun run_align(const AlignOptions& options, std::ostream& log);
+
+}  // namespace crosstrain::commands

@@ -1,0 +1,68 @@
+#pragma once
+// The commands that need libtorch, as entry points over plain arguments. Torch-free header: the
+// CLI defines every flag against these structs and calls these functions.
+//
+// Two implementations exist, and each binary links one:
+//   - crosstrain-engine links the real ones (crosstrain_commands: train_command.cpp, ...), which
+//     load libtorch;
+//   - crosstrain, the torch-free front, links engine_handoff.cpp, whose versions replace the
+//     process with crosstrain-engine (next to the front's executable) on the same command line.
+// So flags, --help and usage errors are handled without libtorch, and the engine parses the same
+// command line with the same flag definitions.
+//
+// Each returns the exit status (0, or 1 when the command ran and found a problem: runs that
+// differ, a doctor check that failed) and throws std::invalid_argument for the caller's mistakes
+// and std::runtime_error for failures while running, like the rest of the library.
+#include <cstdint>
+#include <string>
+
+#include "tools/bench.h"
+#include "tools/commands/align_run.h"
+#include "tools/commands/dump_attachment.h"
+#include "tools/doctor.h"
+#include "tools/opcheck/op_check_options.h"
+#include "tools/train_config.h"
+
+namespace crosstrain::commands {
+
+struct TrainArgs {
+  tools::TrainConfig config;
+  std::string json;  // --json PATH ('-' = stdout)
+  DumpOptions dump;
+};
+
+struct BenchArgs {
+  tools::BenchOptions options;
+  std::string json;
+};
+
+struct DoctorArgs {
+  tools::DoctorOptions options;
+  std::string json;
+};
+
+struct ModelsArgs {
+  int64_t num_classes = 1000;
+  int64_t image_size = 224;
+  bool small_stem = false;
+  std::string json;
+};
+
+struct OpCheckArgs {
+  opcheck::OpCheckOptions options;
+  std::string json;
+};
+
+struct AlignArgs {
+  AlignOptions options;
+  std::string json, html;
+};
+
+int train_command(const TrainArgs& args);
+int bench_command(const BenchArgs& args);
+int doctor_command(const DoctorArgs& args);
+int models_command(const ModelsArgs& args);
+int op_check_command(const OpCheckArgs& args);
+int align_command(const AlignArgs& args);
+
+}  // namespace crosstrain::commands

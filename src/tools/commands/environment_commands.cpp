@@ -1,0 +1,50 @@
+// `doctor`, `models` and `op-check` in the engine: what this machine, build and device can do.
+#include <iostream>
+
+#include "report/envelope.h"
+#include "report/output.h"
+#include "report/table.h"
+#include "report/units.h"
+#include "tools/commands/commands.h"
+#include "tools/doctor.h"
+#include "tools/model_catalog.h"
+#include "tools/opcheck/op_check.h"
+
+namespace crosstrain::commands {
+
+int doctor_command(const DoctorArgs& args) {
+  const auto r = tools::run_doctor(args.options);
+  if (!report::json_to_stdout(args.json)) std::cout << tools::render_doctor(r);
+  if (!args.json.empty()) report::write_json(report::with_envelope("doctor", tools::doctor_to_json(r)), args.json);
+  return r.ok() ? 0 : 1;
+}
+
+int models_command(const ModelsArgs& args) {
+  const auto models = tools::list_models(args.num_classes, args.image_size, args.small_stem);
+  if (!report::json_to_stdout(args.json)) {
+    report::Table t({"model", "parameters", "GFLOPs/img (fwd)"});
+    for (const auto& m : models)
+      t.add_row({m.name, report::format_count(m.parameters), report::format_fixed(m.forward_gflops, 2)});
+    std::cout << t.render() << "GFLOPs = 2 x multiply-accumulates at " << args.image_size << "x" << args.image_size
+              << "; a training step costs about 3x the forward pass.\n";
+  }
+  if (!args.json.empty()) {
+    nlohmann::json list = nlohmann::json::array();
+    for (const auto& m : models)
+      list.push_back({{"name", m.name}, {"parameters", m.parameters}, {"forward_gflops", m.forward_gflops}});
+    report::write_json(report::with_envelope("models", {{"image_size", args.image_size},
+                                                        {"num_classes", args.num_classes},
+                                                        {"models", list}}),
+                       args.json);
+  }
+  return 0;
+}
+
+int op_check_command(const OpCheckArgs& args) {
+  const auto r = opcheck::run_op_check(args.options);
+  if (!args.json.empty()) report::write_json(report::with_envelope("op-check", opcheck::op_check_to_json(r)), args.json);
+  (report::json_to_stdout(args.json) ? std::cerr : std::cout) << opcheck::render_op_check_console(r);
+  return r.all_pass() ? 0 : 1;
+}
+
+}  // namespace crosstrain::commands

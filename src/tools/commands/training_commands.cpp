@@ -1,0 +1,44 @@
+// `train` and `bench` in the engine: run, print the summary, write the JSON report.
+#include <iostream>
+
+#include "report/envelope.h"
+#include "report/output.h"
+#include "tools/bench.h"
+#include "tools/bench_report.h"
+#include "tools/commands/commands.h"
+#include "tools/train.h"
+#include "tools/train_report.h"
+
+namespace crosstrain::commands {
+
+int train_command(const TrainArgs& args) {
+  const bool quiet = report::json_to_stdout(args.json);
+  tools::TrainHooks hooks;
+  hooks.messages = &std::cerr;
+  tools::validate_config(args.config);
+  DumpAttachment dump = attach_dump(args.dump, args.dump.dir, args.config, hooks, /*host_batches=*/false);
+  const auto result = tools::run_training(args.config, hooks);
+  if (dump.dumping()) {
+    dump.close();
+    std::cerr << "dump: " << dump.dir() << " (" << dump.records_written() << " records)\n";
+  }
+  if (!quiet) std::cout << tools::render_train_summary(result);
+  if (!args.json.empty()) report::write_json(report::with_envelope("train", tools::train_result_to_json(result)), args.json);
+  // Preempted: the checkpoint is written; 128 + the signal, as if the signal had ended the process.
+  return result.stop_signal ? 128 + result.stop_signal : 0;
+}
+
+int bench_command(const BenchArgs& args) {
+  const auto runs = tools::run_bench(args.options, &std::cerr);
+  if (!report::json_to_stdout(args.json)) {
+    const auto& f = runs.front();
+    std::cout << f.config.model << ", batch " << f.config.batch_size << " x " << f.config.image_size << "px, "
+              << f.config.steps << " steps (" << f.measured_steps << " measured) on " << f.device << " ("
+              << f.device_description << ")\n\n"
+              << tools::render_comparison(runs);
+  }
+  if (!args.json.empty()) report::write_json(report::with_envelope("bench", tools::bench_to_json(runs)), args.json);
+  return 0;
+}
+
+}  // namespace crosstrain::commands

@@ -1,0 +1,112 @@
+// commands::run_align without a subprocess: two tiny runs, their dumps and the comparison.
+#include "tools/commands/align_run.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <sstream>
+
+#include "test_support.h"
+#include "tools/tiny_train_config.h"
+
+namespace fs = std::filesystem;
+using crosstrain::commands::AlignOptions;
+using crosstrain::commands::apply_align_side;
+using crosstrain::commands::run_align;
+
+namespace {
+
+AlignOptions tiny_align(const fs::path& out, const std::string& a, const std::string& b) {
+  AlignOptions o;
+  o.base = crosstrain::testing::tiny_train_config(/*batch_size=*/2, /*steps=*/2, /*warmup_steps=*/0);
+  o.a = a;
+  o.b = b;
+  o.out = out.string();
+  o.dump.steps = "";  // every step
+  o.dump.mode = "tensors";
+  return o;
+}
+
+}  // namespace
+
+TEST(AlignRun, IdenticalSidesAgreeFromOneSetOfWeights) {
+  const auto dir = crosstrain::testing::scratch_dir("align_run_same");
+  std::ostringstream log;
+  const auto run = run_align(tiny_align(dir / "out", "device=cpu precision=fp32", "device=cpu threads=1"), log);
+  EXPECT_TRUE(run.result.agree) << log.str();
+  EXPECT_EQ(run.out_dir, (dir / "out").string());
+  EXPECT_FALSE(run.out_dir_generated);
+  EXPECT_TRUE(fs::exists(dir / "out" / "initial_weights.pt"));
+  EXPECT_TRUE(fs::exists(dir / "out" / "a" / "index.jsonl"));
+  EXPECT_TRUE(fs::exists(dir / "out" / "b" / "index.jsonl"));
+  EXPECT_GT(run.result.counts.pass, 0);
+  EXPECT_FALSE(run.result.first_divergence.has_value());
+  EXPECT_NE(log.str().find("align: running B (device=cpu threads=1)"), std::string::npos) << log.str();
+}
+
+TEST(AlignRun, DisturbanceAppliesToBAndIsWhereTheRunsPart) {
+  const auto dir = crosstrain::testing::scratch_dir("align_run_perturb");
+  auto o = tiny_align(dir / "out", "device=cpu", "device=cpu");
+  o.dump.perturb = "layer3.0.conv1=0.5";
+  std::ostringstream log;
+  const auto run = run_align(o, log);
+  EXPECT_FALSE(run.result.agree);
+  ASSERT_TRUE(run.result.first_divergence.has_value());
+  const auto& first = run.result.tensors.at(*run.result.first_divergence);
+  EXPECT_EQ(first.name, "forward/layer3.0.conv1");
+  EXPECT_EQ(first.step, 0);
+}
+
+TEST(AlignRun, ASideThatStopsEarlyIsAProblemOfTheResult) {
+  const auto dir = crosstrain::testing::scratch_dir("align_run_nan");
+  auto o = tiny_align(dir / "out", "device=cpu", "device=cpu");
+  o.dump.inject_nan = "layer1.0.bn1";
+  std::ostringstream log;
+  const auto run = run_align(o, log);
+  EXPECT_FALSE(run.result.agree);
+  bool said = false;
+  for (const auto& p : run.result.problems) said = said || p.rfind("run B stopped early: ", 0) == 0;
+  EXPECT_TRUE(said);
+}
+
+TEST(AlignRun, BadSidesFailBeforeAnythingRuns) {
+  const auto dir = crosstrain::testing::scratch_dir("align_run_bad");
+  std::ostringstream log;
+  EXPECT_THROW(run_align(tiny_align(dir / "out", "device=cpu", "colour=blue"), log), std::invalid_argument);
+  EXPECT_THROW(run_align(tiny_align(dir / "out", "precision=fp8", "device=cpu"), log), std::invalid_argument);
+  auto bad_steps = tiny_align(dir / "out", "device=cpu", "device=cpu");
+  bad_steps.dump.steps = "first";
+  EXPECT_THROW(run_align(bad_steps, log), std::invalid_argument);
+  EXPECT_FALSE(fs::exists(dir / "out"));
+  EXPECT_TRUE(log.str().empty()) << log.str();
+}
+
+TEST(AlignRun, SideSpecsSetTheirKeysOverTheBase) {
+  const auto base = crosstrain::testing::tiny_train_config(2, 2, 0);
+  const auto c = apply_align_side(base, "b", "precision=bf16 threads=2 channels_last=yes loss_scale=off");
+  EXPECT_EQ(c.precision, "bf16");
+  EXPECT_EQ(c.threads, 2);
+  EXPECT_TRUE(c.channels_last);
+  EXPECT_EQ(c.loss_scale, "off");
+  EXPECT_EQ(c.model, base.model);
+  for (const char* bad : {"threads=-1", "threads=2x", "channels_last=maybe", "device", "=cpu"}) {
+    try {
+      apply_align_side(base, "b", bad);
+      ADD_FAILURE() << bad;
+    } catch (const std::invalid_argument& e) {
+      EXPECT_EQ(std::string(e.what()).rfind("--b", 0), 0u) << e.what();
+    }
+  }
+}
+
+TEST(AlignRun, DefaultClassCountWorksAsInTrain) {
+  // No --num-classes: the synthetic default (1000 classes), not "--num-classes must be >= 1".
+  const auto dir = crosstrain::testing::scratch_dir("align_run_default_classes");
+  std::ostringstream log;
+  auto o = tiny_align(dir / "out", "device=cpu", "device=cpu threads=1");
+  o.base.num_classes = 0;
+  o.base.steps = 1;
+  const auto run = run_align(o, log);
+  EXPECT_TRUE(run.result.agree) << log.str();
+  fs::remove_all(dir);
+}
