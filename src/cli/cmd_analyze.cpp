@@ -20,18 +20,28 @@ struct AnalyzeArgs {
   std::string group_by = "name";
   std::string sort = "auto";
   double idle_gap_us = 20;
+  uint64_t max_inflated_mib = 16384;
   std::string json, csv, html;
 };
 
 std::vector<analyze::TraceAnalysis> analyze_paths(const std::vector<std::string>& paths,
-                                                  const analyze::AnalyzeOptions& opt, const std::string& sort) {
+                                                  const analyze::AnalyzeOptions& opt, const std::string& sort,
+                                                  const analyze::ReadOptions& read) {
   std::vector<analyze::TraceAnalysis> out;
   report::ProgressLine progress;  // big traces take seconds; silent unless stderr is a terminal
   for (const auto& p : paths) {
     progress.update("analyze: reading " + p, true);
-    for (auto& trace : analyze::read_traces(p)) {
+    std::vector<std::string> notes;
+    auto traces = analyze::read_traces(p, read, &notes);
+    for (const auto& n : notes) {
+      progress.clear();
+      std::cerr << "analyze: " << n << "\n";
+    }
+    for (auto& trace : traces) {
       progress.update("analyze: analyzing " + trace.path, true);
       auto a = analyze::analyze_trace(trace, opt);
+      // A trace nothing was recognised in has no result to show, not an empty one.
+      if (std::string why = a.unrecognised(); !why.empty()) throw std::runtime_error(why);
       a.findings = analyze::run_advisor(a);
       if (sort != "auto") analyze::sort_operators(a.operators, analyze::parse_operator_sort(sort));
       out.push_back(std::move(a));
@@ -51,10 +61,12 @@ void run_analyze(const AnalyzeArgs& args) {
   opt.group_by_shape = args.group_by == "shape";
   opt.idle_gap_min_us = args.idle_gap_us;
   const bool quiet = report::json_to_stdout(args.json);
+  analyze::ReadOptions read;
+  read.max_inflated_bytes = args.max_inflated_mib << 20;
 
   if (!args.diff.empty()) {
-    auto a = analyze_paths({args.diff[0]}, opt, args.sort);
-    auto b = analyze_paths({args.diff[1]}, opt, args.sort);
+    auto a = analyze_paths({args.diff[0]}, opt, args.sort, read);
+    auto b = analyze_paths({args.diff[1]}, opt, args.sort, read);
     if (a.size() != 1 || b.size() != 1) throw std::invalid_argument("--diff compares two trace files, not folders");
     auto d = analyze::diff_analyses(a[0], b[0]);
     if (!quiet) std::cout << analyze::render_diff_console(d, args.top);
@@ -62,7 +74,7 @@ void run_analyze(const AnalyzeArgs& args) {
     return;
   }
 
-  auto all = analyze_paths(args.paths, opt, args.sort);
+  auto all = analyze_paths(args.paths, opt, args.sort, read);
   if (!quiet) {
     if (all.size() > 1) std::cout << analyze::render_rank_summary(all) << "\n";
     for (const auto& a : all) std::cout << analyze::render_console(a, {args.top}) << "\n";
@@ -77,8 +89,8 @@ void run_analyze(const AnalyzeArgs& args) {
 void add_analyze_command(CLI::App& app) {
   auto args = std::make_shared<AnalyzeArgs>();
   auto* cmd = app.add_subcommand("analyze", "Analyze profiler traces (torch.profiler/Kineto, crosstrain, "
-                                            "legacy autograd, Ascend trace_view.json; .json or .json.gz, or a "
-                                            "folder of per-rank traces)");
+                                            "legacy autograd, Ascend trace_view.json; .json or .json.gz, a "
+                                            "folder of per-rank traces, or Ascend *_ascend_pt folders)");
   cmd->add_option("paths", args->paths, "Trace files or folders")->type_name("PATH...");
   cmd->add_option("--diff", args->diff, "Compare two traces: what appeared, vanished, got slower or faster")
       ->expected(2)
@@ -91,6 +103,10 @@ void add_analyze_command(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--idle-gap-us", args->idle_gap_us, "Shortest device idle gap reported, in us")
       ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  cmd->add_option("--max-inflated-mib", args->max_inflated_mib,
+                  "Refuse a .gz trace that inflates past this many MiB (guards against gzip bombs)")
+      ->check(CLI::Range(uint64_t{1}, uint64_t{1} << 30))
       ->capture_default_str();
   add_json_option(cmd, args->json);
   cmd->add_option("--csv", args->csv, "Write operators.csv and steps.csv to DIR")->type_name("DIR");

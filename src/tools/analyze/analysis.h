@@ -57,20 +57,46 @@ struct StepBreakdown {
   double data_wait_us = 0;           // data loading, before the priority rule
   double comm_us = 0;                // device communication, before the priority rule
   double comm_overlapped_us = 0;     // communication while a compute kernel also ran
+  double device_window_us = 0;       // from the step's first device activity to its end (0: none)
   int64_t kernels = 0;
   int64_t host_syncs = 0;
 };
 
 struct IdleGap {
-  double start_us = 0;
+  double start_us = 0;               // trace time (us since the trace's time base)
   double duration_us = 0;
   std::string step;
+  double offset_in_step_us = 0;      // start_us minus the start of its step's window
 };
 
 struct NamedTotal {
   std::string name;
   int64_t count = 0;
   double total_us = 0;
+};
+
+struct KernelStats {
+  std::string name;
+  int64_t count = 0;
+  double total_us = 0, min_us = 0, max_us = 0;
+};
+
+// Distribution of a per-launch delay, in us.
+struct DelayStats {
+  int64_t count = 0;
+  double mean_us = 0, p50_us = 0, p95_us = 0, max_us = 0;
+};
+
+// One collective by name: its device time and, when the trace carries message arguments
+// ("In msg nelems" ... on Kineto's NCCL kernels), bytes moved and the algorithm bandwidth.
+struct CollectiveStats {
+  std::string name;
+  int64_t count = 0;
+  double total_us = 0;
+  int64_t sized = 0;                 // calls whose message size is known
+  double bytes = 0;                  // summed over sized calls
+  double sized_us = 0;               // device time of the sized calls
+  double bandwidth_gbps() const { return sized_us > 0 ? bytes / sized_us / 1e3 : 0; }
 };
 
 struct MemoryCurve {
@@ -87,6 +113,7 @@ struct Finding {
   std::string threshold;             // rendered threshold, e.g. "> 5%"
   double value = 0;
   std::string suggestion;
+  std::string evidence;              // the events behind the value and their share of step time
 };
 
 struct TraceAnalysis {
@@ -124,8 +151,30 @@ struct TraceAnalysis {
   double matmul_conv_fp32_us = 0;
   bool dtypes_recorded = false;
 
+  // Device views.
+  std::vector<KernelStats> top_kernels;        // compute kernels by total time, at most 50
+  DelayStats launch_delay;                     // launch call start -> device start, every linked launch
+  DelayStats idle_launch_latency;              // launches into an idle device: launch end -> device start
+  std::vector<CollectiveStats> collectives;    // device collectives by name, by total time
+  std::vector<NamedTotal> pageable_copies;     // device copies to/from pageable host memory, by name
+  double pageable_copy_us = 0;                 // their device time inside steps
+  std::vector<NamedTotal> ai_cpu_tasks;        // Ascend AI_CPU tasks (operators without an AI Core kernel)
+  double ai_cpu_us = 0;
+  std::vector<NamedTotal> online_compile;      // online operator compilation calls, by operator
+  double online_compile_us = 0;
+  int64_t data_bound_steps = 0;                // steps spending more than half their time in data loading
+
+  // How much of the trace was understood: spans of a recognised kind, and the most frequent
+  // categories of the rest. A trace with no recognised span is not a result (see unrecognised()).
+  size_t recognised_spans = 0;
+  std::vector<std::string> unrecognised_categories;
+
   std::vector<MemoryCurve> memory;
   std::vector<Finding> findings;
+
+  // Why this analysis must not be presented as a result ("" when it may): nothing in the trace was
+  // recognised as an operator, annotation, runtime call or device activity.
+  std::string unrecognised() const;
 
   double mean_step_us() const { return steps.empty() ? 0 : total.duration_us / static_cast<double>(steps.size()); }
   double share(double us) const { return total.duration_us > 0 ? us / total.duration_us : 0; }
