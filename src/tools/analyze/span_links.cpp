@@ -104,8 +104,11 @@ SpanLinks link_spans(const Trace& t) {
     auto dev = static_cast<size_t>(link.second);
     // A flow from an operator (async_npu) names the operator directly; one from a runtime call
     // (ac2g, HostToDevice) names the launch.
-    if (t.spans[static_cast<size_t>(link.first)].kind == SpanKind::CpuOp) L.device_op[dev] = link.first;
-    if (L.launcher[dev] == kNoSpan) L.launcher[dev] = link.first;
+    SpanKind from = t.spans[static_cast<size_t>(link.first)].kind;
+    if (from == SpanKind::CpuOp) L.device_op[dev] = link.first;
+    int32_t& l = L.launcher[dev];
+    bool runtime_now = l != kNoSpan && t.spans[static_cast<size_t>(l)].kind == SpanKind::Runtime;
+    if (l == kNoSpan || (from == SpanKind::Runtime && !runtime_now)) l = link.first;
   }
 
   // Runtime calls recorded in a process of their own (Ascend's CANN track) share the thread id of
@@ -129,7 +132,11 @@ SpanLinks link_spans(const Trace& t) {
   }
   for (size_t i = 0; i < n; ++i) {
     int32_t l = L.launcher[i];
-    if (L.device_op[i] == kNoSpan && l != kNoSpan) L.device_op[i] = L.op_of[static_cast<size_t>(l)];
+    if (l == kNoSpan) continue;
+    if (L.device_op[i] == kNoSpan) L.device_op[i] = L.op_of[static_cast<size_t>(l)];
+    // A runtime call no containment placed (a task-queue thread's call) belongs to the operator
+    // its work was charged to.
+    else if (L.op_of[static_cast<size_t>(l)] == kNoSpan) L.op_of[static_cast<size_t>(l)] = L.device_op[i];
   }
 
   for (const auto& list : device) L.device_order.insert(L.device_order.end(), list.begin(), list.end());

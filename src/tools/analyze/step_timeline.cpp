@@ -103,18 +103,21 @@ void compute_step_timeline(const Trace& t, const SpanLinks& links, const std::ve
 
   int active[kStepCategoryCount] = {};
   size_t w = 0;
-  double idle_start = -1;  // start of the current device-idle stretch inside a window
+  // The current device-idle stretch inside a window. Times may be negative (relative to the first
+  // timestamp in the file, which need not be the earliest), so no sentinel value marks "none".
+  bool idle_open = false;
+  double idle_start = 0;
   size_t idle_step = 0;
   std::vector<double> first_device(windows.size(), std::numeric_limits<double>::infinity());
   auto close_idle = [&](double at) {
-    if (idle_start < 0) return;
+    if (!idle_open) return;
     double len = at - idle_start;
     if (out.has_device && len >= opt.idle_gap_min_us) {
       ++out.idle_gap_count;
       out.idle_gap_us += len;
       out.idle_gaps.push_back({idle_start, len, windows[idle_step].label, idle_start - windows[idle_step].start});
     }
-    idle_start = -1;
+    idle_open = false;
   };
   // Segment [a, b) with the current `active` counts, split across windows.
   auto segment = [&](double a, double b) {
@@ -145,8 +148,8 @@ void compute_step_timeline(const Trace& t, const SpanLinks& links, const std::ve
       if (device) {
         close_idle(x);
         first_device[k] = std::min(first_device[k], x);
-      } else if (idle_start < 0) {
-        idle_start = x, idle_step = k;
+      } else if (!idle_open) {
+        idle_open = true, idle_start = x, idle_step = k;
       }
       if (y == windows[k].end) close_idle(y);  // gaps do not span steps
     }

@@ -153,3 +153,44 @@ TEST(CliAnalyze, HtmlRendersChartsInHeadlessChromium) {
   for (size_t at = dom.find("class=\"mark\""); at != std::string::npos; at = dom.find("class=\"mark\"", at + 1)) ++marks;
   EXPECT_GT(marks, 15u);
 }
+
+TEST(CliAnalyze, UnrecognisedTraceIsAnErrorAlsoInDiff) {
+  auto dir = temp_dir("unrecognised");
+  std::ofstream(dir / "w.json") << R"({"traceEvents": [{"ph": "X", "cat": "Widget", "name": "a", "pid": 1, "tid": 1,
+                                      "ts": 0, "dur": 5}]})";
+  auto r = run("analyze " + (dir / "w.json").string());
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.out.find("nothing in this trace was recognised"), std::string::npos) << r.out;
+  auto d = run("analyze --diff " + (dir / "w.json").string() + " " + (dir / "w.json").string());
+  EXPECT_EQ(d.code, 1);
+  EXPECT_EQ(d.out.find("no operator or category changed"), std::string::npos) << d.out;
+}
+
+TEST(CliAnalyze, OldGenerationDiffReportsTheChange) {
+  auto d = run("analyze --diff " + kData + "kineto_old_generation.json " + kData + "kineto_old_generation_faster.json");
+  EXPECT_EQ(d.code, 0) << d.out;
+  EXPECT_NE(d.out.find("faster"), std::string::npos) << d.out;
+  EXPECT_EQ(d.out.find("no operator or category changed"), std::string::npos) << d.out;
+}
+
+TEST(CliAnalyze, AscendFolderWithNotesAndViews) {
+  auto r = run("analyze " + kData + "ascend_pt/node0_1001_20240101_ascend_pt");
+  EXPECT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("skipped "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("communication.json: not a trace"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("Top kernels"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("[ai_cpu_fallback]"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("evidence: "), std::string::npos) << r.out;
+}
+
+TEST(CliAnalyze, GzipLimitFlag) {
+  auto dir = temp_dir("gzlimit");
+  std::string doc = R"({"traceEvents": [{"ph": "X", "cat": "cpu_op", "name": "aten::add", "pid": 1, "tid": 1, "ts": 0, "dur": 5}]})";
+  doc += std::string((1u << 20) + 1 - doc.size(), ' ');  // 1 MiB + 1 byte inflated
+  std::ofstream(dir / "t.json") << doc;
+  ASSERT_EQ(std::system(("gzip -kf " + (dir / "t.json").string()).c_str()), 0);
+  auto refused = run("analyze --max-inflated-mib 1 " + (dir / "t.json.gz").string());
+  EXPECT_EQ(refused.code, 1);
+  EXPECT_NE(refused.out.find("--max-inflated-mib"), std::string::npos) << refused.out;
+  EXPECT_EQ(run("analyze --max-inflated-mib 2 " + (dir / "t.json.gz").string()).code, 0);
+}
