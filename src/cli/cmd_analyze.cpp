@@ -7,6 +7,7 @@
 #include "report/terminal.h"
 #include "tools/analyze/advisor.h"
 #include "tools/analyze/analysis_report.h"
+#include "tools/analyze/ascend_output.h"
 #include "tools/analyze/trace_reader.h"
 
 namespace crosstrain::cli {
@@ -75,11 +76,27 @@ void run_analyze(const AnalyzeArgs& args) {
   }
 
   auto all = analyze_paths(args.paths, opt, args.sort, read);
+  // Ascend output folders: the profiler's own summaries next to each trace_view.json.
+  std::vector<analyze::AscendOutput> ascend;
+  std::vector<int> ascend_ranks;
+  std::vector<size_t> ascend_of;
+  for (size_t i = 0; i < all.size(); ++i) {
+    std::string dir = analyze::ascend_output_dir_of(all[i].path);
+    if (dir.empty()) continue;
+    ascend.push_back(analyze::read_ascend_output(dir));
+    ascend_ranks.push_back(all[i].rank >= 0 ? all[i].rank : static_cast<int>(ascend.size() - 1));
+    ascend_of.push_back(i);
+  }
   if (!quiet) {
     if (all.size() > 1) std::cout << analyze::render_rank_summary(all) << "\n";
     for (const auto& a : all) std::cout << analyze::render_console(a, {args.top}) << "\n";
+    if (!ascend.empty()) std::cout << analyze::render_ascend_console(ascend, ascend_ranks) << "\n";
   }
-  if (!args.json.empty()) report::write_json(analyze::analyses_to_json(all), args.json);
+  if (!args.json.empty()) {
+    auto j = analyze::analyses_to_json(all);
+    for (size_t k = 0; k < ascend.size(); ++k) j["traces"][ascend_of[k]]["ascend"] = analyze::ascend_output_to_json(ascend[k]);
+    report::write_json(j, args.json);
+  }
   if (!args.csv.empty()) analyze::write_analysis_csv(all, args.csv);
   if (!args.html.empty()) report::write_file_atomic(args.html, analyze::render_analysis_html(all));
 }

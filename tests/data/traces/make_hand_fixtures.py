@@ -307,6 +307,15 @@ def ascend_step_trace_time(rank):
     return ",".join(head) + "\n" + ",".join(str(v) for v in row) + "\n"
 
 
+def ascend_op_statistic(rank):
+    """op_statistic.csv: per operator type and core (msprof's header, with Device_id)."""
+    head = ["Device_id", "OP Type", "Core Type", "Count", "Total Time(us)", "Min Time(us)", "Avg Time(us)",
+            "Max Time(us)", "Ratio(%)"]
+    rows = [[rank, "NonZero", "AI_CPU", 1, 250, 250, 250, 250, 50.0], [rank, "MatMulV2", "AI_CORE", 1, 200, 200, 200, 200, 40.0],
+            [rank, "Relu", "AI_VECTOR_CORE", 1, 30, 30, 30, 30, 6.0], [rank, "Add", "AI_VECTOR_CORE", 1, 20, 20, 20, 20, 4.0]]
+    return "\n".join([",".join(head)] + [",".join(str(v) for v in r) for r in rows]) + "\n"
+
+
 def write_ascend_pt(folder, rank, old_columns):
     out = os.path.join(folder, "ASCEND_PROFILER_OUTPUT")
     os.makedirs(out, exist_ok=True)
@@ -318,6 +327,8 @@ def write_ascend_pt(folder, rank, old_columns):
         f.write(ascend_kernel_details(rank, old_columns))
     with open(os.path.join(out, "step_trace_time.csv"), "w") as f:
         f.write(ascend_step_trace_time(rank))
+    with open(os.path.join(out, "op_statistic.csv"), "w") as f:
+        f.write(ascend_op_statistic(rank))
     write(os.path.join(os.path.relpath(folder, HERE), "profiler_info_%d.json" % rank),
           {"config": {"common_config": {"activities": ["ProfilerActivity.CPU", "ProfilerActivity.NPU"]}},
            "rank_id": rank})

@@ -181,6 +181,15 @@ TEST(CliAnalyze, AscendFolderWithNotesAndViews) {
   EXPECT_NE(r.out.find("Top kernels"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("[ai_cpu_fallback]"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("evidence: "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("Ascend kernel_details.csv"), std::string::npos) << r.out;
+  auto dir = temp_dir("ascend_json");
+  auto cluster = run("analyze --json " + (dir / "a.json").string() + " " + kData + "ascend_pt");
+  ASSERT_EQ(cluster.code, 0) << cluster.out;
+  EXPECT_NE(cluster.out.find("Slow rank: "), std::string::npos) << cluster.out;
+  auto j = nlohmann::json::parse(slurp(dir / "a.json"));
+  ASSERT_EQ(j["traces"].size(), 2u);
+  EXPECT_EQ(j["traces"][0]["ascend"]["cores"].size(), 4u);
+  EXPECT_FALSE(j["traces"][0]["findings"][0]["evidence"].get<std::string>().empty());
 }
 
 TEST(CliAnalyze, GzipLimitFlag) {
