@@ -1,6 +1,7 @@
 // The HTML report of `crosstrain analyze --html`: one self-contained page built on
 // report::HtmlPage (inline SVG, no scripts, no network). Chart ids are stable so tests and
-// headless browsers can find them: steps-R, top-ops-R, op-types-R, memory-R (R = trace index).
+// headless browsers can find them: steps-R, top-ops-R, top-kernels-R (traces with device kernels),
+// op-types-R, memory-R (R = trace index).
 #include <algorithm>
 
 #include "report/html_page.h"
@@ -24,9 +25,9 @@ std::string render_analysis_html(const std::vector<TraceAnalysis>& all) {
 
     // Findings first: they are what the reader acts on.
     std::vector<std::vector<std::string>> rows;
-    for (const auto& f : a.findings) rows.push_back({f.title, f.measured, f.threshold, f.suggestion});
+    for (const auto& f : a.findings) rows.push_back({f.title, f.measured, f.evidence, f.threshold, f.suggestion});
     if (rows.empty()) page.add_raw("<p class=\"pass\" id=\"findings" + suffix + "\">Advisor: no rule fired.</p>");
-    else page.add_table({"Finding", "Measured", "Threshold", "Suggestion"}, rows, "findings" + suffix);
+    else page.add_table({"Finding", "Measured", "Evidence", "Threshold", "Suggestion"}, rows, "findings" + suffix);
 
     std::vector<std::string> cats;
     for (int c = 0; c < kStepCategoryCount; ++c) cats.push_back(step_category_name(c));
@@ -52,6 +53,13 @@ std::string render_analysis_html(const std::vector<TraceAnalysis>& all) {
     page.add_horizontal_bars("top-ops" + suffix,
                              std::string("Top operators by ") + (a.has_device ? "device" : "host") + " self time", top,
                              "ms");
+
+    if (!a.top_kernels.empty()) {
+      std::vector<report::Slice> kernels;
+      for (size_t i = 0; i < a.top_kernels.size() && i < 10; ++i)
+        kernels.push_back({a.top_kernels[i].name.substr(0, 60), a.top_kernels[i].total_us / 1000.0});
+      page.add_horizontal_bars("top-kernels" + suffix, "Top kernels by device time", kernels, "ms");
+    }
 
     std::vector<report::Slice> types;
     for (const auto& t : a.op_types) types.push_back({op_type_name(t.type), a.has_device ? t.device_self_us : t.host_self_us});
