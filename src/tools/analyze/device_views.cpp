@@ -38,7 +38,7 @@ DelayStats summarize(std::vector<double>& v) {
 std::vector<NamedTotal> ranked(std::map<std::string, NamedTotal>& by_name) {
   std::vector<NamedTotal> v;
   for (auto& [n, e] : by_name) v.push_back(e);
-  std::sort(v.begin(), v.end(), [](const NamedTotal& a, const NamedTotal& b) { return a.total_us > b.total_us; });
+  std::stable_sort(v.begin(), v.end(), [](const NamedTotal& a, const NamedTotal& b) { return a.total_us > b.total_us; });
   return v;
 }
 
@@ -55,8 +55,9 @@ void compute_device_views(const Trace& t, const SpanLinks& L, const std::vector<
                           NameInfoCache& names, TraceAnalysis& out) {
   std::unordered_map<uint32_t, const CollectiveArgs*> msg_of;
   for (const auto& c : t.collectives) msg_of[c.span] = &c;
-  std::map<std::string, KernelStats> kernels;
-  std::map<std::string, CollectiveStats> colls;
+  // Keyed by interned name: a trace has millions of kernels and a few thousand names.
+  std::unordered_map<uint32_t, KernelStats> kernels;
+  std::unordered_map<uint32_t, CollectiveStats> colls;
   std::map<std::string, NamedTotal> pageable, ai_cpu, compile;
   std::vector<double> delays, idle_latency;
   double busy_until = -std::numeric_limits<double>::infinity();
@@ -71,13 +72,13 @@ void compute_device_views(const Trace& t, const SpanLinks& L, const std::vector<
     }
     const std::string& name = t.strings.str(d.name);
     if (d.kind == SpanKind::Kernel) {
-      auto& k = kernels[name];
+      auto& k = kernels[d.name];
       if (k.count == 0) k.name = name, k.min_us = d.dur, k.max_us = d.dur;
       ++k.count;
       k.total_us += d.dur;
       k.min_us = std::min(k.min_us, d.dur), k.max_us = std::max(k.max_us, d.dur);
     } else if (d.kind == SpanKind::Communication) {
-      auto& c = colls[name];
+      auto& c = colls[d.name];
       c.name = name;
       ++c.count;
       c.total_us += d.dur;
@@ -113,12 +114,14 @@ void compute_device_views(const Trace& t, const SpanLinks& L, const std::vector<
   }
 
   for (auto& [n, k] : kernels) out.top_kernels.push_back(k);
-  std::sort(out.top_kernels.begin(), out.top_kernels.end(),
-            [](const KernelStats& a, const KernelStats& b) { return a.total_us > b.total_us; });
+  std::sort(out.top_kernels.begin(), out.top_kernels.end(), [](const KernelStats& a, const KernelStats& b) {
+    return a.total_us != b.total_us ? a.total_us > b.total_us : a.name < b.name;
+  });
   if (out.top_kernels.size() > 50) out.top_kernels.resize(50);
   for (auto& [n, c] : colls) out.collectives.push_back(c);
-  std::sort(out.collectives.begin(), out.collectives.end(),
-            [](const CollectiveStats& a, const CollectiveStats& b) { return a.total_us > b.total_us; });
+  std::sort(out.collectives.begin(), out.collectives.end(), [](const CollectiveStats& a, const CollectiveStats& b) {
+    return a.total_us != b.total_us ? a.total_us > b.total_us : a.name < b.name;
+  });
   out.launch_delay = summarize(delays);
   out.idle_launch_latency = summarize(idle_latency);
   out.pageable_copies = ranked(pageable);
