@@ -9,6 +9,7 @@
 #include "tools/analyze/device_views.h"
 #include "tools/analyze/span_links.h"
 #include "tools/analyze/step_timeline.h"
+#include "tools/analyze/timeline_view.h"
 
 namespace crosstrain::analyze {
 
@@ -241,6 +242,7 @@ TraceAnalysis analyze_trace(const Trace& t, const AnalyzeOptions& opt) {
   compute_operators(t, links, opt, names, out);
   compute_host_syncs(t, links, windows, names, out);
   compute_device_views(t, links, windows, names, out);
+  compute_timeline(t, links, windows, names, out);
   compute_memory(t, opt, out);
   // Reports give positions as us since the trace's first event, never before it.
   for (auto& s : out.steps) s.start_us -= out.trace_start_us;

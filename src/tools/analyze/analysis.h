@@ -99,6 +99,25 @@ struct CollectiveStats {
   double bandwidth_gbps() const { return sized_us > 0 ? bytes / sized_us / 1e3 : 0; }
 };
 
+// One step's activity, row by row, for the HTML timeline: each host thread's outermost
+// operators/annotations and its runtime calls, and each device stream's work.
+struct TimelineBar {
+  double start_us = 0;               // since the step's window start
+  double duration_us = 0;
+  std::string name;
+  int category = 0;                  // StepCategory index, for the colour
+};
+struct TimelineRow {
+  std::string label;                 // "host 4242/4242", "runtime 4242/4242", "device 0/7"
+  std::vector<TimelineBar> bars;
+};
+struct TimelineView {
+  std::string step;                  // the step shown: the one of median duration
+  double duration_us = 0;
+  std::vector<TimelineRow> rows;
+  int64_t dropped = 0;               // bars left out past the per-row cap
+};
+
 struct MemoryCurve {
   std::string device;                // "cpu", "cuda:0", ...
   int64_t peak_allocated = 0;
@@ -169,6 +188,7 @@ struct TraceAnalysis {
   size_t recognised_spans = 0;
   std::vector<std::string> unrecognised_categories;
 
+  TimelineView timeline;
   std::vector<MemoryCurve> memory;
   std::vector<Finding> findings;
 

@@ -1,7 +1,7 @@
 // The HTML report of `crosstrain analyze --html`: one self-contained page built on
 // report::HtmlPage (inline SVG, no scripts, no network). Chart ids are stable so tests and
 // headless browsers can find them: steps-R, top-ops-R, top-kernels-R (traces with device kernels),
-// op-types-R, memory-R (R = trace index).
+// op-types-R, memory-R, timeline-R (one step's rows of host and device activity; R = trace index).
 #include <algorithm>
 
 #include "report/html_page.h"
@@ -53,6 +53,8 @@ std::string render_analysis_html(const std::vector<TraceAnalysis>& all) {
     page.add_horizontal_bars("top-ops" + suffix,
                              std::string("Top operators by ") + (a.has_device ? "device" : "host") + " self time", top,
                              "ms");
+
+    page.add_raw(render_timeline_html(a.timeline, "timeline" + suffix));
 
     if (!a.top_kernels.empty()) {
       std::vector<report::Slice> kernels;

@@ -39,5 +39,7 @@ void write_analysis_csv(const std::vector<TraceAnalysis>& all, const std::string
 // One HTML page: step-breakdown stacked bars, top-10 operators, operator-type pie, memory curve,
 // the advisor's findings; per rank when several traces are given.
 std::string render_analysis_html(const std::vector<TraceAnalysis>& all);
+// The timeline of one step as an HTML fragment (inline SVG, CSS-only zoom; "" when empty).
+std::string render_timeline_html(const TimelineView& v, const std::string& id);
 
 }  // namespace crosstrain::analyze

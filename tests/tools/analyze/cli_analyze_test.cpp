@@ -127,8 +127,10 @@ TEST(CliAnalyze, HtmlRendersChartsInHeadlessChromium) {
   std::string page = slurp(html);
   EXPECT_EQ(page.find("http://"), std::string::npos);  // self-contained
   EXPECT_EQ(page.find("https://"), std::string::npos);
-  for (auto id : {"id=\"steps-0\"", "id=\"top-ops-0\"", "id=\"op-types-0\"", "id=\"memory-0\"", "id=\"findings-0\""})
+  for (auto id : {"id=\"steps-0\"", "id=\"top-ops-0\"", "id=\"op-types-0\"", "id=\"memory-0\"", "id=\"findings-0\"",
+                  "id=\"top-kernels-0\"", "id=\"timeline-0\""})
     EXPECT_NE(page.find(id), std::string::npos) << id;
+  EXPECT_EQ(page.find("<script"), std::string::npos);  // zoom is CSS-only
 
   std::string chromium;
   for (auto c : {"/usr/bin/chromium", "/usr/bin/chromium-browser", "/usr/bin/google-chrome"})
@@ -147,8 +149,12 @@ TEST(CliAnalyze, HtmlRendersChartsInHeadlessChromium) {
   while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) dom.append(buf.data(), n);
   pclose(p);
   ASSERT_FALSE(dom.empty()) << "chromium printed no DOM";
-  for (auto cls : {"chart chart-stacked", "chart chart-hbar", "chart chart-pie", "chart chart-line"})
+  for (auto cls : {"chart chart-stacked", "chart chart-hbar", "chart chart-pie", "chart chart-line", "chart chart-timeline"})
     EXPECT_NE(dom.find(cls), std::string::npos) << cls;
+  // The timeline of the median step holds the host thread, its runtime calls and device streams.
+  auto tl = dom.find("chart chart-timeline");
+  ASSERT_NE(tl, std::string::npos);
+  EXPECT_NE(dom.find("<title>implicit_convolve_sgemm", tl), std::string::npos);
   size_t marks = 0;
   for (size_t at = dom.find("class=\"mark\""); at != std::string::npos; at = dom.find("class=\"mark\"", at + 1)) ++marks;
   EXPECT_GT(marks, 15u);

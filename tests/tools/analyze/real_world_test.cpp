@@ -183,3 +183,22 @@ TEST(RealTorchTraces, WithStackAndItem) {
   EXPECT_EQ(finding(a, "host_sync"), nullptr);  // ... but a CPU run has no device to wait for
   ASSERT_NE(op(a, "aten::convolution"), nullptr);
 }
+
+TEST(Timeline, MedianStepRowsAndBars) {
+  auto a = analyze_file("kineto_old_generation.json");
+  EXPECT_FALSE(a.timeline.step.empty());
+  EXPECT_DOUBLE_EQ(a.timeline.duration_us, 900);
+  bool host = false, device = false;
+  for (const auto& r : a.timeline.rows) {
+    host = host || r.label.rfind("host ", 0) == 0;
+    if (r.label.rfind("device ", 0) == 0) {
+      device = true;
+      for (const auto& b : r.bars) {
+        EXPECT_GE(b.start_us, 0);
+        EXPECT_LE(b.start_us + b.duration_us, 900 + 1e-9);
+      }
+    }
+  }
+  EXPECT_TRUE(host);
+  EXPECT_TRUE(device);
+}
