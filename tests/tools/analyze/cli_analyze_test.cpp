@@ -189,7 +189,12 @@ TEST(CliAnalyze, AscendFolderWithNotesAndViews) {
   EXPECT_NE(r.out.find("evidence: "), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("Ascend kernel_details.csv"), std::string::npos) << r.out;
   auto dir = temp_dir("ascend_json");
-  auto cluster = run("analyze --json " + (dir / "a.json").string() + " " + kData + "ascend_pt");
+  auto cluster = run("analyze --json " + (dir / "a.json").string() + " --html " + (dir / "a.html").string() + " " +
+                     kData + "ascend_pt");
+  std::string page = slurp(dir / "a.html");
+  auto ranks = page.find("id=\"ranks\"");
+  ASSERT_NE(ranks, std::string::npos);  // per-rank table on a multi-rank page
+  EXPECT_LT(ranks, page.find("id=\"findings-0\""));
   ASSERT_EQ(cluster.code, 0) << cluster.out;
   EXPECT_NE(cluster.out.find("Slow rank: "), std::string::npos) << cluster.out;
   auto j = nlohmann::json::parse(slurp(dir / "a.json"));
