@@ -118,6 +118,16 @@ struct TimelineView {
   int64_t dropped = 0;               // bars left out past the per-row cap
 };
 
+// One device stream's time inside steps: busy, and its idle gaps split by cause. A gap before a
+// piece of work splits at the end of that work's launch call: before it the host had not yet
+// launched the work (host wait), after it the work was launched but had not started (queued:
+// launch latency, or a wait on another stream or event). A gap before work with no known launch
+// is unlinked; the stretch after a step's last work on the stream is tail.
+struct StreamIdle {
+  std::string stream;                // "pid/tid" of the device track
+  double busy_us = 0, host_wait_us = 0, queued_us = 0, unlinked_us = 0, tail_us = 0;
+};
+
 struct MemoryCurve {
   std::string device;                // "cpu", "cuda:0", ...
   int64_t peak_allocated = 0;
@@ -175,6 +185,7 @@ struct TraceAnalysis {
   DelayStats launch_delay;                     // launch call start -> device start, every linked launch
   DelayStats idle_launch_latency;              // launches into an idle device: launch end -> device start
   std::vector<CollectiveStats> collectives;    // device collectives by name, by total time
+  std::vector<StreamIdle> stream_idle;         // per device stream, busiest first
   std::vector<NamedTotal> pageable_copies;     // device copies to/from pageable host memory, by name
   double pageable_copy_us = 0;                 // their device time inside steps
   std::vector<NamedTotal> ai_cpu_tasks;        // Ascend AI_CPU tasks (operators without an AI Core kernel)

@@ -49,6 +49,42 @@ void add(std::map<std::string, NamedTotal>& m, const std::string& name, double u
   e.total_us += us;
 }
 
+// Per stream and step window: walk the stream's work in start order; each gap before a piece of
+// work is split at the moment that work's launch call ended (see StreamIdle).
+void compute_stream_idle(const Trace& t, const SpanLinks& L, const std::vector<StepWindow>& windows, TraceAnalysis& out) {
+  std::map<uint32_t, std::vector<int32_t>> by_track;
+  for (int32_t i : L.device_order) by_track[t.spans[static_cast<size_t>(i)].track].push_back(i);
+  for (const auto& [track, spans] : by_track) {
+    StreamIdle st;
+    st.stream = t.pid_label(t.tracks[track].key.pid) + "/" + t.pid_label(t.tracks[track].key.tid);
+    size_t k = 0;
+    for (const StepWindow& w : windows) {
+      while (k < spans.size() && t.spans[static_cast<size_t>(spans[k])].ts < w.start) ++k;
+      double at = w.start;  // the stream is idle from here
+      for (; k < spans.size() && t.spans[static_cast<size_t>(spans[k])].ts < w.end; ++k) {
+        const Span& d = t.spans[static_cast<size_t>(spans[k])];
+        if (d.ts > at) {
+          double gap = d.ts - at;
+          int32_t l = L.launcher[static_cast<size_t>(spans[k])];
+          if (l == kNoSpan) {
+            st.unlinked_us += gap;
+          } else {
+            // Until the launch call returned the host was late; after it the work sat queued.
+            double host = std::clamp(t.spans[static_cast<size_t>(l)].end() - at, 0.0, gap);
+            st.host_wait_us += host, st.queued_us += gap - host;
+          }
+        }
+        double end = std::min(d.end(), w.end);
+        if (end > at) st.busy_us += end - std::max(at, d.ts), at = end;
+      }
+      if (w.end > at) st.tail_us += w.end - at;
+    }
+    out.stream_idle.push_back(st);
+  }
+  std::sort(out.stream_idle.begin(), out.stream_idle.end(),
+            [](const StreamIdle& a, const StreamIdle& b) { return a.busy_us > b.busy_us; });
+}
+
 }  // namespace
 
 void compute_device_views(const Trace& t, const SpanLinks& L, const std::vector<StepWindow>& windows,
@@ -129,6 +165,7 @@ void compute_device_views(const Trace& t, const SpanLinks& L, const std::vector<
   out.online_compile = ranked(compile);
   for (const auto& s : out.steps)
     if (s.duration_us > 0 && s.data_wait_us > 0.5 * s.duration_us) ++out.data_bound_steps;
+  compute_stream_idle(t, L, windows, out);
 }
 
 }  // namespace crosstrain::analyze

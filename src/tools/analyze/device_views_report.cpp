@@ -59,6 +59,17 @@ std::string render_device_views_console(const TraceAnalysis& a, size_t top) {
     if (a.idle_launch_latency.count > 0)
       out << "  into an idle device (launch call end -> device start): " << delay_line(a.idle_launch_latency) << "\n";
   }
+  if (!a.stream_idle.empty()) {
+    report::Table t({"Stream", "Busy", "Idle: host wait", "Idle: queued", "Idle: unlinked", "Idle: after last work"});
+    for (size_t i = 0; i < a.stream_idle.size() && i < 16; ++i) {
+      const auto& s = a.stream_idle[i];
+      t.add_row({s.stream, format_us(s.busy_us), format_us(s.host_wait_us), format_us(s.queued_us),
+                 format_us(s.unlinked_us), format_us(s.tail_us)});
+    }
+    out << "Device streams inside steps (idle split by cause: host wait = the next work was not launched yet; "
+           "queued = launched but not started: launch latency or a wait on another stream)\n"
+        << t.render() << "\n";
+  }
   if (!a.collectives.empty()) {
     report::Table t({"Collective", "Calls", "Device time", "Mean", "Sized calls", "Bytes", "Alg. bandwidth"});
     for (const auto& c : a.collectives)
@@ -85,7 +96,12 @@ nlohmann::json device_views_to_json(const TraceAnalysis& a) {
   for (const auto& c : a.collectives)
     colls.push_back({{"name", c.name}, {"count", c.count}, {"total_us", c.total_us}, {"sized_calls", c.sized},
                      {"bytes", c.bytes}, {"bandwidth_gbps", c.bandwidth_gbps()}});
+  json streams = json::array();
+  for (const auto& s : a.stream_idle)
+    streams.push_back({{"stream", s.stream}, {"busy_us", s.busy_us}, {"host_wait_us", s.host_wait_us},
+                       {"queued_us", s.queued_us}, {"unlinked_us", s.unlinked_us}, {"tail_us", s.tail_us}});
   return {{"top_kernels", kernels},
+          {"stream_idle", streams},
           {"launch_delay", delay_json(a.launch_delay)},
           {"idle_launch_latency", delay_json(a.idle_launch_latency)},
           {"collectives", colls},
