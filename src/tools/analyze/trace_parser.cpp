@@ -157,7 +157,7 @@ void TraceParser::parse_args(EventFields& e) {
     js_.expect(':', "after an object key");
     char v = js_.peek();
     bool numeric = v == '-' || (v >= '0' && v <= '9') || v == '"';
-    if (key == "Input Dims") {
+    if (key == "Input Dims" || key == "Input dims") {  // the second spelling: early torch.profiler
       e.shapes = t_.strings.intern(js_.read_compact_value());
     } else if (key == "Input type") {
       e.dtypes = t_.strings.intern(js_.read_compact_value());

@@ -149,7 +149,7 @@ def kineto_old_generation(scale=1.0):
         x("Operator", "ProfilerStep#%d" % (k + 1), 13721, "123", t0, 900, {"Input Dims": [], "External id": 1})
         x("Operator", "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__", 13721, "123", t0, 200 * scale,
           {"Input Dims": [], "External id": 2})
-        x("Operator", "aten::conv2d", 13721, "123", t0 + 250, 100, {"Input Dims": [[8, 3, 32, 32]], "External id": 3})
+        x("Operator", "aten::conv2d", 13721, "123", t0 + 250, 100, {"Input dims": [[8, 3, 32, 32]], "External id": 3})
         x("Runtime", "cudaLaunchKernel", 13721, "123", t0 + 260, 10, {"correlation": 10 + k * 10, "external id": 3})
         x("Kernel", "implicit_convolve_sgemm", 0, "stream 7", t0 + 300, 300 * scale,
           {"correlation": 10 + k * 10, "external id": 3, "device": 0, "stream": 7})

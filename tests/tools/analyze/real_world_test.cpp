@@ -52,6 +52,9 @@ TEST(OldKinetoGeneration, CapitalisedCategoriesAreRead) {
   EXPECT_DOUBLE_EQ(cat(s, StepCategory::DataLoading), 200);  // enumerate(DataLoader)# as "Operator"
   ASSERT_NE(op(a, "aten::conv2d"), nullptr);
   EXPECT_DOUBLE_EQ(op(a, "aten::conv2d")->device_self_us, 600);
+  auto by_shape = analyze_trace(read_trace_file(kData + "kineto_old_generation.json"), AnalyzeOptions{true});
+  ASSERT_NE(op(by_shape, "aten::conv2d"), nullptr);
+  EXPECT_EQ(op(by_shape, "aten::conv2d")->shapes, "[[8,3,32,32]]");  // read from "Input dims"
   EXPECT_EQ(op(a, "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__"), nullptr);
   EXPECT_EQ(op(a, "ProfilerStep#1"), nullptr);
   EXPECT_DOUBLE_EQ(a.pageable_copy_us, 200);
