@@ -25,8 +25,9 @@ const char* op_type_name(OpType t);
 OpType op_type_of(std::string_view name);
 
 bool is_communication_name(std::string_view name);   // NCCL/HCCL/gloo collectives, c10d ops
-// Calls that block the host until the device catches up: aten::item, *synchronize*, a blocking
-// stream query. cudaEventQuery / cudaStreamQuery only poll and return at once: not syncs.
+// Calls that block the host until the device catches up: aten::item, aten::_local_scalar_dense,
+// *synchronize* (cudaStreamSynchronize, aclrtSynchronizeStream ...). cudaEventQuery and
+// cudaStreamQuery only poll and return at once: not syncs.
 bool is_host_sync_name(std::string_view name);
 bool is_data_loading_name(std::string_view name);    // data_wait, DataLoader iterators
 bool is_profiler_step_name(std::string_view name);   // "ProfilerStep#N"

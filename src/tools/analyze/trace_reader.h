@@ -1,17 +1,21 @@
 #pragma once
-// Reads profiler traces into a Trace: torch.profiler/Kineto and crosstrain JSON (an object with
-// "traceEvents"), the older autograd profiler's export (a bare array, string pids, no categories),
-// the Ascend PyTorch Profiler's trace_view.json (a bare array; kinds come from process names), plain
-// or gzip-compressed. One pass over the bytes (two threads on big files), no DOM: memory is the
-// file plus ~56 bytes per span.
+// Reads profiler traces into a Trace: torch.profiler/Kineto (every category generation) and
+// crosstrain JSON (an object with "traceEvents"), the older autograd profiler's export (a bare
+// array, string pids, no categories), the Ascend PyTorch Profiler's trace_view.json (a bare array;
+// kinds come from process names), plain or gzip-compressed; span kinds are then decided by
+// span_classifier. One pass over the bytes (two threads on big files), no DOM: memory is the file
+// plus ~56 bytes per span.
 //
-// Errors are std::runtime_error (TraceFormatError for bad content) naming the file and, for
-// content, the byte offset. Nothing here aborts or reads past the buffer, whatever the input.
+// Errors are std::runtime_error naming the file: TraceFormatError for bad content (with the byte
+// offset), NotATraceError for well-formed JSON that is not a trace. Only regular files are read,
+// and compressed input is bounded (ReadOptions::max_inflated_bytes). Nothing here aborts, blocks
+// on a pipe or reads past the buffer, whatever the input.
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "tools/analyze/trace.h"
+#include "tools/analyze/trace_parser.h"  // NotATraceError
 
 namespace crosstrain::analyze {
 
