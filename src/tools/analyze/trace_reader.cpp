@@ -321,6 +321,24 @@ void collect_candidates(const fs::path& dir, std::vector<std::string>& files, in
   for (const auto& d : subdirs) collect_candidates(d, files, depth + 1);
 }
 
+// An Ascend trace's rank: torch_npu writes profiler_info_<rank>.json (distributed runs) next to
+// ASCEND_PROFILER_OUTPUT/; trace_view.json itself does not say. -1 when unknown.
+int ascend_rank_of(const std::string& trace_path) {
+  fs::path out = fs::path(trace_path).parent_path();
+  if (out.filename() != "ASCEND_PROFILER_OUTPUT") return -1;
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(out.parent_path(), ec)) {
+    std::string n = entry.path().filename().string();
+    const std::string prefix = "profiler_info_", suffix = ".json";
+    if (n.size() <= prefix.size() + suffix.size() || n.compare(0, prefix.size(), prefix) != 0 || !has_suffix(n, suffix))
+      continue;
+    std::string digits = n.substr(prefix.size(), n.size() - prefix.size() - suffix.size());
+    if (digits.empty() || digits.size() > 7 || digits.find_first_not_of("0123456789") != std::string::npos) continue;
+    return std::stoi(digits);
+  }
+  return -1;
+}
+
 }  // namespace
 
 std::vector<Trace> read_traces(const std::string& path, const ReadOptions& options, std::vector<std::string>* notes) {
@@ -340,6 +358,7 @@ std::vector<Trace> read_traces(const std::string& path, const ReadOptions& optio
   for (const auto& f : files) {
     try {
       traces.push_back(read_trace_file(f, options));
+      if (traces.back().rank < 0) traces.back().rank = ascend_rank_of(f);
     } catch (const NotATraceError& e) {
       if (notes != nullptr) notes->push_back("skipped " + std::string(e.what()));
     }

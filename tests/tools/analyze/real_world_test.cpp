@@ -119,7 +119,10 @@ TEST(AscendFolder, ReadsAscendProfilerOutputAndSkipsNonTraces) {
   ASSERT_EQ(notes.size(), 2u);  // communication.json and communication_matrix.json
   for (const auto& n : notes) EXPECT_NE(n.find("not a trace"), std::string::npos) << n;
   auto cluster = read_traces(kData + "ascend_pt", {}, nullptr);
-  EXPECT_EQ(cluster.size(), 2u);
+  ASSERT_EQ(cluster.size(), 2u);
+  EXPECT_EQ(cluster[0].rank, 0);  // from profiler_info_<rank>.json next to ASCEND_PROFILER_OUTPUT/
+  EXPECT_EQ(cluster[1].rank, 1);
+  EXPECT_NE(cluster[1].path.find("node0_1002"), std::string::npos);
 }
 
 // trace_view.json: four operators whose CANN calls run on the task queue's thread, linked to their
