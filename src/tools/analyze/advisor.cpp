@@ -108,8 +108,12 @@ const std::vector<AdvisorRule>& advisor_rules() {
        return s;
      },
      [](const TraceAnalysis& a) {
-       return "device busy " + share_text(a, a.total.device_busy_us) + "; " + format_count(a.idle_gap_count) +
-              " idle gaps >= " + format_us(a.idle_gap_min_us) + " totalling " + format_us(a.idle_gap_us);
+       std::string s = "device busy " + share_text(a, a.total.device_busy_us) + "; " + format_count(a.idle_gap_count) +
+                       " idle gaps >= " + format_us(a.idle_gap_min_us) + " totalling " + format_us(a.idle_gap_us);
+       if (a.total.device_window_us > 0)
+         s += "; idle " + format_percent(1.0 - a.total.device_busy_us / a.total.device_window_us) +
+              " counted from each step's first device activity";
+       return s;
      }},
     {"host_bound_launch", "Host-bound kernel launches", 0.5, "> 50% of launches into an idle device (>= 50 launches)",
      "The host issues work slower than the device runs it: CUDA graphs or torch.compile(mode=\"reduce-overhead\"), "
@@ -213,8 +217,11 @@ const std::vector<AdvisorRule>& advisor_rules() {
      },
      [](const TraceAnalysis&, double v) { return report::format_fixed(v, 1) + "x the median step"; },
      [](const TraceAnalysis& a) {
-       return a.steps.front().label + " took " + format_us(a.steps.front().duration_us) + ", the median of the other " +
-              format_count(static_cast<int64_t>(a.steps.size() - 1)) + " steps " + format_us(median_other_steps(a));
+       std::string s = a.steps.front().label + " took " + format_us(a.steps.front().duration_us) +
+                       ", the median of the other " + format_count(static_cast<int64_t>(a.steps.size() - 1)) +
+                       " steps " + format_us(median_other_steps(a));
+       if (a.online_compile_us > 0) s += "; online operator compilation in the trace: " + format_us(a.online_compile_us);
+       return s;
      }},
     {"online_compile", "Operators compiled online during the step", 0.01, "> 1% of step time",
      "The NPU compiles operators at run time (aclopCompileAndExecute): use the prebuilt binary kernels "
