@@ -152,6 +152,7 @@ const NameInfo& NameInfoCache::operator()(uint32_t id) {
     i.memcpy = contains_ci(n, "memcpy");
     i.memset = contains_ci(n, "memset");
     i.ai_cpu = n == "AI_CPU";
+    i.sync_task = starts_with(n, "EVENT_") || starts_with(n, "NOTIFY_") || n == "STREAM_WAIT" || n == "WAIT";
     i.fp32_input = is_fp32_input(n);
   }
   return info_[id];

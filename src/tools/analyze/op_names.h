@@ -54,6 +54,7 @@ struct NameInfo {
   bool memcpy = false;           // device activity named like a copy ("Memcpy HtoD", Ascend MEMCPY tasks)
   bool memset = false;
   bool ai_cpu = false;           // as an Ascend "Task Type": AI_CPU
+  bool sync_task = false;        // as an Ascend "Task Type": EVENT_RECORD, EVENT_WAIT, NOTIFY_WAIT ... (markers, not work)
   bool fp32_input = false;       // when the string is an "Input type" list: see is_fp32_input
   OpType type = OpType::Other;
 };

@@ -44,6 +44,7 @@ CatKind kind_of_category(const std::string& raw) {
 
 // Device activity of a span already known to run on a device, by its name or Ascend task type.
 SpanKind device_kind(const NameInfo& name, const NameInfo& task) {
+  if (task.sync_task) return SpanKind::Other;  // a stream waiting on an event: not device work
   if (name.memcpy || task.memcpy) return SpanKind::Memcpy;
   if (name.memset || task.memset) return SpanKind::Memset;
   if (name.communication || task.communication) return SpanKind::Communication;

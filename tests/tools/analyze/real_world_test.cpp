@@ -208,3 +208,16 @@ TEST(Timeline, MedianStepRowsAndBars) {
   EXPECT_TRUE(host);
   EXPECT_TRUE(device);
 }
+
+TEST(AscendNames, EventWaitTasksAreNotDeviceWork) {
+  auto t = parse_trace(R"([
+    {"name": "process_name", "ph": "M", "pid": 4000, "tid": 0, "args": {"name": "Ascend Hardware"}},
+    {"name": "MatMulV2", "ph": "X", "pid": 4000, "tid": 7, "ts": "10.000", "dur": 20, "args": {"Task Type": "AI_CORE"}},
+    {"name": "EVENT_WAIT", "ph": "X", "pid": 4000, "tid": 7, "ts": "30.000", "dur": 500, "args": {"Task Type": "EVENT_WAIT"}},
+    {"name": "MEMCPY_ASYNC", "ph": "X", "pid": 4000, "tid": 7, "ts": "600.000", "dur": 5, "args": {"Task Type": "MEMCPY_ASYNC"}}])",
+                       "hw.json");
+  auto a = analyze_trace(t);
+  EXPECT_EQ(a.format, "ascend");
+  EXPECT_DOUBLE_EQ(a.total.device_busy_us, 25);  // the 500 us wait is not busy time
+  EXPECT_DOUBLE_EQ(a.total.category_us[static_cast<size_t>(StepCategory::Memcpy)], 5);
+}
