@@ -53,8 +53,9 @@ std::string render_timeline_html(const TimelineView& v, const std::string& id) {
   o << "</div><div class=\"tl-scroll\"><div class=\"tl-inner\">";
   double tick = round_tick(v.duration_us, 10);
   for (double t = 0; t <= v.duration_us + 1e-9; t += tick)
-    o << "<span class=\"tl-tick\" style=\"left:" << pct(100.0 * t / v.duration_us) << "%\">" << report::format_us(t)
-      << "</span>";
+    // Labels near the right edge end at their tick instead of starting there, so they stay inside.
+    o << "<span class=\"tl-tick\" style=\"left:" << pct(100.0 * t / v.duration_us) << "%"
+      << (t > 0.9 * v.duration_us ? ";transform:translateX(-100%)" : "") << "\">" << report::format_us(t) << "</span>";
   const int height = static_cast<int>(v.rows.size()) * kRowPx;
   o << "<svg class=\"chart chart-timeline\" viewBox=\"0 0 1000 " << height << "\" preserveAspectRatio=\"none\" "
     << "style=\"display:block;width:100%;height:" << height << "px;margin-top:16px\">";
