@@ -8,6 +8,7 @@
 #include "report/terminal.h"
 #include "tools/analyze/advisor.h"
 #include "tools/analyze/analysis_report.h"
+#include "tools/analyze/ascend_output.h"
 #include "tools/analyze/trace_reader.h"
 
 namespace crosstrain::cli {
@@ -21,18 +22,28 @@ struct AnalyzeArgs {
   std::string group_by = "name";
   std::string sort = "auto";
   double idle_gap_us = 20;
+  uint64_t max_inflated_mib = 16384;
   std::string json, csv, html;
 };
 
 std::vector<analyze::TraceAnalysis> analyze_paths(const std::vector<std::string>& paths,
-                                                  const analyze::AnalyzeOptions& opt, const std::string& sort) {
+                                                  const analyze::AnalyzeOptions& opt, const std::string& sort,
+                                                  const analyze::ReadOptions& read) {
   std::vector<analyze::TraceAnalysis> out;
   report::ProgressLine progress;  // big traces take seconds; silent unless stderr is a terminal
   for (const auto& p : paths) {
     progress.update("analyze: reading " + p, true);
-    for (auto& trace : analyze::read_traces(p)) {
+    std::vector<std::string> notes;
+    auto traces = analyze::read_traces(p, read, &notes);
+    for (const auto& n : notes) {
+      progress.clear();
+      std::cerr << "analyze: " << n << "\n";
+    }
+    for (auto& trace : traces) {
       progress.update("analyze: analyzing " + trace.path, true);
       auto a = analyze::analyze_trace(trace, opt);
+      // A trace nothing was recognised in has no result to show, not an empty one.
+      if (std::string why = a.unrecognised(); !why.empty()) throw std::runtime_error(why);
       a.findings = analyze::run_advisor(a);
       if (sort != "auto") analyze::sort_operators(a.operators, analyze::parse_operator_sort(sort));
       out.push_back(std::move(a));
@@ -52,10 +63,12 @@ void run_analyze(const AnalyzeArgs& args) {
   opt.group_by_shape = args.group_by == "shape";
   opt.idle_gap_min_us = args.idle_gap_us;
   const bool quiet = report::json_to_stdout(args.json);
+  analyze::ReadOptions read;
+  read.max_inflated_bytes = args.max_inflated_mib << 20;
 
   if (!args.diff.empty()) {
-    auto a = analyze_paths({args.diff[0]}, opt, args.sort);
-    auto b = analyze_paths({args.diff[1]}, opt, args.sort);
+    auto a = analyze_paths({args.diff[0]}, opt, args.sort, read);
+    auto b = analyze_paths({args.diff[1]}, opt, args.sort, read);
     if (a.size() != 1 || b.size() != 1) throw std::invalid_argument("--diff compares two trace files, not folders");
     auto d = analyze::diff_analyses(a[0], b[0]);
     if (!quiet) std::cout << analyze::render_diff_console(d, args.top);
@@ -63,12 +76,28 @@ void run_analyze(const AnalyzeArgs& args) {
     return;
   }
 
-  auto all = analyze_paths(args.paths, opt, args.sort);
+  auto all = analyze_paths(args.paths, opt, args.sort, read);
+  // Ascend output folders: the profiler's own summaries next to each trace_view.json.
+  std::vector<analyze::AscendOutput> ascend;
+  std::vector<int> ascend_ranks;
+  std::vector<size_t> ascend_of;
+  for (size_t i = 0; i < all.size(); ++i) {
+    std::string dir = analyze::ascend_output_dir_of(all[i].path);
+    if (dir.empty()) continue;
+    ascend.push_back(analyze::read_ascend_output(dir));
+    ascend_ranks.push_back(all[i].rank >= 0 ? all[i].rank : static_cast<int>(ascend.size() - 1));
+    ascend_of.push_back(i);
+  }
   if (!quiet) {
     if (all.size() > 1) std::cout << analyze::render_rank_summary(all) << "\n";
     for (const auto& a : all) std::cout << analyze::render_console(a, {args.top}) << "\n";
+    if (!ascend.empty()) std::cout << analyze::render_ascend_console(ascend, ascend_ranks) << "\n";
   }
-  if (!args.json.empty()) report::write_json(report::with_envelope("analyze", analyze::analyses_to_json(all)), args.json);
+  if (!args.json.empty()) {
+    auto j = analyze::analyses_to_json(all);
+    for (size_t k = 0; k < ascend.size(); ++k) j["traces"][ascend_of[k]]["ascend"] = analyze::ascend_output_to_json(ascend[k]);
+    report::write_json(report::with_envelope("analyze", j), args.json);
+  }
   if (!args.csv.empty()) analyze::write_analysis_csv(all, args.csv);
   if (!args.html.empty()) report::write_file_atomic(args.html, analyze::render_analysis_html(all));
 }
@@ -78,8 +107,8 @@ void run_analyze(const AnalyzeArgs& args) {
 void add_analyze_command(CLI::App& app) {
   auto args = std::make_shared<AnalyzeArgs>();
   auto* cmd = app.add_subcommand("analyze", "Analyze profiler traces (torch.profiler/Kineto, crosstrain, "
-                                            "legacy autograd, Ascend trace_view.json; .json or .json.gz, or a "
-                                            "folder of per-rank traces)");
+                                            "legacy autograd, Ascend trace_view.json; .json or .json.gz, a "
+                                            "folder of per-rank traces, or Ascend *_ascend_pt folders)");
   cmd->add_option("paths", args->paths, "Trace files or folders")->type_name("PATH...");
   cmd->add_option("--diff", args->diff, "Compare two traces: what appeared, vanished, got slower or faster")
       ->expected(2)
@@ -92,6 +121,10 @@ void add_analyze_command(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--idle-gap-us", args->idle_gap_us, "Shortest device idle gap reported, in us")
       ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  cmd->add_option("--max-inflated-mib", args->max_inflated_mib,
+                  "Refuse a .gz trace that inflates past this many MiB (guards against gzip bombs)")
+      ->check(CLI::Range(uint64_t{1}, uint64_t{1} << 30))
       ->capture_default_str();
   add_json_option(cmd, args->json);
   cmd->add_option("--csv", args->csv, "Write operators.csv and steps.csv to DIR")->type_name("DIR");

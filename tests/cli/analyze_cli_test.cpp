@@ -127,8 +127,10 @@ TEST(CliAnalyze, HtmlRendersChartsInHeadlessChromium) {
   std::string page = slurp(html);
   EXPECT_EQ(page.find("http://"), std::string::npos);  // self-contained
   EXPECT_EQ(page.find("https://"), std::string::npos);
-  for (auto id : {"id=\"steps-0\"", "id=\"top-ops-0\"", "id=\"op-types-0\"", "id=\"memory-0\"", "id=\"findings-0\""})
+  for (auto id : {"id=\"steps-0\"", "id=\"top-ops-0\"", "id=\"op-types-0\"", "id=\"memory-0\"", "id=\"findings-0\"",
+                  "id=\"top-kernels-0\"", "id=\"timeline-0\""})
     EXPECT_NE(page.find(id), std::string::npos) << id;
+  EXPECT_EQ(page.find("<script"), std::string::npos);  // zoom is CSS-only
 
   std::string chromium;
   for (auto c : {"/usr/bin/chromium", "/usr/bin/chromium-browser", "/usr/bin/google-chrome"})
@@ -147,9 +149,68 @@ TEST(CliAnalyze, HtmlRendersChartsInHeadlessChromium) {
   while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) dom.append(buf.data(), n);
   pclose(p);
   ASSERT_FALSE(dom.empty()) << "chromium printed no DOM";
-  for (auto cls : {"chart chart-stacked", "chart chart-hbar", "chart chart-pie", "chart chart-line"})
+  for (auto cls : {"chart chart-stacked", "chart chart-hbar", "chart chart-pie", "chart chart-line", "chart chart-timeline"})
     EXPECT_NE(dom.find(cls), std::string::npos) << cls;
+  // The timeline of the median step holds the host thread, its runtime calls and device streams.
+  auto tl = dom.find("chart chart-timeline");
+  ASSERT_NE(tl, std::string::npos);
+  EXPECT_NE(dom.find("<title>implicit_convolve_sgemm", tl), std::string::npos);
   size_t marks = 0;
   for (size_t at = dom.find("class=\"mark\""); at != std::string::npos; at = dom.find("class=\"mark\"", at + 1)) ++marks;
   EXPECT_GT(marks, 15u);
+}
+
+TEST(CliAnalyze, UnrecognisedTraceIsAnErrorAlsoInDiff) {
+  auto dir = temp_dir("unrecognised");
+  std::ofstream(dir / "w.json") << R"({"traceEvents": [{"ph": "X", "cat": "Widget", "name": "a", "pid": 1, "tid": 1,
+                                      "ts": 0, "dur": 5}]})";
+  auto r = run("analyze " + (dir / "w.json").string());
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.out.find("nothing in this trace was recognised"), std::string::npos) << r.out;
+  auto d = run("analyze --diff " + (dir / "w.json").string() + " " + (dir / "w.json").string());
+  EXPECT_EQ(d.code, 1);
+  EXPECT_EQ(d.out.find("no operator or category changed"), std::string::npos) << d.out;
+}
+
+TEST(CliAnalyze, OldGenerationDiffReportsTheChange) {
+  auto d = run("analyze --diff " + kData + "kineto_old_generation.json " + kData + "kineto_old_generation_faster.json");
+  EXPECT_EQ(d.code, 0) << d.out;
+  EXPECT_NE(d.out.find("faster"), std::string::npos) << d.out;
+  EXPECT_EQ(d.out.find("no operator or category changed"), std::string::npos) << d.out;
+}
+
+TEST(CliAnalyze, AscendFolderWithNotesAndViews) {
+  auto r = run("analyze " + kData + "ascend_pt/node0_1001_20240101_ascend_pt");
+  EXPECT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("skipped "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("communication.json: not a trace"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("Top kernels"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("[ai_cpu_fallback]"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("evidence: "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("Ascend kernel_details.csv"), std::string::npos) << r.out;
+  auto dir = temp_dir("ascend_json");
+  auto cluster = run("analyze --json " + (dir / "a.json").string() + " --html " + (dir / "a.html").string() + " " +
+                     kData + "ascend_pt");
+  std::string page = slurp(dir / "a.html");
+  auto ranks = page.find("id=\"ranks\"");
+  ASSERT_NE(ranks, std::string::npos);  // per-rank table on a multi-rank page
+  EXPECT_LT(ranks, page.find("id=\"findings-0\""));
+  ASSERT_EQ(cluster.code, 0) << cluster.out;
+  EXPECT_NE(cluster.out.find("Slow rank: "), std::string::npos) << cluster.out;
+  auto j = nlohmann::json::parse(slurp(dir / "a.json"));
+  ASSERT_EQ(j["traces"].size(), 2u);
+  EXPECT_EQ(j["traces"][0]["ascend"]["cores"].size(), 4u);
+  EXPECT_FALSE(j["traces"][0]["findings"][0]["evidence"].get<std::string>().empty());
+}
+
+TEST(CliAnalyze, GzipLimitFlag) {
+  auto dir = temp_dir("gzlimit");
+  std::string doc = R"({"traceEvents": [{"ph": "X", "cat": "cpu_op", "name": "aten::add", "pid": 1, "tid": 1, "ts": 0, "dur": 5}]})";
+  doc += std::string((1u << 20) + 1 - doc.size(), ' ');  // 1 MiB + 1 byte inflated
+  std::ofstream(dir / "t.json") << doc;
+  ASSERT_EQ(std::system(("gzip -kf " + (dir / "t.json").string()).c_str()), 0);
+  auto refused = run("analyze --max-inflated-mib 1 " + (dir / "t.json.gz").string());
+  EXPECT_EQ(refused.code, 1);
+  EXPECT_NE(refused.out.find("--max-inflated-mib"), std::string::npos) << refused.out;
+  EXPECT_EQ(run("analyze --max-inflated-mib 2 " + (dir / "t.json.gz").string()).code, 0);
 }

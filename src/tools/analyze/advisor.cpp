@@ -1,126 +1,253 @@
 #include "tools/analyze/advisor.h"
 
+#include <algorithm>
+#include <vector>
+
 #include "report/units.h"
 
 namespace crosstrain::analyze {
 
 namespace {
 
+using report::format_count;
 using report::format_percent;
 using report::format_us;
 
 constexpr double kNotApplicable = -1;
 
 double steps(const TraceAnalysis& a) { return a.steps.empty() ? 1.0 : static_cast<double>(a.steps.size()); }
+bool device_work(const TraceAnalysis& a) { return a.has_device && a.total.device_busy_us > 0 && a.total.duration_us > 0; }
 
 std::string pct_of_step(const TraceAnalysis&, double v) { return format_percent(v) + " of step time"; }
 
-const std::vector<AdvisorRule> kRules = {
+// "<time> = <share> of step time over <n> step(s)".
+std::string share_text(const TraceAnalysis& a, double us) {
+  return format_us(us) + " = " + format_percent(a.share(us)) + " of step time over " +
+         format_count(static_cast<int64_t>(a.steps.size())) + " step(s)";
+}
+
+std::string top_names(const std::vector<NamedTotal>& v, size_t n = 3) {
+  std::string s;
+  for (size_t i = 0; i < v.size() && i < n; ++i)
+    s += (i ? ", " : "") + v[i].name + " x" + format_count(v[i].count) + " (" + format_us(v[i].total_us) + ")";
+  return s;
+}
+
+double sum_us(const std::vector<NamedTotal>& v) {
+  double s = 0;
+  for (const auto& e : v) s += e.total_us;
+  return s;
+}
+
+double median_other_steps(const TraceAnalysis& a) {
+  std::vector<double> d;
+  for (size_t i = 1; i < a.steps.size(); ++i) d.push_back(a.steps[i].duration_us);
+  if (d.empty()) return 0;
+  std::sort(d.begin(), d.end());
+  return d[d.size() / 2];
+}
+
+double idle_launch_wait_us(const TraceAnalysis& a) {
+  return a.idle_launch_latency.mean_us * static_cast<double>(a.idle_launch_latency.count);
+}
+
+}  // namespace
+
+const std::vector<AdvisorRule>& advisor_rules() {
+  static const std::vector<AdvisorRule> rules = {
     {"data_loading", "Data loading stalls the step", 0.05, "> 5% of step time",
      "Raise DataLoader num_workers, set pin_memory=True and persistent_workers=True, prefetch, or move "
      "decoding/augmentation off the training process.",
      [](const TraceAnalysis& a) { return a.total.duration_us > 0 ? a.share(a.total.data_wait_us) : kNotApplicable; },
-     pct_of_step},
+     pct_of_step,
+     [](const TraceAnalysis& a) { return "data-loading spans (data_wait, enumerate(DataLoader)...): " + share_text(a, a.total.data_wait_us); }},
+    {"dataloader_bound", "Steps bound by the DataLoader", 0.25, "> 25% of steps spend over half their time loading data",
+     "The training loop waits for batches most of those steps: more DataLoader workers, cheaper transforms, "
+     "caching decoded samples, or a faster storage path.",
+     [](const TraceAnalysis& a) {
+       if (a.steps.size() < 2 || a.steps.front().label == "trace") return kNotApplicable;
+       return static_cast<double>(a.data_bound_steps) / steps(a);
+     },
+     [](const TraceAnalysis& a, double v) {
+       return format_count(a.data_bound_steps) + " of " + format_count(static_cast<int64_t>(a.steps.size())) +
+              " steps data-bound (" + format_percent(v) + ")";
+     },
+     [](const TraceAnalysis& a) { return "data-loading spans: " + share_text(a, a.total.data_wait_us); }},
     {"short_device_ops", "Many short device operations", 0.5, "> 50% of kernels under 10 us (>= 100 kernels/step)",
      "Fuse small operations (torch.compile, fused optimizers with foreach/fused=True, fused norms) or capture "
      "the step with CUDA graphs / NPU graph mode to cut per-kernel launch cost.",
      [](const TraceAnalysis& a) {
-       if (!a.has_device || static_cast<double>(a.kernel_count) / steps(a) < 100) return kNotApplicable;
+       if (!device_work(a) || static_cast<double>(a.kernel_count) / steps(a) < 100) return kNotApplicable;
        return static_cast<double>(a.short_kernel_count) / static_cast<double>(a.kernel_count);
      },
      [](const TraceAnalysis& a, double v) {
-       return format_percent(v) + " of " + report::format_count(a.kernel_count) + " kernels under 10 us";
+       return format_percent(v) + " of " + format_count(a.kernel_count) + " kernels under 10 us";
+     },
+     [](const TraceAnalysis& a) {
+       return format_count(a.short_kernel_count) + " kernels under 10 us of " + format_count(a.kernel_count) +
+              "; all kernels " + share_text(a, a.kernel_us);
      }},
     {"host_sync", "Host synchronizations inside the step", 0, "> 0 per step",
      "Remove .item(), .cpu(), .tolist(), print(tensor) and explicit synchronize() calls from the step; "
      "accumulate metrics on the device and read them every N steps.",
-     [](const TraceAnalysis& a) { return a.has_device ? static_cast<double>(a.host_sync_count) / steps(a) : kNotApplicable; },
+     [](const TraceAnalysis& a) { return device_work(a) ? static_cast<double>(a.host_sync_count) / steps(a) : kNotApplicable; },
      [](const TraceAnalysis& a, double v) {
        std::string top = a.host_syncs.empty() ? "" : " (mostly " + a.host_syncs.front().name + ")";
        return report::format_fixed(v, 1) + " per step" + top;
-     }},
+     },
+     [](const TraceAnalysis& a) { return top_names(a.host_syncs) + "; host time " + share_text(a, sum_us(a.host_syncs)); }},
     {"device_idle", "Device idle during the step", 0.10, "> 10% of step time",
      "The device waits on the host: overlap data loading, avoid host syncs, make the host launch faster "
      "(torch.compile, CUDA graphs) or give the device more work per launch (larger batch).",
-     [](const TraceAnalysis& a) {
-       if (!a.has_device || a.total.duration_us <= 0) return kNotApplicable;
-       return 1.0 - a.share(a.total.device_busy_us);
-     },
+     [](const TraceAnalysis& a) { return device_work(a) ? 1.0 - a.share(a.total.device_busy_us) : kNotApplicable; },
      [](const TraceAnalysis& a, double v) {
        std::string s = format_percent(v) + " of step time idle";
        if (a.launches > 0)
          s += ", " + format_percent(static_cast<double>(a.launches_into_idle) / static_cast<double>(a.launches)) +
               " of launches found the device idle";
        return s;
+     },
+     [](const TraceAnalysis& a) {
+       std::string s = "device busy " + share_text(a, a.total.device_busy_us) + "; " + format_count(a.idle_gap_count) +
+                       " idle gaps >= " + format_us(a.idle_gap_min_us) + " totalling " + format_us(a.idle_gap_us);
+       if (a.total.device_window_us > 0)
+         s += "; idle " + format_percent(1.0 - a.total.device_busy_us / a.total.device_window_us) +
+              " counted from each step's first device activity";
+       return s;
      }},
     {"host_bound_launch", "Host-bound kernel launches", 0.5, "> 50% of launches into an idle device (>= 50 launches)",
      "The host issues work slower than the device runs it: CUDA graphs or torch.compile(mode=\"reduce-overhead\"), "
      "fewer and larger kernels, a larger batch.",
      [](const TraceAnalysis& a) {
-       if (a.launches < 50) return kNotApplicable;
+       if (!device_work(a) || a.launches < 50) return kNotApplicable;
        return static_cast<double>(a.launches_into_idle) / static_cast<double>(a.launches);
      },
-     [](const TraceAnalysis&, double v) { return format_percent(v) + " of launches found the device idle"; }},
+     [](const TraceAnalysis&, double v) { return format_percent(v) + " of launches found the device idle"; },
+     [](const TraceAnalysis& a) {
+       return format_count(a.launches_into_idle) + " of " + format_count(a.launches) +
+              " launches (runtime call -> device activity) started on an idle device";
+     }},
+    {"launch_delay", "Launched work waits to start on an idle device", 0.05, "> 5% of step time",
+     "Each launch leaves the device idle between the launch call and the start of its work: fewer, larger "
+     "kernels (fusion, torch.compile), CUDA graphs / NPU graph mode, or an idle-free launch queue.",
+     [](const TraceAnalysis& a) {
+       if (!device_work(a) || a.idle_launch_latency.count < 10) return kNotApplicable;
+       return a.share(idle_launch_wait_us(a));
+     },
+     pct_of_step,
+     [](const TraceAnalysis& a) {
+       const auto& d = a.idle_launch_latency;
+       return format_count(d.count) + " launches into an idle device waited median " + format_us(d.p50_us) + ", p95 " +
+              format_us(d.p95_us) + " from the end of the launch call to the start of the work: " +
+              share_text(a, idle_launch_wait_us(a));
+     }},
     {"communication", "Communication takes a large share of the step", 0.10, "> 10% of step time",
      "Overlap gradients' all-reduce with backward (DDP bucket_cap_mb, gradient_as_bucket_view), use "
      "gradient accumulation (no_sync) to communicate less often, or compress gradients (bf16 hooks).",
-     [](const TraceAnalysis& a) { return a.total.duration_us > 0 ? a.share(a.total.comm_us) : kNotApplicable; },
-     pct_of_step},
+     [](const TraceAnalysis& a) { return a.total.duration_us > 0 && a.total.comm_us > 0 ? a.share(a.total.comm_us) : kNotApplicable; },
+     pct_of_step,
+     [](const TraceAnalysis& a) {
+       std::string top;
+       for (size_t i = 0; i < a.collectives.size() && i < 3; ++i)
+         top += (i ? ", " : "; ") + a.collectives[i].name + " x" + format_count(a.collectives[i].count);
+       return "communication spans " + share_text(a, a.total.comm_us) + top;
+     }},
     {"comm_overlap", "Communication poorly overlapped with compute", 0.5, "< 50% overlapped (comm > 1% of step)",
      "Start collectives earlier (smaller DDP buckets, async_op=True and wait later) so they run under "
      "backward kernels instead of after them.",
      [](const TraceAnalysis& a) {
-       if (a.total.comm_us <= 0.01 * a.total.duration_us) return kNotApplicable;
+       if (!device_work(a) || a.total.comm_us <= 0.01 * a.total.duration_us) return kNotApplicable;
        return 1.0 - a.total.comm_overlapped_us / a.total.comm_us;  // measured: the exposed share
      },
-     [](const TraceAnalysis& a, double v) {
-       return format_percent(1.0 - v) + " of communication overlapped with compute";
+     [](const TraceAnalysis&, double v) { return format_percent(1.0 - v) + " of communication overlapped with compute"; },
+     [](const TraceAnalysis& a) {
+       return "device collectives " + format_us(a.total.comm_us) + ", of which " + format_us(a.total.comm_overlapped_us) +
+              " under compute kernels; exposed " + share_text(a, a.total.comm_us - a.total.comm_overlapped_us);
      }},
     {"fp32_matmul", "FP32 matmul/conv on a device with tensor cores", 0.5, "> 50% of matmul/conv time in fp32",
      "Train with automatic mixed precision (torch.autocast with bf16/fp16 plus GradScaler for fp16, or "
      "`crosstrain train --amp`), or allow TF32 (torch.backends.cuda.matmul.allow_tf32).",
      [](const TraceAnalysis& a) {
-       if (!a.tensor_cores || a.matmul_conv_us <= 0) return kNotApplicable;
+       if (!device_work(a) || !a.tensor_cores || a.matmul_conv_us <= 0) return kNotApplicable;
        return a.matmul_conv_fp32_us / a.matmul_conv_us;
      },
-     [](const TraceAnalysis&, double v) { return format_percent(v) + " of matmul/conv time in fp32"; }},
+     [](const TraceAnalysis&, double v) { return format_percent(v) + " of matmul/conv time in fp32"; },
+     [](const TraceAnalysis& a) {
+       return "matmul/conv operators with fp32 inputs launched " + format_us(a.matmul_conv_fp32_us) + " of " +
+              format_us(a.matmul_conv_us) + " matmul/conv device time; " + share_text(a, a.matmul_conv_fp32_us);
+     }},
     {"cpu_fallback", "Operators fell back to the CPU", 0.01, "> 1% of step time",
      "These compute operators launched no device work: check that their inputs are on the device, and "
      "for out-of-tree backends whether the operator is implemented (e.g. torch_npu's fallback list).",
-     [](const TraceAnalysis& a) {
-       if (!a.has_device || a.total.duration_us <= 0) return kNotApplicable;
-       return a.cpu_fallback_us / a.total.duration_us;
-     },
+     [](const TraceAnalysis& a) { return device_work(a) ? a.cpu_fallback_us / a.total.duration_us : kNotApplicable; },
      [](const TraceAnalysis& a, double v) {
        std::string names;
        for (size_t i = 0; i < a.cpu_fallback.size() && i < 3; ++i) names += (i ? ", " : " (") + a.cpu_fallback[i].name;
        return format_percent(v) + " of step time" + (names.empty() ? "" : names + ")");
-     }},
+     },
+     [](const TraceAnalysis& a) { return top_names(a.cpu_fallback) + "; host self time " + share_text(a, a.cpu_fallback_us); }},
     {"small_batch", "Batch too small for the device", 0.5, "device busy < 50% with steps under 10 ms",
      "Each step is mostly fixed overhead: raise the batch size (scale the learning rate, or use gradient "
      "accumulation to keep the effective batch) until the device is busy most of the step.",
      [](const TraceAnalysis& a) {
-       if (!a.has_device || a.steps.empty() || a.mean_step_us() >= 10000) return kNotApplicable;
+       if (!device_work(a) || a.steps.empty() || a.mean_step_us() >= 10000) return kNotApplicable;
        // The rule fires when the *free* share exceeds the threshold, so report 1 - busy.
        return 1.0 - a.share(a.total.device_busy_us);
      },
      [](const TraceAnalysis& a, double v) {
        return "device busy " + format_percent(1.0 - v) + " of a " + format_us(a.mean_step_us()) + " step";
+     },
+     [](const TraceAnalysis& a) { return "device busy " + share_text(a, a.total.device_busy_us); }},
+    {"pageable_copy", "Copies between the device and pageable host memory", 0.01, "> 1% of step time",
+     "A copy to or from pageable memory is staged and synchronous: use pin_memory=True in the DataLoader, "
+     ".to(device, non_blocking=True) from pinned tensors, and keep results on the device instead of .cpu() "
+     "every step.",
+     [](const TraceAnalysis& a) { return device_work(a) && a.pageable_copy_us > 0 ? a.share(a.pageable_copy_us) : kNotApplicable; },
+     pct_of_step,
+     [](const TraceAnalysis& a) { return top_names(a.pageable_copies) + "; device time " + share_text(a, a.pageable_copy_us); }},
+    {"warmup_step", "The first step is much slower than the rest", 2.0, "> 2x the median of the other steps (>= 3 steps)",
+     "The first step pays for compilation, autotuning and allocation (torch.compile, cudnn.benchmark, "
+     "online operator compilation on NPUs, caching allocator growth): leave warm-up steps out of "
+     "measurements (profiler schedule warmup), and on Ascend prefer binary kernels "
+     "(torch.npu.set_compile_mode(jit_compile=False)).",
+     [](const TraceAnalysis& a) {
+       double m = median_other_steps(a);
+       if (a.steps.size() < 3 || a.steps.front().label == "trace" || m <= 0) return kNotApplicable;
+       return a.steps.front().duration_us / m;
+     },
+     [](const TraceAnalysis&, double v) { return report::format_fixed(v, 1) + "x the median step"; },
+     [](const TraceAnalysis& a) {
+       std::string s = a.steps.front().label + " took " + format_us(a.steps.front().duration_us) +
+                       ", the median of the other " + format_count(static_cast<int64_t>(a.steps.size() - 1)) +
+                       " steps " + format_us(median_other_steps(a));
+       if (a.online_compile_us > 0) s += "; online operator compilation in the trace: " + format_us(a.online_compile_us);
+       return s;
      }},
-};
-
-}  // namespace
-
-const std::vector<AdvisorRule>& advisor_rules() { return kRules; }
+    {"online_compile", "Operators compiled online during the step", 0.01, "> 1% of step time",
+     "The NPU compiles operators at run time (aclopCompileAndExecute): use the prebuilt binary kernels "
+     "(torch.npu.set_compile_mode(jit_compile=False)), keep input shapes fixed (pad or bucket), and "
+     "keep compilation out of measured steps.",
+     [](const TraceAnalysis& a) { return a.online_compile_us > 0 && a.total.duration_us > 0 ? a.share(a.online_compile_us) : kNotApplicable; },
+     pct_of_step,
+     [](const TraceAnalysis& a) { return "compile calls by operator: " + top_names(a.online_compile) + "; " + share_text(a, a.online_compile_us); }},
+    {"ai_cpu_fallback", "Operators ran on the NPU's AI CPU", 0.01, "> 1% of step time",
+     "These tasks ran on the AI CPU instead of an AI Core (no AI Core kernel for the op, dtype or shape): "
+     "change the dtype (int64 inputs often fall back), replace the op, or move it out of the step.",
+     [](const TraceAnalysis& a) { return a.ai_cpu_us > 0 && a.total.duration_us > 0 ? a.share(a.ai_cpu_us) : kNotApplicable; },
+     pct_of_step,
+     [](const TraceAnalysis& a) { return "AI_CPU tasks: " + top_names(a.ai_cpu_tasks) + "; " + share_text(a, a.ai_cpu_us); }},
+  };
+  return rules;
+}
 
 std::vector<Finding> run_advisor(const TraceAnalysis& a) {
   std::vector<Finding> out;
-  for (const auto& r : kRules) {
+  for (const auto& r : advisor_rules()) {
     double v = r.measure(a);
     if (v < 0) continue;
     // host_sync fires on any sync; the others on strictly exceeding their threshold.
     if (!(v > r.threshold)) continue;
-    out.push_back({r.id, r.title, r.describe(a, v), r.threshold_text, v, r.suggestion});
+    out.push_back({r.id, r.title, r.describe(a, v), r.threshold_text, v, r.suggestion, r.evidence(a)});
   }
   return out;
 }

@@ -1,6 +1,7 @@
 #pragma once
 // The advisor: one table of rules, each with a threshold, that read a TraceAnalysis and report a
-// Finding (the measured value, the threshold, a concrete suggestion) when the threshold is crossed.
+// Finding (the measured value, the evidence, the threshold, a concrete suggestion) when the
+// threshold is crossed. Rules about device behaviour stay silent on traces without device activity.
 // The table is the single place thresholds live; docs/ANALYZE.md lists it.
 #include <string>
 #include <vector>
@@ -19,6 +20,8 @@ struct AdvisorRule {
   double (*measure)(const TraceAnalysis& a);
   // How the measured value reads in reports.
   std::string (*describe)(const TraceAnalysis& a, double value);
+  // The events behind the value and their share of step time, so a reader can check the finding.
+  std::string (*evidence)(const TraceAnalysis& a);
 };
 
 const std::vector<AdvisorRule>& advisor_rules();

@@ -6,8 +6,10 @@
 #include <map>
 #include <unordered_map>
 
+#include "tools/analyze/device_views.h"
 #include "tools/analyze/span_links.h"
 #include "tools/analyze/step_timeline.h"
+#include "tools/analyze/timeline_view.h"
 
 namespace crosstrain::analyze {
 
@@ -60,11 +62,10 @@ void compute_operators(const Trace& t, const SpanLinks& L, const AnalyzeOptions&
   std::unordered_map<int32_t, std::pair<double, double>> device_of_op;  // op span -> (self, total)
   std::vector<char> launched(n, 0);
   for (int32_t d : L.device_order) {
-    int32_t l = L.launcher[static_cast<size_t>(d)];
-    if (l == kNoSpan) continue;
-    int32_t op = canonical(L.op_of[static_cast<size_t>(l)]);
+    int32_t op = canonical(L.device_op[static_cast<size_t>(d)]);
+    if (op == kNoSpan) continue;
     double dur = t.spans[static_cast<size_t>(d)].dur;
-    if (op != kNoSpan) device_of_op[op].first += dur;
+    device_of_op[op].first += dur;
     // Every operator up the stack launched this work.
     for (int32_t a = op; a != kNoSpan;) {
       device_of_op[a].second += dur;
@@ -197,6 +198,16 @@ void compute_memory(const Trace& t, const AnalyzeOptions& opt, TraceAnalysis& ou
 
 }  // namespace
 
+std::string TraceAnalysis::unrecognised() const {
+  if (recognised_spans > 0) return "";
+  std::string cats;
+  for (const auto& c : unrecognised_categories) cats += (cats.empty() ? "" : ", ") + c;
+  return path + ": nothing in this trace was recognised (" + std::to_string(span_count) +
+         " spans, no operator, annotation, runtime call or device activity" +
+         (cats.empty() ? "" : "; categories seen: " + cats) +
+         "); it is not a format or generation this version reads (see docs/ANALYZE.md)";
+}
+
 TraceAnalysis analyze_trace(const Trace& t, const AnalyzeOptions& opt) {
   TraceAnalysis out;
   out.path = t.path;
@@ -207,11 +218,20 @@ TraceAnalysis analyze_trace(const Trace& t, const AnalyzeOptions& opt) {
   out.idle_gap_min_us = opt.idle_gap_min_us;
   out.device_name = t.device_name;
   double start = std::numeric_limits<double>::infinity();
+  std::map<uint32_t, size_t> other_cats;
   for (const Span& s : t.spans) {
     out.has_device = out.has_device || is_device(s.kind);
     start = std::min(start, s.ts);
+    if (s.kind != SpanKind::Other) ++out.recognised_spans;
+    else ++other_cats[s.cat];
   }
+  for (const auto& m : t.memory) start = std::min(start, m.ts);
   out.trace_start_us = std::isfinite(start) ? start : 0;
+  std::vector<std::pair<size_t, uint32_t>> cats;
+  for (const auto& [cat, count] : other_cats) cats.emplace_back(count, cat);
+  std::sort(cats.rbegin(), cats.rend());
+  for (size_t i = 0; i < cats.size() && i < 5; ++i)
+    out.unrecognised_categories.push_back(cats[i].second == 0 ? "(none)" : t.strings.str(cats[i].second));
   if (t.format == TraceFormat::Ascend && out.device_name.empty()) out.device_name = "Ascend NPU";
   out.tensor_cores = t.device_compute_major >= 7 || t.format == TraceFormat::Ascend;
 
@@ -221,7 +241,13 @@ TraceAnalysis analyze_trace(const Trace& t, const AnalyzeOptions& opt) {
   compute_step_timeline(t, links, windows, opt, names, out);
   compute_operators(t, links, opt, names, out);
   compute_host_syncs(t, links, windows, names, out);
+  compute_device_views(t, links, windows, names, out);
+  compute_timeline(t, links, windows, names, out);
   compute_memory(t, opt, out);
+  // Reports give positions as us since the trace's first event, never before it.
+  for (auto& s : out.steps) s.start_us -= out.trace_start_us;
+  out.total.start_us = 0;
+  for (auto& g : out.idle_gaps) g.start_us -= out.trace_start_us;
   return out;
 }
 

@@ -57,20 +57,75 @@ struct StepBreakdown {
   double data_wait_us = 0;           // data loading, before the priority rule
   double comm_us = 0;                // device communication, before the priority rule
   double comm_overlapped_us = 0;     // communication while a compute kernel also ran
+  double device_window_us = 0;       // from the step's first device activity to its end (0: none)
   int64_t kernels = 0;
   int64_t host_syncs = 0;
 };
 
 struct IdleGap {
-  double start_us = 0;
+  double start_us = 0;               // trace time (us since the trace's time base)
   double duration_us = 0;
   std::string step;
+  double offset_in_step_us = 0;      // start_us minus the start of its step's window
 };
 
 struct NamedTotal {
   std::string name;
   int64_t count = 0;
   double total_us = 0;
+};
+
+struct KernelStats {
+  std::string name;
+  int64_t count = 0;
+  double total_us = 0, min_us = 0, max_us = 0;
+};
+
+// Distribution of a per-launch delay, in us.
+struct DelayStats {
+  int64_t count = 0;
+  double mean_us = 0, p50_us = 0, p95_us = 0, max_us = 0;
+};
+
+// One collective by name: its device time and, when the trace carries message arguments
+// ("In msg nelems" ... on Kineto's NCCL kernels), bytes moved and the algorithm bandwidth.
+struct CollectiveStats {
+  std::string name;
+  int64_t count = 0;
+  double total_us = 0;
+  int64_t sized = 0;                 // calls whose message size is known
+  double bytes = 0;                  // summed over sized calls
+  double sized_us = 0;               // device time of the sized calls
+  double bandwidth_gbps() const { return sized_us > 0 ? bytes / sized_us / 1e3 : 0; }
+};
+
+// One step's activity, row by row, for the HTML timeline: each host thread's outermost
+// operators/annotations and its runtime calls, and each device stream's work.
+struct TimelineBar {
+  double start_us = 0;               // since the step's window start
+  double duration_us = 0;
+  std::string name;
+  int category = 0;                  // StepCategory index, for the colour
+};
+struct TimelineRow {
+  std::string label;                 // "host 4242/4242", "runtime 4242/4242", "device 0/7"
+  std::vector<TimelineBar> bars;
+};
+struct TimelineView {
+  std::string step;                  // the step shown: the one of median duration
+  double duration_us = 0;
+  std::vector<TimelineRow> rows;
+  int64_t dropped = 0;               // bars left out past the per-row cap
+};
+
+// One device stream's time inside steps: busy, and its idle gaps split by cause. A gap before a
+// piece of work splits at the end of that work's launch call: before it the host had not yet
+// launched the work (host wait), after it the work was launched but had not started (queued:
+// launch latency, or a wait on another stream or event). A gap before work with no known launch
+// is unlinked; the stretch after a step's last work on the stream is tail.
+struct StreamIdle {
+  std::string stream;                // "pid/tid" of the device track
+  double busy_us = 0, host_wait_us = 0, queued_us = 0, unlinked_us = 0, tail_us = 0;
 };
 
 struct MemoryCurve {
@@ -87,6 +142,7 @@ struct Finding {
   std::string threshold;             // rendered threshold, e.g. "> 5%"
   double value = 0;
   std::string suggestion;
+  std::string evidence;              // the events behind the value and their share of step time
 };
 
 struct TraceAnalysis {
@@ -124,8 +180,32 @@ struct TraceAnalysis {
   double matmul_conv_fp32_us = 0;
   bool dtypes_recorded = false;
 
+  // Device views.
+  std::vector<KernelStats> top_kernels;        // compute kernels by total time, at most 50
+  DelayStats launch_delay;                     // launch call start -> device start, every linked launch
+  DelayStats idle_launch_latency;              // launches into an idle device: launch end -> device start
+  std::vector<CollectiveStats> collectives;    // device collectives by name, by total time
+  std::vector<StreamIdle> stream_idle;         // per device stream, busiest first
+  std::vector<NamedTotal> pageable_copies;     // device copies to/from pageable host memory, by name
+  double pageable_copy_us = 0;                 // their device time inside steps
+  std::vector<NamedTotal> ai_cpu_tasks;        // Ascend AI_CPU tasks (operators without an AI Core kernel)
+  double ai_cpu_us = 0;
+  std::vector<NamedTotal> online_compile;      // online operator compilation calls, by operator
+  double online_compile_us = 0;
+  int64_t data_bound_steps = 0;                // steps spending more than half their time in data loading
+
+  // How much of the trace was understood: spans of a recognised kind, and the most frequent
+  // categories of the rest. A trace with no recognised span is not a result (see unrecognised()).
+  size_t recognised_spans = 0;
+  std::vector<std::string> unrecognised_categories;
+
+  TimelineView timeline;
   std::vector<MemoryCurve> memory;
   std::vector<Finding> findings;
+
+  // Why this analysis must not be presented as a result ("" when it may): nothing in the trace was
+  // recognised as an operator, annotation, runtime call or device activity.
+  std::string unrecognised() const;
 
   double mean_step_us() const { return steps.empty() ? 0 : total.duration_us / static_cast<double>(steps.size()); }
   double share(double us) const { return total.duration_us > 0 ? us / total.duration_us : 0; }

@@ -1,6 +1,8 @@
 // The HTML report of `crosstrain analyze --html`: one self-contained page built on
 // report::HtmlPage (inline SVG, no scripts, no network). Chart ids are stable so tests and
-// headless browsers can find them: steps-R, top-ops-R, op-types-R, memory-R (R = trace index).
+// headless browsers can find them: steps-R, top-ops-R, top-kernels-R (traces with device kernels),
+// op-types-R, memory-R, timeline-R (one step's rows of host and device activity; R = trace index),
+// and with several traces a per-rank table (#ranks) first.
 #include <algorithm>
 
 #include "report/html_page.h"
@@ -13,6 +15,26 @@ std::string render_analysis_html(const std::vector<TraceAnalysis>& all) {
   report::HtmlPage page("crosstrain analyze");
   // Findings are prose: left-align them (the page default right-aligns numeric columns).
   page.add_raw("<style>table[id^=findings] td,table[id^=findings] th{text-align:left;vertical-align:top}</style>");
+  if (all.size() > 1) {
+    // The per-rank comparison of the console output: where ranks differ is where to look first.
+    std::vector<std::string> head = {"Trace", "Rank", "Steps", "Mean step", "Device busy"};
+    for (int c = 0; c < kStepCategoryCount; ++c) head.push_back(step_category_name(c));
+    head.push_back("Findings");
+    std::vector<std::vector<std::string>> rows;
+    for (const auto& a : all) {
+      std::vector<std::string> row = {a.path.substr(a.path.find_last_of('/') + 1), a.rank >= 0 ? std::to_string(a.rank) : "-",
+                                      std::to_string(a.steps.size()), report::format_us(a.mean_step_us()),
+                                      a.has_device ? report::format_percent(a.share(a.total.device_busy_us)) : "n/a"};
+      for (int c = 0; c < kStepCategoryCount; ++c)
+        row.push_back(report::format_percent(a.share(a.total.category_us[static_cast<size_t>(c)])));
+      std::string rules;
+      for (const auto& f : a.findings) rules += (rules.empty() ? "" : ", ") + f.rule;
+      row.push_back(rules.empty() ? "-" : rules);
+      rows.push_back(row);
+    }
+    page.add_heading("Ranks");
+    page.add_table(head, rows, "ranks");
+  }
   for (size_t r = 0; r < all.size(); ++r) {
     const TraceAnalysis& a = all[r];
     const std::string suffix = "-" + std::to_string(r);
@@ -24,9 +46,9 @@ std::string render_analysis_html(const std::vector<TraceAnalysis>& all) {
 
     // Findings first: they are what the reader acts on.
     std::vector<std::vector<std::string>> rows;
-    for (const auto& f : a.findings) rows.push_back({f.title, f.measured, f.threshold, f.suggestion});
+    for (const auto& f : a.findings) rows.push_back({f.title, f.measured, f.evidence, f.threshold, f.suggestion});
     if (rows.empty()) page.add_raw("<p class=\"pass\" id=\"findings" + suffix + "\">Advisor: no rule fired.</p>");
-    else page.add_table({"Finding", "Measured", "Threshold", "Suggestion"}, rows, "findings" + suffix);
+    else page.add_table({"Finding", "Measured", "Evidence", "Threshold", "Suggestion"}, rows, "findings" + suffix);
 
     std::vector<std::string> cats;
     for (int c = 0; c < kStepCategoryCount; ++c) cats.push_back(step_category_name(c));
@@ -52,6 +74,15 @@ std::string render_analysis_html(const std::vector<TraceAnalysis>& all) {
     page.add_horizontal_bars("top-ops" + suffix,
                              std::string("Top operators by ") + (a.has_device ? "device" : "host") + " self time", top,
                              "ms");
+
+    page.add_raw(render_timeline_html(a.timeline, "timeline" + suffix));
+
+    if (!a.top_kernels.empty()) {
+      std::vector<report::Slice> kernels;
+      for (size_t i = 0; i < a.top_kernels.size() && i < 10; ++i)
+        kernels.push_back({a.top_kernels[i].name.substr(0, 60), a.top_kernels[i].total_us / 1000.0});
+      page.add_horizontal_bars("top-kernels" + suffix, "Top kernels by device time", kernels, "ms");
+    }
 
     std::vector<report::Slice> types;
     for (const auto& t : a.op_types) types.push_back({op_type_name(t.type), a.has_device ? t.device_self_us : t.host_self_us});

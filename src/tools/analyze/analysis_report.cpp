@@ -112,13 +112,17 @@ std::string render_console(const TraceAnalysis& a, const RenderOptions& opt) {
   out << "Step breakdown (overlapped time counted once, for the higher category)\n" << steps.render() << "\n";
 
   if (device) {
-    out << "Device: busy " << format_percent(a.share(a.total.device_busy_us)) << " of step time; "
-        << format_count(a.idle_gap_count) << " idle gaps >= " << format_us(a.idle_gap_min_us) << " totalling " << format_us(a.idle_gap_us) << "; "
-        << format_count(a.launches_into_idle) << " of " << format_count(a.launches)
+    out << "Device: busy " << format_percent(a.share(a.total.device_busy_us)) << " of step time";
+    if (a.total.device_window_us > 0)
+      out << " (idle " << format_percent(1.0 - a.total.device_busy_us / a.total.device_window_us)
+          << " counted from each step's first device activity, as Ascend's Overlap Analysis does)";
+    out << "; " << format_count(a.idle_gap_count) << " idle gaps >= " << format_us(a.idle_gap_min_us) << " totalling "
+        << format_us(a.idle_gap_us) << "; " << format_count(a.launches_into_idle) << " of " << format_count(a.launches)
         << " launches found the device idle\n";
     for (const auto& g : a.idle_gaps)
-      out << "  idle " << format_us(g.duration_us) << " at +" << format_us(g.start_us - a.trace_start_us) << " in "
-          << g.step << "\n";
+      out << "  idle " << format_us(g.duration_us) << " at +" << format_us(g.offset_in_step_us) << " into " << g.step
+          << "\n";
+    out << render_device_views_console(a, std::min<size_t>(opt.top, 10));
   }
   out << "Data loading: " << format_percent(a.share(a.total.data_wait_us)) << " of step time\n";
   if (!a.host_syncs.empty()) {
@@ -140,6 +144,7 @@ std::string render_console(const TraceAnalysis& a, const RenderOptions& opt) {
   else out << a.findings.size() << " finding(s)\n";
   for (const auto& f : a.findings)
     out << "  [" << f.rule << "] " << f.title << ": " << f.measured << " (threshold " << f.threshold << ")\n"
+        << "    evidence: " << f.evidence << "\n"
         << "    -> " << f.suggestion << "\n";
   return out.str();
 }
@@ -167,6 +172,7 @@ std::string render_diff_console(const TraceDiff& d, size_t top) {
   out << "Diff A=" << d.a_path << " B=" << d.b_path << " (" << (d.per_step ? "per step" : "whole trace") << ", "
       << d.time_basis << " time); step A " << format_us(d.a_step_us) << ", B " << format_us(d.b_step_us) << " ("
       << report::format_change(d.a_step_us, d.b_step_us) << ")\n";
+  if (!d.warning.empty()) out << "Warning: " << d.warning << "\n";
   report::Table t({"Kind", "Name", "A", "B", "Change", "Status"});
   size_t n = 0;
   for (const auto& r : d.rows) {
@@ -207,17 +213,22 @@ nlohmann::json analysis_to_json(const TraceAnalysis& a) {
     for (int k = 0; k < kStepCategoryCount; ++k) c[step_category_name(k)] = s.category_us[static_cast<size_t>(k)];
     return json{{"label", s.label}, {"start_us", s.start_us}, {"duration_us", s.duration_us}, {"categories_us", c},
                 {"device_busy_us", s.device_busy_us}, {"data_wait_us", s.data_wait_us}, {"comm_us", s.comm_us},
-                {"comm_overlapped_us", s.comm_overlapped_us}, {"kernels", s.kernels}, {"host_syncs", s.host_syncs}};
+                {"comm_overlapped_us", s.comm_overlapped_us}, {"device_window_us", s.device_window_us},
+                {"kernels", s.kernels}, {"host_syncs", s.host_syncs}};
   };
   json steps = json::array();
   for (const auto& s : a.steps) steps.push_back(step_json(s));
   j["steps"] = steps;
   j["total"] = step_json(a.total);
   json gaps = json::array();
-  for (const auto& g : a.idle_gaps) gaps.push_back({{"start_us", g.start_us}, {"duration_us", g.duration_us}, {"step", g.step}});
+  for (const auto& g : a.idle_gaps)
+    gaps.push_back({{"start_us", g.start_us}, {"duration_us", g.duration_us}, {"step", g.step},
+                    {"offset_in_step_us", g.offset_in_step_us}});
   j["device"] = {{"kernels", a.kernel_count}, {"short_kernels", a.short_kernel_count}, {"kernel_us", a.kernel_us},
                  {"launches", a.launches}, {"launches_into_idle", a.launches_into_idle},
-                 {"idle_gap_count", a.idle_gap_count}, {"idle_gap_us", a.idle_gap_us}, {"idle_gaps", gaps}};
+                 {"idle_gap_count", a.idle_gap_count}, {"idle_gap_us", a.idle_gap_us}, {"idle_gaps", gaps},
+                 {"views", device_views_to_json(a)}};
+  j["recognised_spans"] = a.recognised_spans;
   auto named = [](const std::vector<NamedTotal>& v) {
     json arr = json::array();
     for (const auto& n : v) arr.push_back({{"name", n.name}, {"count", n.count}, {"total_us", n.total_us}});
@@ -238,7 +249,7 @@ nlohmann::json analysis_to_json(const TraceAnalysis& a) {
   json findings = json::array();
   for (const auto& f : a.findings)
     findings.push_back({{"rule", f.rule}, {"title", f.title}, {"measured", f.measured}, {"value", f.value},
-                        {"threshold", f.threshold}, {"suggestion", f.suggestion}});
+                        {"threshold", f.threshold}, {"suggestion", f.suggestion}, {"evidence", f.evidence}});
   j["findings"] = findings;
   return j;
 }
@@ -257,7 +268,8 @@ nlohmann::json diff_to_json(const TraceDiff& d) {
     rows.push_back({{"kind", r.kind}, {"name", r.name}, {"a_us", r.a_us}, {"b_us", r.b_us},
                     {"delta_us", r.delta_us()}, {"status", diff_status_name(r.status)}});
   return {{"schema_version", report::kJsonSchemaVersion}, {"a", d.a_path}, {"b", d.b_path}, {"per_step", d.per_step},
-          {"time_basis", d.time_basis}, {"a_step_us", d.a_step_us}, {"b_step_us", d.b_step_us}, {"rows", rows}};
+          {"time_basis", d.time_basis}, {"a_step_us", d.a_step_us}, {"b_step_us", d.b_step_us},
+          {"a_device", d.a_device}, {"b_device", d.b_device}, {"warning", d.warning}, {"rows", rows}};
 }
 
 void write_analysis_csv(const std::vector<TraceAnalysis>& all, const std::string& dir) {

@@ -24,6 +24,11 @@ std::string render_console(const TraceAnalysis& a, const RenderOptions& opt);
 std::string render_rank_summary(const std::vector<TraceAnalysis>& ranks);
 std::string render_diff_console(const TraceDiff& d, size_t top);
 
+// The device views: top kernels, launch delays, collectives, pageable copies, AI_CPU tasks,
+// online compilation (console text; "" when the trace has none of them) and their JSON.
+std::string render_device_views_console(const TraceAnalysis& a, size_t top);
+nlohmann::json device_views_to_json(const TraceAnalysis& a);
+
 nlohmann::json analysis_to_json(const TraceAnalysis& a);
 nlohmann::json analyses_to_json(const std::vector<TraceAnalysis>& all);  // {"schema_version", "traces": [...]}
 nlohmann::json diff_to_json(const TraceDiff& d);
@@ -34,5 +39,7 @@ void write_analysis_csv(const std::vector<TraceAnalysis>& all, const std::string
 // One HTML page: step-breakdown stacked bars, top-10 operators, operator-type pie, memory curve,
 // the advisor's findings; per rank when several traces are given.
 std::string render_analysis_html(const std::vector<TraceAnalysis>& all);
+// The timeline of one step as an HTML fragment (inline SVG, CSS-only zoom; "" when empty).
+std::string render_timeline_html(const TimelineView& v, const std::string& id);
 
 }  // namespace crosstrain::analyze

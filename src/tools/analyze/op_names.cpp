@@ -9,9 +9,15 @@ namespace crosstrain::analyze {
 namespace {
 
 inline char lower(char c) { return c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c; }
+inline bool is_word_char(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
+}
+
+std::string_view capped(std::string_view s) { return s.substr(0, kMaxClassifiedNameBytes); }
 
 // ASCII case-insensitive substring search, no allocation (it runs once per distinct name).
 bool contains_ci(std::string_view hay, std::string_view needle) {
+  hay = capped(hay);
   if (needle.empty()) return true;
   if (needle.size() > hay.size()) return false;
   const char first = lower(needle[0]);
@@ -25,10 +31,35 @@ bool contains_ci(std::string_view hay, std::string_view needle) {
 }
 
 bool starts_with(std::string_view s, std::string_view p) { return s.substr(0, p.size()) == p; }
+bool ends_with(std::string_view s, std::string_view p) {
+  return s.size() >= p.size() && s.substr(s.size() - p.size()) == p;
+}
 
 bool any_ci(std::string_view name, std::initializer_list<std::string_view> needles) {
   for (auto n : needles)
     if (contains_ci(name, n)) return true;
+  return false;
+}
+
+// Whole-word match: the name split at every character that is not a letter or digit
+// ("aten::log_softmax" -> aten, log, softmax), each word compared case-insensitively. So "exp"
+// matches aten::exp but not aten::expand.
+bool any_word_ci(std::string_view name, std::initializer_list<std::string_view> words) {
+  name = capped(name);
+  size_t i = 0;
+  while (i < name.size()) {
+    while (i < name.size() && !is_word_char(name[i])) ++i;
+    size_t j = i;
+    while (j < name.size() && is_word_char(name[j])) ++j;
+    std::string_view w = name.substr(i, j - i);
+    for (auto n : words) {
+      if (n.size() != w.size()) continue;
+      size_t k = 0;
+      while (k < n.size() && lower(w[k]) == n[k]) ++k;
+      if (k == n.size()) return true;
+    }
+    i = j;
+  }
   return false;
 }
 
@@ -48,16 +79,28 @@ bool is_communication_name(std::string_view n) {
 
 bool is_host_sync_name(std::string_view n) {
   return n == "aten::item" || n == "aten::_local_scalar_dense" || contains_ci(n, "synchronize") ||
-         n == "cudaStreamQuery" || n == "cudaEventQuery";
+         n == "aclrtSynchronizeStream" || n == "AscendCL@aclrtSynchronizeStream";
 }
 
-bool is_data_loading_name(std::string_view n) {
-  return n == "data_wait" || contains_ci(n, "DataLoader") || contains_ci(n, "dataloader");
-}
+bool is_data_loading_name(std::string_view n) { return n == "data_wait" || contains_ci(n, "dataloader"); }
 
 bool is_profiler_step_name(std::string_view n) { return starts_with(n, "ProfilerStep#"); }
 
+bool is_autograd_wrapper_name(std::string_view n) {
+  if (contains_ci(n, "evaluate_function:") || contains_ci(n, "autograd::")) return true;
+  // "<Op>Backward<digits>": the autograd node names torch gives its backward functions.
+  n = capped(n);
+  size_t e = n.size();
+  while (e > 0 && n[e - 1] >= '0' && n[e - 1] <= '9') --e;
+  return e < n.size() && ends_with(n.substr(0, e), "Backward") && n.find("::") == std::string_view::npos;
+}
+
+bool is_online_compile_name(std::string_view n) { return contains_ci(n, "aclopCompile"); }
+
+bool is_pageable_copy_name(std::string_view n) { return contains_ci(n, "memcpy") && contains_ci(n, "pageable"); }
+
 bool is_fp32_input(std::string_view dtypes) {
+  dtypes = capped(dtypes);
   bool fp32 = dtypes.find("\"float\"") != std::string_view::npos || dtypes.find("\"double\"") != std::string_view::npos;
   bool half = contains_ci(dtypes, "Half") || contains_ci(dtypes, "BFloat16") || contains_ci(dtypes, "Float8");
   return fp32 && !half;
@@ -65,18 +108,22 @@ bool is_fp32_input(std::string_view dtypes) {
 
 OpType op_type_of(std::string_view n) {
   if (is_communication_name(n)) return OpType::Communication;
+  if (is_autograd_wrapper_name(n)) return OpType::Other;
   if (any_ci(n, {"optimizer", "_foreach_", "adam", "sgd", "lamb", "fused_sgd"})) return OpType::Optimizer;
   if (any_ci(n, {"conv", "implicit_gemm", "winograd", "dgrad", "wgrad"})) return OpType::Conv;
   if (any_ci(n, {"norm", "bn_fw", "bn_bw"})) return OpType::Norm;
   if (any_ci(n, {"pool"})) return OpType::Pooling;
-  if (any_ci(n, {"::mm", "addmm", "bmm", "matmul", "linear", "gemm", "einsum", "baddbmm", "cutlass", "sgemm",
-                 "hgemm", "cublas", "attention"}))
+  // aclnnMm / aclnnBatchMatMul / MatMulV2 are Ascend's; "mm" as a whole word is aten::mm's base.
+  if (any_ci(n, {"::mm", "addmm", "bmm", "matmul", "linear", "gemm", "einsum", "cutlass", "sgemm", "hgemm", "cublas",
+                 "attention", "aclnnMm"}) ||
+      any_word_ci(n, {"mm"}))
     return OpType::Matmul;
   if (any_ci(n, {"copy", "memcpy", "::to", "_to_copy", "contiguous", "clone", "memset"})) return OpType::Copy;
-  if (any_ci(n, {"add", "mul", "sub", "div", "relu", "gelu", "silu", "sigmoid", "tanh", "exp", "log", "sqrt",
-                 "pow", "threshold", "clamp", "where", "softmax", "elementwise", "neg", "abs", "dropout", "fill",
-                 "zero_", "hardtanh", "erf", "lerp", "addcmul", "addcdiv", "maximum", "minimum", "nll_loss",
-                 "cross_entropy", "mse_loss", "sum", "mean", "reduce_kernel"}))
+  if (any_ci(n, {"elementwise", "reduce_kernel", "softmax", "relu", "gelu", "silu", "sigmoid"}) ||
+      any_word_ci(n, {"add", "mul", "sub", "div", "tanh", "exp", "log", "sqrt", "rsqrt", "pow", "threshold", "clamp",
+                      "where", "neg", "abs", "dropout", "fill", "zero", "hardtanh", "erf", "lerp", "addcmul", "addcdiv",
+                      "maximum", "minimum", "nll", "cross", "mse", "sum", "mean", "aclnnadd", "aclnnmul", "aclnnsub",
+                      "aclnndiv", "aclnnexp", "aclnncast", "cast"}))
     return OpType::Elementwise;
   return OpType::Other;
 }
@@ -98,91 +145,17 @@ const NameInfo& NameInfoCache::operator()(uint32_t id) {
     i.communication = is_communication_name(n);
     i.host_sync = is_host_sync_name(n);
     i.data_loading = is_data_loading_name(n);
-    i.profiler_step = is_profiler_step_name(n);
+    i.autograd_wrapper = is_autograd_wrapper_name(n);
+    i.online_compile = is_online_compile_name(n);
+    i.pageable_copy = is_pageable_copy_name(n);
     i.type = op_type_of(n);
     i.memcpy = contains_ci(n, "memcpy");
     i.memset = contains_ci(n, "memset");
+    i.ai_cpu = n == "AI_CPU";
+    i.sync_task = starts_with(n, "EVENT_") || starts_with(n, "NOTIFY_") || n == "STREAM_WAIT" || n == "WAIT";
     i.fp32_input = is_fp32_input(n);
-    known_[id] = 1;
   }
   return info_[id];
-}
-
-void classify_spans(Trace& t) {
-  NameInfoCache names(t.strings);
-  // Category strings, resolved once per distinct id.
-  std::vector<int> cat_kind(t.strings.size(), -1);
-  auto kind_of_cat = [&](uint32_t cat) -> int {
-    if (cat_kind[cat] >= 0) return cat_kind[cat];
-    const std::string& c = t.strings.str(cat);
-    SpanKind k = SpanKind::Other;
-    int known = 1;
-    if (c == "cpu_op" || c == "operator") k = SpanKind::CpuOp;
-    else if (c == "user_annotation") k = SpanKind::Annotation;
-    else if (c == "python_function") k = SpanKind::PythonFunction;
-    else if (c == "kernel") k = SpanKind::Kernel;
-    else if (c == "gpu_memcpy" || c == "mtia_memcpy") k = SpanKind::Memcpy;
-    else if (c == "gpu_memset") k = SpanKind::Memset;
-    else if (c.find("runtime") != std::string::npos || c.find("driver") != std::string::npos) k = SpanKind::Runtime;
-    else if (c.empty()) known = 0;
-    cat_kind[cat] = known ? static_cast<int>(k) : 100;
-    return cat_kind[cat];
-  };
-
-  // Process roles for category-less traces.
-  enum Role { Host, Device, DeviceComm, Api, Ignore };
-  bool ascend = false;
-  std::unordered_map<int64_t, Role> roles;
-  for (const auto& [pid, name] : t.process_names) {
-    Role r = Host;
-    if (name == "Ascend Hardware" || (contains_ci(name, "NPU") && !contains_ci(name, "MEM"))) r = Device;
-    else if (name == "HCCL" || name == "Communication") r = DeviceComm;
-    else if (name == "CANN") r = Api;
-    else if (name == "Overlap Analysis" || contains_ci(name, "Freq") || contains_ci(name, "MEM") ||
-             contains_ci(name, "Stars") || contains_ci(name, "Acc PMU"))
-      r = Ignore;
-    if (name == "Ascend Hardware" || name == "CANN" || name == "HCCL" || name == "Overlap Analysis") ascend = true;
-    roles[pid] = r;
-  }
-  if (t.format != TraceFormat::Kineto && ascend) t.format = TraceFormat::Ascend;
-
-  for (Span& s : t.spans) {
-    const NameInfo& info = names(s.name);
-    int ck = kind_of_cat(s.cat);
-    SpanKind k;
-    if (ck != 100) {
-      k = static_cast<SpanKind>(ck);
-    } else {
-      int64_t pid = t.tracks[s.track].key.pid;
-      Role r = Host;
-      auto it = roles.find(pid);
-      if (it != roles.end()) r = it->second;
-      if (pid >= kStringIdFlag) {
-        // Legacy autograd export: "CPU functions" and "<DEVICE> functions".
-        const std::string& label = t.strings.str(static_cast<uint32_t>(pid - kStringIdFlag));
-        if (label.size() > 10 && label.compare(label.size() - 10, 10, " functions") == 0 && label != "CPU functions")
-          r = Device;
-      }
-      switch (r) {
-        case Device:
-          k = info.memcpy ? SpanKind::Memcpy
-              : info.memset ? SpanKind::Memset
-              : info.communication ? SpanKind::Communication : SpanKind::Kernel;
-          break;
-        case DeviceComm: k = SpanKind::Communication; break;
-        case Api: k = SpanKind::Runtime; break;
-        case Ignore: k = SpanKind::Other; break;
-        default:
-          if (info.profiler_step || info.data_loading) k = SpanKind::Annotation;
-          else if (t.strings.str(s.name).find(".py(") != std::string::npos) k = SpanKind::PythonFunction;
-          else k = SpanKind::CpuOp;
-      }
-    }
-    // Steps and data waits are annotations whatever category the writer gave them.
-    if (k == SpanKind::CpuOp && (info.profiler_step || t.strings.str(s.name) == "data_wait")) k = SpanKind::Annotation;
-    if (k == SpanKind::Kernel && info.communication) k = SpanKind::Communication;
-    s.kind = k;
-  }
 }
 
 }  // namespace crosstrain::analyze

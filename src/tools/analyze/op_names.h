@@ -1,8 +1,13 @@
 #pragma once
-// What names in a trace mean: which spans are device kernels, runtime calls or operators (by
-// category, or for category-less formats by process name), which operator names are
-// communication, host syncs or data loading, and the operator-type buckets of the summary.
-// Matching is by documented substrings (docs/ANALYZE.md), case-insensitive where noted.
+// What names in a trace mean: which operator names are communication, host syncs or data loading,
+// which copies touch pageable host memory, which runtime calls compile operators online, and the
+// operator-type buckets of the summary. Matching is by documented substrings and whole words
+// (docs/ANALYZE.md), case-insensitive.
+//
+// Cost: every test looks at no more than the first kMaxClassifiedNameBytes of a name, so a
+// pathological 200 MB name costs what a 4 KiB one does; real operator and kernel names are far
+// shorter (the longest templated CUDA kernel names run to ~2 KiB).
+#include <cstddef>
 #include <string_view>
 #include <vector>
 
@@ -10,17 +15,29 @@
 
 namespace crosstrain::analyze {
 
+constexpr size_t kMaxClassifiedNameBytes = 4096;
+
 enum class OpType { Conv, Matmul, Norm, Elementwise, Pooling, Copy, Communication, Optimizer, Other };
 constexpr int kOpTypeCount = 9;
 const char* op_type_name(OpType t);
 
-// Buckets an operator or kernel name ("aten::addmm", "volta_sgemm_128x64_nn", "ncclKernel_AllReduce").
+// Buckets an operator or kernel name ("aten::addmm", "volta_sgemm_128x64_nn", "aclnnMm").
 OpType op_type_of(std::string_view name);
 
 bool is_communication_name(std::string_view name);   // NCCL/HCCL/gloo collectives, c10d ops
-bool is_host_sync_name(std::string_view name);       // aten::item, synchronize calls ...
+// Calls that block the host until the device catches up: aten::item, aten::_local_scalar_dense,
+// *synchronize* (cudaStreamSynchronize, aclrtSynchronizeStream ...). cudaEventQuery and
+// cudaStreamQuery only poll and return at once: not syncs.
+bool is_host_sync_name(std::string_view name);
 bool is_data_loading_name(std::string_view name);    // data_wait, DataLoader iterators
 bool is_profiler_step_name(std::string_view name);   // "ProfilerStep#N"
+// Autograd's bookkeeping around the real operators: "AddBackward0",
+// "autograd::engine::evaluate_function: AddBackward0", "torch::autograd::AccumulateGrad".
+bool is_autograd_wrapper_name(std::string_view name);
+// Operators compiled at run time (Ascend aclopCompileAndExecute, aclopCompile ...).
+bool is_online_compile_name(std::string_view name);
+// A device copy to or from pageable host memory: "Memcpy DtoH (Device -> Pageable)".
+bool is_pageable_copy_name(std::string_view name);
 // "float", "double" inputs, no half types: a matmul/conv that runs in fp32.
 bool is_fp32_input(std::string_view dtypes_json);
 
@@ -31,8 +48,13 @@ struct NameInfo {
   bool host_sync = false;
   bool data_loading = false;
   bool profiler_step = false;
+  bool autograd_wrapper = false;
+  bool online_compile = false;
+  bool pageable_copy = false;
   bool memcpy = false;           // device activity named like a copy ("Memcpy HtoD", Ascend MEMCPY tasks)
   bool memset = false;
+  bool ai_cpu = false;           // as an Ascend "Task Type": AI_CPU
+  bool sync_task = false;        // as an Ascend "Task Type": EVENT_RECORD, EVENT_WAIT, NOTIFY_WAIT ... (markers, not work)
   bool fp32_input = false;       // when the string is an "Input type" list: see is_fp32_input
   OpType type = OpType::Other;
 };
@@ -47,8 +69,5 @@ class NameInfoCache {
   std::vector<NameInfo> info_;
   std::vector<char> known_;
 };
-
-// Sets Span::kind for every span and Trace::format for array traces (legacy vs Ascend).
-void classify_spans(Trace& trace);
 
 }  // namespace crosstrain::analyze

@@ -29,6 +29,7 @@ SpanLinks link_spans(const Trace& t) {
   SpanLinks L;
   L.parent.assign(n, kNoSpan);
   L.launcher.assign(n, kNoSpan);
+  L.device_op.assign(n, kNoSpan);
   L.op_of.assign(n, kNoSpan);
   L.child_us.assign(n, 0);
   L.child_count.assign(n, 0);
@@ -98,31 +99,45 @@ SpanLinks link_spans(const Trace& t) {
     if (f.phase == 's') slot.first = innermost_host(f.track, f.ts);
     else if (f.phase == 'f') slot.second = device_at(f.track, f.ts);
   }
-  for (const auto& [id, link] : flows)
-    if (link.first != kNoSpan && link.second != kNoSpan && L.launcher[static_cast<size_t>(link.second)] == kNoSpan)
-      L.launcher[static_cast<size_t>(link.second)] = link.first;
+  for (const auto& [id, link] : flows) {
+    if (link.first == kNoSpan || link.second == kNoSpan) continue;
+    auto dev = static_cast<size_t>(link.second);
+    // A flow from an operator (async_npu) names the operator directly; one from a runtime call
+    // (ac2g, HostToDevice) names the launch.
+    SpanKind from = t.spans[static_cast<size_t>(link.first)].kind;
+    if (from == SpanKind::CpuOp) L.device_op[dev] = link.first;
+    int32_t& l = L.launcher[dev];
+    bool runtime_now = l != kNoSpan && t.spans[static_cast<size_t>(l)].kind == SpanKind::Runtime;
+    if (l == kNoSpan || (from == SpanKind::Runtime && !runtime_now)) l = link.first;
+  }
 
   // Runtime calls recorded in a process of their own (Ascend's CANN track) share the thread id of
   // the host thread that made them: find the operator there by time containment.
   std::unordered_map<int64_t, std::vector<uint32_t>> tracks_by_tid;
   for (uint32_t k = 0; k < t.tracks.size(); ++k)
     if (!host[k].empty()) tracks_by_tid[t.tracks[k].key.tid].push_back(k);
-  for (const auto& list : device)
-    for (int32_t d : list) {
-      int32_t l = L.launcher[static_cast<size_t>(d)];
-      if (l == kNoSpan || L.op_of[static_cast<size_t>(l)] != kNoSpan) continue;
-      const Span& ls = t.spans[static_cast<size_t>(l)];
-      auto it = tracks_by_tid.find(t.tracks[ls.track].key.tid);
-      if (it == tracks_by_tid.end()) continue;
-      for (uint32_t k : it->second) {
-        if (k == ls.track) continue;
-        int32_t h = innermost_host(k, ls.ts);
-        if (h != kNoSpan && L.op_of[static_cast<size_t>(h)] != kNoSpan) {
-          L.op_of[static_cast<size_t>(l)] = L.op_of[static_cast<size_t>(h)];  // the call stays the launcher
-          break;
-        }
+  for (size_t i = 0; i < n; ++i) {
+    const Span& ls = t.spans[i];
+    if (ls.kind != SpanKind::Runtime || L.op_of[i] != kNoSpan) continue;
+    auto it = tracks_by_tid.find(t.tracks[ls.track].key.tid);
+    if (it == tracks_by_tid.end()) continue;
+    for (uint32_t k : it->second) {
+      if (k == ls.track) continue;
+      int32_t h = innermost_host(k, ls.ts);
+      if (h != kNoSpan && L.op_of[static_cast<size_t>(h)] != kNoSpan) {
+        L.op_of[i] = L.op_of[static_cast<size_t>(h)];  // the call stays the launcher
+        break;
       }
     }
+  }
+  for (size_t i = 0; i < n; ++i) {
+    int32_t l = L.launcher[i];
+    if (l == kNoSpan) continue;
+    if (L.device_op[i] == kNoSpan) L.device_op[i] = L.op_of[static_cast<size_t>(l)];
+    // A runtime call no containment placed (a task-queue thread's call) belongs to the operator
+    // its work was charged to.
+    else if (L.op_of[static_cast<size_t>(l)] == kNoSpan) L.op_of[static_cast<size_t>(l)] = L.device_op[i];
+  }
 
   for (const auto& list : device) L.device_order.insert(L.device_order.end(), list.begin(), list.end());
   sort_by_start(t, L.device_order);

@@ -1,7 +1,9 @@
 #pragma once
 // How spans relate: the host call tree (per thread, by time containment) and the link from each
 // device activity to the host call that launched it (Kineto correlation ids first, then flow
-// events such as ac2g / cpu_to_cuda / Ascend HostToDevice). Internal to the analysis.
+// events such as ac2g / cpu_to_cuda / Ascend HostToDevice), and from each device activity to its
+// operator: a flow that starts on an operator itself (Ascend's async_npu, torch op -> NPU task)
+// decides; otherwise the innermost operator around the launching call. Internal to the analysis.
 #include <cstdint>
 #include <vector>
 
@@ -14,6 +16,7 @@ constexpr int32_t kNoSpan = -1;
 struct SpanLinks {
   std::vector<int32_t> parent;        // enclosing host-tree span on the same thread, or kNoSpan
   std::vector<int32_t> launcher;      // for device spans: the host span that launched it
+  std::vector<int32_t> device_op;     // for device spans: the operator it is charged to (kNoSpan if none)
   std::vector<int32_t> op_of;         // innermost CpuOp at or above a host span (kNoSpan if none)
   std::vector<double> child_us;       // summed duration of direct host-tree children
   std::vector<uint32_t> child_count;  // number of direct host-tree children

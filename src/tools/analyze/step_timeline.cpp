@@ -103,17 +103,21 @@ void compute_step_timeline(const Trace& t, const SpanLinks& links, const std::ve
 
   int active[kStepCategoryCount] = {};
   size_t w = 0;
-  double idle_start = -1;  // start of the current device-idle stretch inside a window
-  std::string idle_step;
+  // The current device-idle stretch inside a window. Times may be negative (relative to the first
+  // timestamp in the file, which need not be the earliest), so no sentinel value marks "none".
+  bool idle_open = false;
+  double idle_start = 0;
+  size_t idle_step = 0;
+  std::vector<double> first_device(windows.size(), std::numeric_limits<double>::infinity());
   auto close_idle = [&](double at) {
-    if (idle_start < 0) return;
+    if (!idle_open) return;
     double len = at - idle_start;
     if (out.has_device && len >= opt.idle_gap_min_us) {
       ++out.idle_gap_count;
       out.idle_gap_us += len;
-      out.idle_gaps.push_back({idle_start, len, idle_step});
+      out.idle_gaps.push_back({idle_start, len, windows[idle_step].label, idle_start - windows[idle_step].start});
     }
-    idle_start = -1;
+    idle_open = false;
   };
   // Segment [a, b) with the current `active` counts, split across windows.
   auto segment = [&](double a, double b) {
@@ -143,8 +147,9 @@ void compute_step_timeline(const Trace& t, const SpanLinks& links, const std::ve
       if (overlap) s.comm_overlapped_us += y - x;
       if (device) {
         close_idle(x);
-      } else if (idle_start < 0) {
-        idle_start = x, idle_step = windows[k].label;
+        first_device[k] = std::min(first_device[k], x);
+      } else if (!idle_open) {
+        idle_open = true, idle_start = x, idle_step = k;
       }
       if (y == windows[k].end) close_idle(y);  // gaps do not span steps
     }
@@ -159,6 +164,8 @@ void compute_step_timeline(const Trace& t, const SpanLinks& links, const std::ve
   segment(prev, hi);
   close_idle(hi);
 
+  for (size_t k = 0; k < windows.size(); ++k)
+    if (std::isfinite(first_device[k])) out.steps[k].device_window_us = windows[k].end - first_device[k];
   for (auto& s : out.steps) {
     double covered = 0;
     for (int c = 0; c < kStepCategoryCount - 1; ++c) covered += s.category_us[static_cast<size_t>(c)];
@@ -199,6 +206,7 @@ void compute_step_timeline(const Trace& t, const SpanLinks& links, const std::ve
     tot.data_wait_us += s.data_wait_us;
     tot.comm_us += s.comm_us;
     tot.comm_overlapped_us += s.comm_overlapped_us;
+    tot.device_window_us += s.device_window_us;
     tot.kernels += s.kernels;
   }
 }

@@ -68,6 +68,7 @@ struct Span {
   uint32_t shapes = 0;         // raw "Input Dims" JSON, compacted
   uint32_t dtypes = 0;         // raw "Input type" JSON, compacted
   uint32_t track = 0;          // index into Trace::tracks
+  uint32_t task_type = 0;      // Ascend "Task Type" argument (AI_CORE, AI_CPU, MEMCPY_ASYNC ...), interned
   int64_t correlation = -1;    // Kineto correlation id (runtime call <-> device activity)
   SpanKind kind = SpanKind::Other;
   double end() const { return ts + dur; }
@@ -90,6 +91,15 @@ struct MemorySample {
   int32_t device_id = -1;
 };
 
+// Message arguments Kineto attaches to collective kernels and record_param_comms ("Collective
+// name", "In msg nelems", "Out msg nelems", "dtype").
+struct CollectiveArgs {
+  uint32_t span = 0;           // index into Trace::spans
+  uint32_t collective = 0;     // interned "Collective name" ("allreduce", "allgather" ...)
+  uint32_t dtype = 0;          // interned "dtype" ("Float", "BFloat16" ...)
+  int64_t nelems = 0;          // max(In msg nelems, Out msg nelems)
+};
+
 struct Track {
   TrackKey key;
 };
@@ -108,6 +118,7 @@ struct Trace {
   std::vector<Span> spans;
   std::vector<Flow> flows;
   std::vector<MemorySample> memory;
+  std::vector<CollectiveArgs> collectives;
   std::unordered_map<int64_t, std::string> process_names;  // pid -> name (metadata events)
   uint64_t bytes_read = 0;
 

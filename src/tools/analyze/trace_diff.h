@@ -11,7 +11,9 @@
 
 namespace crosstrain::analyze {
 
-enum class DiffStatus { Appeared, Vanished, Slower, Faster, Same };
+// Appeared: absent (or zero) in A, time in B. Vanished: time in A, absent from B. Gone: time in A,
+// present in B with zero time. A row with zero time on both sides is Same, whatever its presence.
+enum class DiffStatus { Appeared, Vanished, Gone, Slower, Faster, Same };
 const char* diff_status_name(DiffStatus s);
 
 struct DiffRow {
@@ -28,6 +30,8 @@ struct TraceDiff {
   bool per_step = false;
   std::string time_basis;         // "device self" or "host self"
   double a_step_us = 0, b_step_us = 0;
+  std::string a_device, b_device;  // device names ("cpu" when a trace has no device activity)
+  std::string warning;             // set when the traces come from different devices or formats
   std::vector<DiffRow> rows;      // ranked by |delta|
 };
 

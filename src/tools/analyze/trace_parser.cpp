@@ -17,7 +17,7 @@ constexpr double kMaxDurationUs = 1e12;
 
 struct TraceParser::EventFields {
   char ph = 0;
-  uint32_t name = 0, cat = 0, shapes = 0, dtypes = 0, meta_name = 0;
+  uint32_t name = 0, cat = 0, shapes = 0, dtypes = 0, meta_name = 0, task_type = 0;
   bool has_ts = false, has_dur = false, has_pid = false, has_id = false;
   JsonNumber ts;
   double dur = 0;
@@ -27,6 +27,8 @@ struct TraceParser::EventFields {
   bool has_memory = false;
   int64_t total_allocated = 0, total_reserved = 0, bytes = 0;
   int32_t device_type = 0, device_id = -1;
+  uint32_t collective = 0, msg_dtype = 0;
+  int64_t msg_nelems = -1;
 };
 
 void TraceParser::parse_document() {
@@ -70,7 +72,8 @@ void TraceParser::parse_top_object() {
       js_.skip_value();
     }
   }
-  if (!saw_events) js_.fail("not a trace: the top-level object has no \"traceEvents\" array");
+  if (!saw_events)
+    throw NotATraceError(js_.file() + ": not a trace: the top-level object has no \"traceEvents\" array");
 }
 
 void TraceParser::parse_device_properties() {
@@ -154,10 +157,18 @@ void TraceParser::parse_args(EventFields& e) {
     js_.expect(':', "after an object key");
     char v = js_.peek();
     bool numeric = v == '-' || (v >= '0' && v <= '9') || v == '"';
-    if (key == "Input Dims") {
+    if (key == "Input Dims" || key == "Input dims") {  // the second spelling: early torch.profiler
       e.shapes = t_.strings.intern(js_.read_compact_value());
     } else if (key == "Input type") {
       e.dtypes = t_.strings.intern(js_.read_compact_value());
+    } else if ((key == "In msg nelems" || key == "Out msg nelems") && numeric) {
+      e.msg_nelems = std::max(e.msg_nelems, read_clamped_int());
+    } else if (key == "Collective name" && v == '"') {
+      e.collective = t_.strings.intern(js_.read_string());
+    } else if (key == "dtype" && v == '"') {
+      e.msg_dtype = t_.strings.intern(js_.read_string());
+    } else if (key == "Task Type" && v == '"') {
+      e.task_type = t_.strings.intern(js_.read_string());
     } else if (key == "correlation" && v != '"' && numeric) {
       e.correlation = read_clamped_int();
     } else if (key == "Total Allocated" && numeric) {
@@ -250,9 +261,11 @@ void TraceParser::commit(EventFields& e, uint64_t at) {
       Span s;
       s.ts = relative_ts(e.ts);
       s.dur = e.dur;
-      s.name = e.name, s.cat = e.cat, s.shapes = e.shapes, s.dtypes = e.dtypes;
+      s.name = e.name, s.cat = e.cat, s.shapes = e.shapes, s.dtypes = e.dtypes, s.task_type = e.task_type;
       s.track = t_.track_of({e.pid, e.tid});
       s.correlation = e.correlation;
+      if (e.msg_nelems >= 0 && e.collective != 0)
+        t_.collectives.push_back({static_cast<uint32_t>(t_.spans.size()), e.collective, e.msg_dtype, e.msg_nelems});
       t_.spans.push_back(s);
       return;
     }
@@ -267,6 +280,7 @@ void TraceParser::commit(EventFields& e, uint64_t at) {
         Span s;
         s.ts = relative_ts(e.ts);
         s.name = e.name, s.cat = e.cat, s.shapes = e.shapes, s.dtypes = e.dtypes, s.track = track;
+        s.task_type = e.task_type;
         s.correlation = e.correlation;
         stack.push_back(s);
       } else if (!stack.empty()) {

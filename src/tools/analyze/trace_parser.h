@@ -4,6 +4,7 @@
 // to the array's end. A SplitPoint lets the whole-document parse hand over the second half of the
 // array to a parse that ran concurrently from that point.
 #include <atomic>
+#include <stdexcept>
 #include <cstdint>
 #include <unordered_map>
 #include <vector>
@@ -24,6 +25,13 @@ class SplitPoint {
   virtual bool adopt(JsonScanner& js, Trace& into) = 0;
   // Called when the main parse passed offset() without an event starting there.
   virtual void abandon() = 0;
+};
+
+// A well-formed JSON document that is not a trace (an object without "traceEvents": Ascend's
+// communication.json, an execution trace, profiler metadata). Folders skip such files with a note.
+class NotATraceError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
 };
 
 // Thrown by a speculative parse that met something it cannot parse out of context (B/E pairs).

@@ -1,5 +1,6 @@
 #include "tools/analyze/trace_reader.h"
 
+#include <errno.h>
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -15,7 +16,7 @@
 #include <unordered_map>
 
 #include "tools/analyze/json_scanner.h"
-#include "tools/analyze/op_names.h"
+#include "tools/analyze/span_classifier.h"
 #include "tools/analyze/trace_parser.h"
 
 namespace crosstrain::analyze {
@@ -26,55 +27,78 @@ bool has_suffix(const std::string& s, const std::string& suffix) {
   return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
-// Reads a whole file, inflating gzip; leaves a NUL after the content for the scanner's sentinel.
-std::string read_file_bytes(const std::string& path) {
-  std::unique_ptr<FILE, int (*)(FILE*)> f(std::fopen(path.c_str(), "rb"), &std::fclose);
-  if (!f) throw std::runtime_error(path + ": cannot open");
-  unsigned char magic[2] = {0, 0};
-  size_t got = std::fread(magic, 1, 2, f.get());
-  std::string data;
-  if (got == 2 && magic[0] == 0x1f && magic[1] == 0x8b) {
-    // The gzip trailer holds the uncompressed size mod 2^32: a good first allocation, so the
-    // buffer rarely grows (each growth copies, briefly holding old and new).
-    size_t hint = 0;
+// Refuses anything but a regular file before opening it: opening a FIFO blocks until a writer
+// comes, and /dev/zero never ends.
+void require_regular_file(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) throw std::runtime_error(path + ": cannot open");
+  if (!S_ISREG(st.st_mode))
+    throw std::runtime_error(path + ": not a regular file (a pipe, device or socket cannot be analyzed; copy it to a file)");
+}
+
+// Inflates a gzip file into memory, refusing to go past `limit` bytes; leaves a NUL after the
+// content for the scanner's sentinel.
+std::string inflate_file(const std::string& path, uint64_t file_size, uint64_t limit) {
+  // The trailer holds the uncompressed size mod 2^32: a first allocation that rarely needs to grow,
+  // but only a hint (a crafted file can say anything), so it is capped by deflate's maximum ratio
+  // (~1032:1) and by the limit.
+  size_t hint = 0;
+  {
+    std::unique_ptr<FILE, int (*)(FILE*)> f(std::fopen(path.c_str(), "rb"), &std::fclose);
     unsigned char isize[4] = {0, 0, 0, 0};
-    if (std::fseek(f.get(), -4, SEEK_END) == 0 && std::fread(isize, 1, 4, f.get()) == 4)
+    if (f && std::fseek(f.get(), -4, SEEK_END) == 0 && std::fread(isize, 1, 4, f.get()) == 4)
       hint = static_cast<size_t>(isize[0]) | static_cast<size_t>(isize[1]) << 8 | static_cast<size_t>(isize[2]) << 16 |
              static_cast<size_t>(isize[3]) << 24;
-    f.reset();
-    gzFile gz = gzopen(path.c_str(), "rb");
-    if (gz == nullptr) throw std::runtime_error(path + ": cannot open");
-    gzbuffer(gz, 1 << 20);
-    size_t used = 0;
-    data.resize(std::max<size_t>({hint + (1 << 20), std::filesystem::file_size(path) * 2, 1 << 20}));
-    for (;;) {
-      if (data.size() - used < (1 << 16)) data.resize(data.size() + data.size() / 2);
-      unsigned want = static_cast<unsigned>(std::min<size_t>(data.size() - used, 1u << 30));
-      int n = gzread(gz, &data[used], want);
-      if (n < 0) {
-        int err = 0;
-        std::string msg = gzerror(gz, &err);
-        gzclose(gz);
-        throw std::runtime_error(path + ": corrupt gzip data after " + std::to_string(used) +
-                                 " uncompressed bytes: " + msg);
-      }
-      if (n == 0) break;
-      used += static_cast<size_t>(n);
-    }
-    // gzread returns what it has at a truncated stream's end; gzclose_r's status tells.
-    int rc = gzclose_r(gz);
-    if (rc != Z_OK && rc != Z_BUF_ERROR) throw std::runtime_error(path + ": corrupt gzip stream");
-    if (rc == Z_BUF_ERROR) throw std::runtime_error(path + ": truncated gzip stream after " + std::to_string(used) + " bytes");
-    data.resize(used);
-  } else {
-    std::error_code ec;
-    auto size = std::filesystem::file_size(path, ec);
-    if (ec) throw std::runtime_error(path + ": cannot stat: " + ec.message());
-    data.resize(size);
-    std::rewind(f.get());
-    if (size > 0 && std::fread(&data[0], 1, size, f.get()) != size) throw std::runtime_error(path + ": read error");
   }
+  const uint64_t cap = std::min<uint64_t>(limit + 1, file_size * 1040 + (1 << 20));
+  gzFile gz = gzopen(path.c_str(), "rb");
+  if (gz == nullptr) throw std::runtime_error(path + ": cannot open");
+  gzbuffer(gz, 1 << 20);
+  std::string data;
+  size_t used = 0;
+  data.resize(static_cast<size_t>(std::min<uint64_t>(std::max<uint64_t>({hint + (1 << 20), file_size * 2, 1 << 20}), cap)));
+  for (;;) {
+    if (data.size() - used < (1 << 16)) data.resize(data.size() + data.size() / 2);
+    unsigned want = static_cast<unsigned>(std::min<size_t>(data.size() - used, 1u << 30));
+    int n = gzread(gz, &data[used], want);
+    if (n < 0) {
+      int err = 0;
+      std::string msg = gzerror(gz, &err);
+      gzclose(gz);
+      throw std::runtime_error(path + ": corrupt gzip data after " + std::to_string(used) + " uncompressed bytes: " + msg);
+    }
+    if (n == 0) break;
+    used += static_cast<size_t>(n);
+    if (used > limit) {
+      gzclose(gz);
+      throw std::runtime_error(path + ": inflates to more than " + std::to_string(limit) +
+                               " bytes, the limit for compressed traces (raise it with --max-inflated-mib)");
+    }
+  }
+  // gzread returns what it has at a truncated stream's end; gzclose_r's status tells.
+  int rc = gzclose_r(gz);
+  if (rc != Z_OK && rc != Z_BUF_ERROR) throw std::runtime_error(path + ": corrupt gzip stream");
+  if (rc == Z_BUF_ERROR) throw std::runtime_error(path + ": truncated gzip stream after " + std::to_string(used) + " bytes");
+  data.resize(used);
   return data;  // std::string keeps a NUL at data()[size()]: the scanner's sentinel
+}
+
+// Reads a whole plain file; leaves a NUL after the content.
+std::string read_plain_file(const std::string& path) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) throw std::runtime_error(path + ": cannot open");
+  std::unique_ptr<int, void (*)(int*)> guard(&fd, [](int* f) { ::close(*f); });
+  struct stat st {};
+  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) throw std::runtime_error(path + ": not a regular file");
+  std::string data(static_cast<size_t>(st.st_size), '\0');
+  size_t got = 0;
+  while (got < data.size()) {
+    ssize_t n = ::read(fd, &data[got], data.size() - got);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) throw std::runtime_error(path + ": read error");
+    got += static_cast<size_t>(n);
+  }
+  return data;
 }
 
 // Appends a separately parsed later part of the same trace: strings and threads are re-interned,
@@ -94,9 +118,15 @@ void append_trace(Trace& into, const Trace& part) {
   } else if (part.time_base_set) {
     shift = static_cast<double>(part.time_base_us - into.time_base_us);
   }
+  const auto span_shift = static_cast<uint32_t>(into.spans.size());
+  for (CollectiveArgs c : part.collectives) {
+    c.span += span_shift, c.collective = strings[c.collective], c.dtype = strings[c.dtype];
+    into.collectives.push_back(c);
+  }
   into.spans.reserve(into.spans.size() + part.spans.size());
   for (Span s : part.spans) {
     s.name = strings[s.name], s.cat = strings[s.cat], s.shapes = strings[s.shapes], s.dtypes = strings[s.dtypes];
+    s.task_type = strings[s.task_type];
     s.track = tracks[s.track];
     s.ts += shift;
     into.spans.push_back(s);
@@ -194,7 +224,7 @@ void parse_into(const char* data, size_t size, const std::string& name, const Re
 class MappedFile {
  public:
   explicit MappedFile(const std::string& path) {
-    int fd = ::open(path.c_str(), O_RDONLY);
+    int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
     if (fd < 0) return;
     struct stat st {};
     long page = ::sysconf(_SC_PAGESIZE);
@@ -204,6 +234,7 @@ class MappedFile {
         const auto* bytes = static_cast<const unsigned char*>(p);
         if (bytes[0] == 0x1f && bytes[1] == 0x8b) {
           ::munmap(p, static_cast<size_t>(st.st_size));  // gzip: inflate through the read path
+          gzip_ = true;
         } else {
           ::madvise(p, static_cast<size_t>(st.st_size), MADV_SEQUENTIAL);
           data_ = static_cast<const char*>(p);
@@ -220,8 +251,10 @@ class MappedFile {
   MappedFile& operator=(const MappedFile&) = delete;
   const char* data() const { return data_; }
   size_t size() const { return size_; }
+  bool gzip() const { return gzip_; }
 
  private:
+  bool gzip_ = false;
   const char* data_ = nullptr;
   size_t size_ = 0;
 };
@@ -236,39 +269,101 @@ Trace parse_trace(std::string_view data, const std::string& name, const ReadOpti
   return t;
 }
 
+bool is_gzip_file(const std::string& path) {
+  std::unique_ptr<FILE, int (*)(FILE*)> f(std::fopen(path.c_str(), "rb"), &std::fclose);
+  unsigned char magic[2] = {0, 0};
+  return f && std::fread(magic, 1, 2, f.get()) == 2 && magic[0] == 0x1f && magic[1] == 0x8b;
+}
+
 Trace read_trace_file(const std::string& path, const ReadOptions& options) {
+  require_regular_file(path);
   Trace t;
   t.path = path;
   MappedFile mapped(path);
   if (mapped.data() != nullptr) {
     parse_into(mapped.data(), mapped.size(), path, options, t);
-  } else {
-    std::string bytes = read_file_bytes(path);
-    parse_into(bytes.c_str(), bytes.size(), path, options, t);
+    return t;
   }
+  std::string bytes;
+  if (mapped.gzip() || is_gzip_file(path)) {
+    std::error_code ec;
+    uint64_t size = std::filesystem::file_size(path, ec);
+    bytes = inflate_file(path, ec ? 0 : size, options.max_inflated_bytes);
+  } else {
+    bytes = read_plain_file(path);
+  }
+  parse_into(bytes.c_str(), bytes.size(), path, options, t);
   return t;
 }
 
-std::vector<Trace> read_traces(const std::string& path) {
-  namespace fs = std::filesystem;
+namespace {
+
+namespace fs = std::filesystem;
+
+bool is_json_name(const std::string& name) { return has_suffix(name, ".json") || has_suffix(name, ".json.gz"); }
+
+// Trace candidates in a folder: its JSON files, or, for an Ascend output folder, the JSON files of
+// its ASCEND_PROFILER_OUTPUT/; sub-folders that are Ascend output folders (one per rank) too.
+void collect_candidates(const fs::path& dir, std::vector<std::string>& files, int depth) {
+  std::error_code ec;
+  fs::path ascend = dir / "ASCEND_PROFILER_OUTPUT";
+  if (fs::is_directory(ascend, ec)) return collect_candidates(ascend, files, depth + 1);
+  std::vector<fs::path> subdirs;
+  for (const auto& entry : fs::directory_iterator(dir, ec)) {
+    std::string name = entry.path().filename().string();
+    std::error_code e2;
+    if (entry.is_regular_file(e2) && is_json_name(name)) files.push_back(entry.path().string());
+    else if (depth == 0 && entry.is_directory(e2) && fs::is_directory(entry.path() / "ASCEND_PROFILER_OUTPUT", e2))
+      subdirs.push_back(entry.path());
+  }
+  if (ec) throw std::runtime_error(dir.string() + ": cannot list: " + ec.message());
+  std::sort(subdirs.begin(), subdirs.end());
+  for (const auto& d : subdirs) collect_candidates(d, files, depth + 1);
+}
+
+// An Ascend trace's rank: torch_npu writes profiler_info_<rank>.json (distributed runs) next to
+// ASCEND_PROFILER_OUTPUT/; trace_view.json itself does not say. -1 when unknown.
+int ascend_rank_of(const std::string& trace_path) {
+  fs::path out = fs::path(trace_path).parent_path();
+  if (out.filename() != "ASCEND_PROFILER_OUTPUT") return -1;
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(out.parent_path(), ec)) {
+    std::string n = entry.path().filename().string();
+    const std::string prefix = "profiler_info_", suffix = ".json";
+    if (n.size() <= prefix.size() + suffix.size() || n.compare(0, prefix.size(), prefix) != 0 || !has_suffix(n, suffix))
+      continue;
+    std::string digits = n.substr(prefix.size(), n.size() - prefix.size() - suffix.size());
+    if (digits.empty() || digits.size() > 7 || digits.find_first_not_of("0123456789") != std::string::npos) continue;
+    return std::stoi(digits);
+  }
+  return -1;
+}
+
+}  // namespace
+
+std::vector<Trace> read_traces(const std::string& path, const ReadOptions& options, std::vector<std::string>* notes) {
   std::error_code ec;
   if (!fs::exists(path, ec)) throw std::runtime_error(path + ": no such file or folder");
   if (!fs::is_directory(path, ec)) {
     std::vector<Trace> one;
-    one.push_back(read_trace_file(path));
+    one.push_back(read_trace_file(path, options));
     return one;
   }
   std::vector<std::string> files;
-  for (const auto& entry : fs::directory_iterator(path, ec)) {
-    if (!entry.is_regular_file()) continue;
-    std::string name = entry.path().filename().string();
-    if (has_suffix(name, ".json") || has_suffix(name, ".json.gz")) files.push_back(entry.path().string());
-  }
-  if (ec) throw std::runtime_error(path + ": cannot list: " + ec.message());
-  if (files.empty()) throw std::runtime_error(path + ": no trace files (*.json, *.json.gz) in this folder");
+  collect_candidates(path, files, 0);
+  if (files.empty())
+    throw std::runtime_error(path + ": no trace files (*.json, *.json.gz, or an Ascend ASCEND_PROFILER_OUTPUT/) in this folder");
   std::sort(files.begin(), files.end());
   std::vector<Trace> traces;
-  for (const auto& f : files) traces.push_back(read_trace_file(f));
+  for (const auto& f : files) {
+    try {
+      traces.push_back(read_trace_file(f, options));
+      if (traces.back().rank < 0) traces.back().rank = ascend_rank_of(f);
+    } catch (const NotATraceError& e) {
+      if (notes != nullptr) notes->push_back("skipped " + std::string(e.what()));
+    }
+  }
+  if (traces.empty()) throw std::runtime_error(path + ": none of its " + std::to_string(files.size()) + " JSON files is a trace");
   bool ranked = std::all_of(traces.begin(), traces.end(), [](const Trace& t) { return t.rank >= 0; });
   if (ranked)
     std::stable_sort(traces.begin(), traces.end(), [](const Trace& a, const Trace& b) { return a.rank < b.rank; });

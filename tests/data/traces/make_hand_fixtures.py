@@ -132,6 +132,208 @@ def ascend_trace_view():
             x("Computing", 6000, 1, 150, 110)]
 
 
+def kineto_old_generation(scale=1.0):
+    """torch 1.8-1.10 Kineto: capitalised categories ("Operator", "Runtime", "Kernel", "Memcpy",
+    "Memset"), string tids ("stream 7"), ProfilerStep#N and enumerate(DataLoader)#... written as
+    "Operator", no deviceProperties. Field layout as in the TensorBoard profiler plugin's tests of
+    that generation (pytorch/kineto tb_plugin/test/test_profiler.py). `scale` stretches the kernels,
+    the copy and the data loading, for a faster/slower twin."""
+    ev = []
+
+    def x(cat, name, pid, tid, ts, dur, args=None):
+        ev.append({"ph": "X", "cat": cat, "name": name, "pid": pid, "tid": tid, "ts": ts, "dur": dur,
+                   "args": args or {}})
+
+    for k in range(2):
+        t0 = 1000 + k * 1000
+        x("Operator", "ProfilerStep#%d" % (k + 1), 13721, "123", t0, 900, {"Input Dims": [], "External id": 1})
+        x("Operator", "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__", 13721, "123", t0, 200 * scale,
+          {"Input Dims": [], "External id": 2})
+        x("Operator", "aten::conv2d", 13721, "123", t0 + 250, 100, {"Input dims": [[8, 3, 32, 32]], "External id": 3})
+        x("Runtime", "cudaLaunchKernel", 13721, "123", t0 + 260, 10, {"correlation": 10 + k * 10, "external id": 3})
+        x("Kernel", "implicit_convolve_sgemm", 0, "stream 7", t0 + 300, 300 * scale,
+          {"correlation": 10 + k * 10, "external id": 3, "device": 0, "stream": 7})
+        x("Operator", "aten::copy_", 13721, "123", t0 + 400, 50, {"Input Dims": [], "External id": 4})
+        x("Runtime", "cudaMemcpyAsync", 13721, "123", t0 + 410, 30, {"correlation": 11 + k * 10, "external id": 4})
+        x("Memcpy", "Memcpy DtoH (Device -> Pageable)", 0, "stream 7", t0 + 620, 100 * scale,
+          {"correlation": 11 + k * 10, "external id": 4, "device": 0, "stream": 7})
+        x("Operator", "aten::zero_", 13721, "123", t0 + 460, 20, {"Input Dims": [], "External id": 5})
+        x("Runtime", "cudaMemsetAsync", 13721, "123", t0 + 462, 5, {"correlation": 12 + k * 10, "external id": 5})
+        x("Memset", "Memset (Device)", 0, "stream 7", t0 + 730, 5,
+          {"correlation": 12 + k * 10, "external id": 5, "device": 0, "stream": 7})
+    x("Trace", "PyTorch Profiler (0)", "Spans", "PyTorch Profiler", 900, 2100)
+    return {"schemaVersion": 1, "traceEvents": ev}
+
+
+def third_vendor():
+    """A device nobody lists: categories "mtia_runtime" (host calls, correlation ids) and
+    "mtia_ccp_events" (device work), device pid 0 named "MTIA 0" -- the shape Kineto gives an
+    MTIA run -- plus a vendor whose device categories ("acme_exec") share nothing with any table
+    and whose launches are linked only by flow events. Structure, not names, must find both."""
+    ev = []
+
+    def x(cat, name, pid, tid, ts, dur, args=None):
+        ev.append({"ph": "X", "cat": cat, "name": name, "pid": pid, "tid": tid, "ts": ts, "dur": dur,
+                   "args": args or {}})
+
+    x("user_annotation", "ProfilerStep#1", 500, 500, 0, 1000)
+    x("cpu_op", "aten::mm", 500, 500, 10, 50, {"Input Dims": [[64, 64], [64, 64]], "Input type": ["float", "float"]})
+    x("mtia_runtime", "mtiaLaunchKernel", 500, 500, 20, 10, {"correlation": 1})
+    x("mtia_ccp_events", "mm_fwd_kernel", 0, 1, 40, 600, {"correlation": 1, "device": 0})
+    x("cpu_op", "aten::relu", 500, 500, 100, 20)
+    x("acme_api", "acmeEnqueue", 500, 500, 105, 5)
+    ev.append({"ph": "s", "id": 77, "pid": 500, "tid": 500, "ts": 105, "cat": "ac2g", "name": "ac2g"})
+    ev.append({"ph": "f", "id": 77, "pid": 9, "tid": 2, "ts": 700, "cat": "ac2g", "name": "ac2g", "bp": "e"})
+    x("acme_exec", "relu_task", 9, 2, 700, 200)
+    ev.append({"name": "process_name", "ph": "M", "pid": 0, "tid": 0, "args": {"name": "MTIA 0"}})
+    ev.append({"name": "process_name", "ph": "M", "pid": 9, "tid": 0, "args": {"name": "ACME 0"}})
+    return {"schemaVersion": 1, "traceEvents": ev}
+
+
+ASCEND_BASE = 1700000000000000
+
+
+def ascend_pt_trace_view(rank):
+    """An Ascend PyTorch Profiler trace_view.json as torch_npu writes it (facts from Ascend/pytorch
+    torch_npu/profiler/analysis: TraceEventManager and the framework parsers): framework events in
+    a "Python" process with cat "cpu_op", the task queue's "enqueue"/"dequeue" spans, CANN calls
+    ("AscendCL@...") on the dequeue thread's tid in a "CANN" process, NPU tasks in "Ascend
+    Hardware" with args "Task Type", "HostToDevice" flows CANN call -> task, "async_npu" flows
+    ("torch_to_npu") operator -> task, HCCL tasks, string timestamps. Rank 1's all-reduce waits
+    longer (a slow peer)."""
+    def ts(v):
+        return "%d.000" % (ASCEND_BASE + v)
+
+    ev = []
+
+    def meta(pid, name):
+        ev.append({"name": "process_name", "ph": "M", "pid": pid, "tid": 0, "args": {"name": name}})
+
+    def x(name, pid, tid, t, dur, cat=None, args=None):
+        e = {"name": name, "ph": "X", "pid": pid, "tid": tid, "ts": ts(t), "dur": dur, "args": args or {}}
+        if cat:
+            e["cat"] = cat
+        ev.append(e)
+
+    flow = [0]
+
+    def link(cat, name, s_pid, s_tid, s_t, f_t, stream=7):
+        flow[0] += 1
+        ev.append({"ph": "s", "bp": "e", "name": name, "id": flow[0], "pid": s_pid, "tid": s_tid, "ts": ts(s_t),
+                   "cat": cat})
+        ev.append({"ph": "f", "bp": "e", "name": name, "id": flow[0], "pid": 4000, "tid": stream, "ts": ts(f_t),
+                   "cat": cat})
+
+    for pid, name in [(2000, "Python"), (3000, "CANN"), (4000, "Ascend Hardware"), (5000, "HCCL"),
+                      (6000, "Overlap Analysis")]:
+        meta(pid, name)
+    x("ProfilerStep#1", 2000, 1, 100, 1400, "cpu_op")
+    # (op, op start, op dur, CANN call, call start, call dur, task, task start, task dur, task type)
+    ops = [("aten::mm", 110, 50, "AscendCL@aclnnMm", 305, 25, "MatMulV2", 400, 200, "AI_CORE"),
+           ("aten::relu", 170, 20, "AscendCL@aclnnRelu", 345, 10, "Relu", 610, 30, "AI_VECTOR_CORE"),
+           ("aten::nonzero", 200, 30, "AscendCL@aclopCompileAndExecute", 360, 400, "NonZero", 780, 250, "AI_CPU"),
+           ("aten::add", 240, 20, "AscendCL@aclnnAdd", 770, 10, "Add", 1040, 20, "AI_VECTOR_CORE")]
+    for i, (op, o_t, o_d, call, c_t, c_d, task, t_t, t_d, kind) in enumerate(ops):
+        x(op, 2000, 1, o_t, o_d, "cpu_op", {"Input Dims": [[64, 64], [64, 64]], "Input type": ["float", "float"]})
+        x("Enqueue", 2000, 1, o_t + 2, 3, "enqueue")
+        x("Dequeue@" + op, 2000, 2, c_t - 5, c_d + 10, "dequeue")
+        x(call, 3000, 2, c_t, c_d)
+        x(task, 4000, 7, t_t, t_d, None, {"Task Type": kind, "Stream Id": 7, "Task Id": i + 1})
+        link("HostToDevice", "HostToDevice%d" % (i + 1), 3000, 2, c_t, t_t)
+        link("async_npu", "torch_to_npu", 2000, 1, o_t, t_t)
+    wait = 300 if rank == 1 else 0
+    x("hcom_allReduce__123_0_1", 5000, 9, 1070, 200 + wait, None, {"Task Type": "HCCL"})
+    x("Computing", 6000, 1, 400, 660)
+    return ev
+
+
+def ascend_communication(rank):
+    """communication.json: per step, per collective, time and bandwidth info (msprof-analyze's
+    "Communication Time Info" / "Communication Bandwidth Info" layout). Not a trace."""
+    wait = 0.3 if rank == 1 else 0.0
+    info = {"Communication Time Info": {"Start Timestamp(us)": ASCEND_BASE + 1070, "Elapse Time(ms)": 0.2 + wait,
+                                        "Transit Time(ms)": 0.15, "Wait Time(ms)": 0.05 + wait,
+                                        "Synchronization Time(ms)": 0.01, "Idle Time(ms)": 0.0,
+                                        "Wait Time Ratio": round((0.05 + wait) / (0.2 + wait), 4),
+                                        "Synchronization Time Ratio": 0.05},
+            "Communication Bandwidth Info": {
+                "HCCS": {"Transit Size(MB)": 3.0, "Transit Time(ms)": 0.15, "Bandwidth(GB/s)": 20.0,
+                         "Large Packet Ratio": 0.0, "Size Distribution": {"3.0": [1, 0.15]}},
+                "RDMA": {"Transit Size(MB)": 0, "Transit Time(ms)": 0, "Bandwidth(GB/s)": 0,
+                         "Large Packet Ratio": 0, "Size Distribution": {}}}}
+    return {"step1": {"collective": {"hcom_allReduce__123_0_1@1234": info, "Total Op Info": info},
+                      "p2p": {}}}
+
+
+def ascend_communication_matrix(rank):
+    """communication_matrix.json: per step, per collective, per src-dst link (msprof-analyze layout)."""
+    slow = 2.0 if rank == 1 else 20.0
+    return {"step1": {"collective": {"hcom_allReduce__123_0_1@1234": {
+        "0-1": {"Transport Type": "HCCS", "Transit Size(MB)": 3.0, "Transit Time(ms)": 3.0 / slow,
+                "Bandwidth(GB/s)": slow, "Op Name": "hcom_allReduce__123_0_1"},
+        "1-0": {"Transport Type": "HCCS", "Transit Size(MB)": 3.0, "Transit Time(ms)": 0.15,
+                "Bandwidth(GB/s)": 20.0, "Op Name": "hcom_allReduce__123_0_1"}}}, "p2p": {}}}
+
+
+def ascend_kernel_details(rank, old_columns):
+    """kernel_details.csv: one row per NPU task. Columns of torch_npu >= 2.1 ("Name", "Type",
+    "Accelerator Core", "Start Time(us)", "Duration(us)", "Wait Time(us)", "Block Dim") or of the
+    older op_summary generation ("Op Name", "OP Type", "Task Type", "Task Start Time(us)",
+    "Task Duration(us)", "Task Wait Time(us)", "Block Dim"); msprof writes large numbers with a
+    trailing tab so spreadsheets keep their digits."""
+    head = (["Step Id", "Op Name", "OP Type", "Task Type", "Task Start Time(us)", "Task Duration(us)",
+             "Task Wait Time(us)", "Block Dim", "Input Shapes"] if old_columns else
+            ["Step Id", "Name", "Type", "Accelerator Core", "Start Time(us)", "Duration(us)", "Wait Time(us)",
+             "Block Dim", "Input Shapes"])
+    rows = [("MatMulV2", "MatMulV2", "AI_CORE", 400, 200, 0.5, 20, '"64,64;64,64"'),
+            ("Relu", "Relu", "AI_VECTOR_CORE", 610, 30, 10.0, 8, '"64,64"'),
+            ("NonZero", "NonZero", "AI_CPU", 780, 250, 140.0, 1, '"64,64"'),
+            ("Add", "Add", "AI_VECTOR_CORE", 1040, 20, 10.0, 8, '"64,64;64,64"'),
+            ("hcom_allReduce__123_0_1", "hcom_allReduce_", "HCCL", 1070, 200 + (300 if rank == 1 else 0), 10.0, 0,
+             '""')]
+    lines = [",".join(head)]
+    for name, typ, core, t, d, w, block, shapes in rows:
+        lines.append(",".join(["1", name, typ, core, "%d.000\t" % (ASCEND_BASE + t), "%.3f" % d, "%.3f" % w,
+                               str(block), shapes]))
+    return "\n".join(lines) + "\n"
+
+
+def ascend_step_trace_time(rank):
+    """step_trace_time.csv (torch_npu): per step, the Overlap Analysis figures in us."""
+    comm = 200 + (300 if rank == 1 else 0)
+    head = ["Step", "Computing", "Communication(Not Overlapped)", "Overlapped", "Communication", "Free", "Stage",
+            "Bubble", "Communication(Not Overlapped and Exclude Receive)", "Preparing"]
+    row = [1, 500, comm, 0, comm, 1400 - 500 - comm, 1400, 0, comm, 300]
+    return ",".join(head) + "\n" + ",".join(str(v) for v in row) + "\n"
+
+
+def ascend_op_statistic(rank):
+    """op_statistic.csv: per operator type and core (msprof's header, with Device_id)."""
+    head = ["Device_id", "OP Type", "Core Type", "Count", "Total Time(us)", "Min Time(us)", "Avg Time(us)",
+            "Max Time(us)", "Ratio(%)"]
+    rows = [[rank, "NonZero", "AI_CPU", 1, 250, 250, 250, 250, 50.0], [rank, "MatMulV2", "AI_CORE", 1, 200, 200, 200, 200, 40.0],
+            [rank, "Relu", "AI_VECTOR_CORE", 1, 30, 30, 30, 30, 6.0], [rank, "Add", "AI_VECTOR_CORE", 1, 20, 20, 20, 20, 4.0]]
+    return "\n".join([",".join(head)] + [",".join(str(v) for v in r) for r in rows]) + "\n"
+
+
+def write_ascend_pt(folder, rank, old_columns):
+    out = os.path.join(folder, "ASCEND_PROFILER_OUTPUT")
+    os.makedirs(out, exist_ok=True)
+    rel = os.path.relpath(out, HERE)
+    write(os.path.join(rel, "trace_view.json"), ascend_pt_trace_view(rank))
+    write(os.path.join(rel, "communication.json"), ascend_communication(rank))
+    write(os.path.join(rel, "communication_matrix.json"), ascend_communication_matrix(rank))
+    with open(os.path.join(out, "kernel_details.csv"), "w") as f:
+        f.write(ascend_kernel_details(rank, old_columns))
+    with open(os.path.join(out, "step_trace_time.csv"), "w") as f:
+        f.write(ascend_step_trace_time(rank))
+    with open(os.path.join(out, "op_statistic.csv"), "w") as f:
+        f.write(ascend_op_statistic(rank))
+    write(os.path.join(os.path.relpath(folder, HERE), "profiler_info_%d.json" % rank),
+          {"config": {"common_config": {"activities": ["ProfilerActivity.CPU", "ProfilerActivity.NPU"]}},
+           "rank_id": rank})
+
+
 def crosstrain_cpu():
     """crosstrain's recorder schema on a CPU run: its own user_annotation spans around the phases."""
     ev = []
@@ -177,6 +379,11 @@ if __name__ == "__main__":
     write("legacy_autograd.json", legacy_autograd())
     write("ascend_trace_view.json", ascend_trace_view())
     write("crosstrain_cpu.json", crosstrain_cpu())
+    write("kineto_old_generation.json", kineto_old_generation())
+    write("kineto_old_generation_faster.json", kineto_old_generation(0.5))
+    write("third_vendor.json", third_vendor())
+    write_ascend_pt(os.path.join(HERE, "ascend_pt", "node0_1001_20240101_ascend_pt"), 0, old_columns=False)
+    write_ascend_pt(os.path.join(HERE, "ascend_pt", "node0_1002_20240101_ascend_pt"), 1, old_columns=True)
     with open(os.path.join(HERE, "crosstrain_cpu.json"), "rb") as src:
         with gzip.GzipFile(os.path.join(HERE, "crosstrain_cpu.json.gz"), "wb", mtime=0) as dst:
             dst.write(src.read())

@@ -41,8 +41,9 @@ TEST(Advisor, RuleTableIsCompleteAndUnique) {
     EXPECT_TRUE(ids.insert(r.id).second) << r.id;
     EXPECT_GT(std::string(r.threshold_text).size(), 0u);
   }
-  for (auto id : {"data_loading", "short_device_ops", "host_sync", "device_idle", "host_bound_launch", "communication",
-                  "comm_overlap", "fp32_matmul", "cpu_fallback", "small_batch"})
+  for (auto id : {"data_loading", "dataloader_bound", "short_device_ops", "host_sync", "device_idle",
+                  "host_bound_launch", "launch_delay", "communication", "comm_overlap", "fp32_matmul", "cpu_fallback",
+                  "small_batch", "pageable_copy", "warmup_step", "online_compile", "ai_cpu_fallback"})
     EXPECT_EQ(ids.count(id), 1u) << id;
 }
 
@@ -132,4 +133,95 @@ TEST(Advisor, CpuOnlyTraceOnlyGetsHostRules) {
   w.step("ProfilerStep#1", 0, 1000).op("aten::item", 10, 10).op("aten::add", 30, 500, R"(["float"])");
   auto a = analyze_trace(parse_trace(w.json(), "cpu.json"));
   EXPECT_TRUE(run_advisor(a).empty());
+}
+
+TEST(Advisor, EveryFindingStatesItsEvidence) {
+  auto w = gpu_step(500);
+  w.op("aten::item", 900, 40).annotation("data_wait", 0, 200);
+  auto a = analyze_trace(parse_trace(w.json(), "e.json"));
+  auto findings = run_advisor(a);
+  ASSERT_GE(findings.size(), 3u);
+  for (const auto& f : findings) {
+    EXPECT_FALSE(f.evidence.empty()) << f.rule;
+    EXPECT_NE(f.evidence.find("step"), std::string::npos) << f.rule << ": " << f.evidence;
+  }
+}
+
+TEST(Advisor, HostSyncIgnoresPollingQueries) {
+  // cudaEventQuery / cudaStreamQuery return at once (DDP polls them): not syncs.
+  auto polls = gpu_step();
+  polls.runtime("cudaEventQuery", 900, 2).runtime("cudaStreamQuery", 910, 2);
+  EXPECT_FALSE(fires(polls, "host_sync"));
+  EXPECT_TRUE(fires(gpu_step().runtime("cudaStreamSynchronize", 900, 40), "host_sync"));
+}
+
+TEST(Advisor, PageableCopy) {
+  auto pageable = gpu_step(700);
+  pageable.op("aten::copy_", 800, 100).launch(805, 90, "Memcpy DtoH (Device -> Pageable)", 800, 140, "gpu_memcpy");
+  EXPECT_TRUE(fires(pageable, "pageable_copy"));
+  auto pinned = gpu_step(700);
+  pinned.op("aten::copy_", 800, 100).launch(805, 5, "Memcpy DtoH (Device -> Pinned)", 800, 140, "gpu_memcpy");
+  EXPECT_FALSE(fires(pinned, "pageable_copy"));
+}
+
+TEST(Advisor, LaunchDelay) {
+  // Each kernel starts 15 us after its launch call ended, on an idle device; in the twin the
+  // launches run far ahead of a busy device.
+  KinetoTraceWriter slow, queued;
+  slow.step("ProfilerStep#1", 0, 1500);
+  queued.step("ProfilerStep#1", 0, 1500);
+  for (int i = 0; i < 40; ++i) {
+    slow.launch(i * 30, 5, "k", i * 30 + 20, 5);
+    queued.launch(i * 2, 1, "k", 100 + i * 30, 30);
+  }
+  EXPECT_TRUE(fires(slow, "launch_delay"));
+  EXPECT_FALSE(fires(queued, "launch_delay"));
+}
+
+TEST(Advisor, WarmupStep) {
+  auto steps = [](double first) {
+    KinetoTraceWriter w;
+    for (int s = 0; s < 4; ++s) {
+      double t0 = s == 0 ? 0 : first + (s - 1) * 1000.0, len = s == 0 ? first : 1000;
+      w.step("ProfilerStep#" + std::to_string(s), t0, len).launch(t0 + 1, 2, "k", t0 + 5, len - 10);
+    }
+    return w;
+  };
+  EXPECT_TRUE(fires(steps(5000), "warmup_step"));
+  EXPECT_FALSE(fires(steps(1100), "warmup_step"));
+}
+
+TEST(Advisor, DataLoaderBoundSteps) {
+  auto steps = [](double wait) {
+    KinetoTraceWriter w;
+    for (int s = 0; s < 4; ++s) {
+      double t0 = s * 1000.0;
+      w.step("ProfilerStep#" + std::to_string(s), t0, 1000).annotation("data_wait", t0, wait);
+      w.launch(t0 + wait + 1, 2, "k", t0 + wait + 5, 900 - wait);
+    }
+    return w;
+  };
+  EXPECT_TRUE(fires(steps(700), "dataloader_bound"));
+  EXPECT_FALSE(fires(steps(100), "dataloader_bound"));
+}
+
+TEST(Advisor, CpuFallbackIgnoresViewsAndAutogradWrappers) {
+  // aten::expand is a view ("exp" inside it is not aten::exp); autograd wrappers launch through
+  // the operators they call.
+  auto w = gpu_step();
+  w.op("aten::expand", 200, 50).op("AddBackward0", 300, 50).op("autograd::engine::evaluate_function: AddBackward0", 400, 60);
+  EXPECT_FALSE(fires(w, "cpu_fallback"));
+  EXPECT_TRUE(fires(gpu_step().op("aten::exp", 200, 50), "cpu_fallback"));
+}
+
+TEST(Advisor, DeviceRulesSilentWithoutDeviceActivity) {
+  // A CPU-only run recorded on a GPU machine: deviceProperties present, host-side collectives,
+  // fp32 matmuls, short steps. No device rule may fire.
+  KinetoTraceWriter w;
+  w.compute_major(8).step("ProfilerStep#1", 0, 1000).op("aten::mm", 0, 300, R"(["float", "float"])");
+  w.op("c10d::allreduce_", 400, 300).op("aten::item", 800, 50);
+  auto a = analyze_trace(parse_trace(w.json(), "cpu_on_gpu_box.json"));
+  EXPECT_FALSE(a.has_device);
+  for (const auto& f : run_advisor(a))
+    EXPECT_TRUE(f.rule == "communication") << f.rule << " fired without device activity";
 }

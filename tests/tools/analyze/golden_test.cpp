@@ -188,3 +188,28 @@ TEST(GoldenTorchCpu, OperatorTableMatchesTorchKeyAverages) {
   ASSERT_FALSE(a.memory.empty());
   EXPECT_GT(a.memory[0].peak_allocated, 0);
 }
+
+// Stream 7, step 1: conv [1020,1060] launched by a call ending at 1016 (idle from 1000: 16 host
+// wait, 4 queued); DtoH copy [1095,1097] after a call ending at 1078 (idle from 1072: 6 + 17);
+// step 2: gemm [1150,1230] after a call ending at 1105 (5 + 45); 1 us after the step-1 add kernel.
+// Stream 20 (NCCL): [1065,1095] after 1048 (48 + 17), tail 5; [1160,1180] after 1113 (13 + 47), tail 50.
+TEST(GoldenKinetoGpu, IdleByStreamAndCause) {
+  auto a = analyze_file("kineto_gpu_hand.json");
+  ASSERT_EQ(a.stream_idle.size(), 2u);
+  const auto& s7 = a.stream_idle[0];
+  EXPECT_EQ(s7.stream, "0/7");
+  EXPECT_DOUBLE_EQ(s7.busy_us, 136);
+  EXPECT_DOUBLE_EQ(s7.host_wait_us, 27);
+  EXPECT_DOUBLE_EQ(s7.queued_us, 66);
+  EXPECT_DOUBLE_EQ(s7.tail_us, 1);
+  const auto& s20 = a.stream_idle[1];
+  EXPECT_EQ(s20.stream, "0/20");
+  EXPECT_DOUBLE_EQ(s20.busy_us, 50);
+  EXPECT_DOUBLE_EQ(s20.host_wait_us, 61);
+  EXPECT_DOUBLE_EQ(s20.queued_us, 64);
+  EXPECT_DOUBLE_EQ(s20.tail_us, 55);
+  EXPECT_DOUBLE_EQ(s20.unlinked_us, 0);
+  // Every stream accounts for every step microsecond.
+  for (const auto& s : a.stream_idle)
+    EXPECT_DOUBLE_EQ(s.busy_us + s.host_wait_us + s.queued_us + s.unlinked_us + s.tail_us, a.total.duration_us);
+}

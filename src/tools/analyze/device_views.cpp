@@ -1,0 +1,171 @@
+#include "tools/analyze/device_views.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <map>
+#include <unordered_map>
+
+namespace crosstrain::analyze {
+
+int dtype_bytes(const std::string& d) {
+  std::string s;
+  for (char c : d) s += (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c;
+  if (s.rfind("c10::", 0) == 0) s = s.substr(5);
+  if (s == "double" || s == "long" || s == "int64" || s == "complexfloat" || s == "uint64") return 8;
+  if (s == "float" || s == "int" || s == "int32" || s == "float32" || s == "uint32") return 4;
+  if (s == "half" || s == "bfloat16" || s == "short" || s == "int16" || s == "float16" || s == "uint16") return 2;
+  if (s == "byte" || s == "char" || s == "bool" || s == "int8" || s == "uint8" || s.rfind("float8", 0) == 0) return 1;
+  if (s == "complexdouble") return 16;
+  return 0;
+}
+
+namespace {
+
+DelayStats summarize(std::vector<double>& v) {
+  DelayStats d;
+  if (v.empty()) return d;
+  std::sort(v.begin(), v.end());
+  d.count = static_cast<int64_t>(v.size());
+  double sum = 0;
+  for (double x : v) sum += x;
+  d.mean_us = sum / static_cast<double>(v.size());
+  auto pct = [&](double p) { return v[std::min(v.size() - 1, static_cast<size_t>(p * static_cast<double>(v.size() - 1) + 0.5))]; };
+  d.p50_us = pct(0.5), d.p95_us = pct(0.95), d.max_us = v.back();
+  return d;
+}
+
+std::vector<NamedTotal> ranked(std::map<std::string, NamedTotal>& by_name) {
+  std::vector<NamedTotal> v;
+  for (auto& [n, e] : by_name) v.push_back(e);
+  std::stable_sort(v.begin(), v.end(), [](const NamedTotal& a, const NamedTotal& b) { return a.total_us > b.total_us; });
+  return v;
+}
+
+void add(std::map<std::string, NamedTotal>& m, const std::string& name, double us) {
+  auto& e = m[name];
+  e.name = name;
+  ++e.count;
+  e.total_us += us;
+}
+
+// Per stream and step window: walk the stream's work in start order; each gap before a piece of
+// work is split at the moment that work's launch call ended (see StreamIdle).
+void compute_stream_idle(const Trace& t, const SpanLinks& L, const std::vector<StepWindow>& windows, TraceAnalysis& out) {
+  std::map<uint32_t, std::vector<int32_t>> by_track;
+  for (int32_t i : L.device_order) by_track[t.spans[static_cast<size_t>(i)].track].push_back(i);
+  for (const auto& [track, spans] : by_track) {
+    StreamIdle st;
+    st.stream = t.pid_label(t.tracks[track].key.pid) + "/" + t.pid_label(t.tracks[track].key.tid);
+    size_t k = 0;
+    for (const StepWindow& w : windows) {
+      while (k < spans.size() && t.spans[static_cast<size_t>(spans[k])].ts < w.start) ++k;
+      double at = w.start;  // the stream is idle from here
+      for (; k < spans.size() && t.spans[static_cast<size_t>(spans[k])].ts < w.end; ++k) {
+        const Span& d = t.spans[static_cast<size_t>(spans[k])];
+        if (d.ts > at) {
+          double gap = d.ts - at;
+          int32_t l = L.launcher[static_cast<size_t>(spans[k])];
+          if (l == kNoSpan) {
+            st.unlinked_us += gap;
+          } else {
+            // Until the launch call returned the host was late; after it the work sat queued.
+            double host = std::clamp(t.spans[static_cast<size_t>(l)].end() - at, 0.0, gap);
+            st.host_wait_us += host, st.queued_us += gap - host;
+          }
+        }
+        double end = std::min(d.end(), w.end);
+        if (end > at) st.busy_us += end - std::max(at, d.ts), at = end;
+      }
+      if (w.end > at) st.tail_us += w.end - at;
+    }
+    out.stream_idle.push_back(st);
+  }
+  std::sort(out.stream_idle.begin(), out.stream_idle.end(),
+            [](const StreamIdle& a, const StreamIdle& b) { return a.busy_us > b.busy_us; });
+}
+
+}  // namespace
+
+void compute_device_views(const Trace& t, const SpanLinks& L, const std::vector<StepWindow>& windows,
+                          NameInfoCache& names, TraceAnalysis& out) {
+  std::unordered_map<uint32_t, const CollectiveArgs*> msg_of;
+  for (const auto& c : t.collectives) msg_of[c.span] = &c;
+  // Keyed by interned name: a trace has millions of kernels and a few thousand names.
+  std::unordered_map<uint32_t, KernelStats> kernels;
+  std::unordered_map<uint32_t, CollectiveStats> colls;
+  std::map<std::string, NamedTotal> pageable, ai_cpu, compile;
+  std::vector<double> delays, idle_latency;
+  double busy_until = -std::numeric_limits<double>::infinity();
+
+  for (int32_t i : L.device_order) {
+    const Span& d = t.spans[static_cast<size_t>(i)];
+    int32_t l = L.launcher[static_cast<size_t>(i)];
+    const Span* ls = l != kNoSpan ? &t.spans[static_cast<size_t>(l)] : nullptr;
+    if (window_of(windows, ls ? ls->ts : d.ts) < 0) {
+      busy_until = std::max(busy_until, d.end());
+      continue;
+    }
+    const std::string& name = t.strings.str(d.name);
+    if (d.kind == SpanKind::Kernel) {
+      auto& k = kernels[d.name];
+      if (k.count == 0) k.name = name, k.min_us = d.dur, k.max_us = d.dur;
+      ++k.count;
+      k.total_us += d.dur;
+      k.min_us = std::min(k.min_us, d.dur), k.max_us = std::max(k.max_us, d.dur);
+    } else if (d.kind == SpanKind::Communication) {
+      auto& c = colls[d.name];
+      c.name = name;
+      ++c.count;
+      c.total_us += d.dur;
+      auto m = msg_of.find(static_cast<uint32_t>(i));
+      int bytes = m != msg_of.end() ? dtype_bytes(t.strings.str(m->second->dtype)) : 0;
+      if (bytes > 0 && d.dur > 0) {
+        ++c.sized;
+        c.bytes += static_cast<double>(m->second->nelems) * bytes;
+        c.sized_us += d.dur;
+      }
+    } else if (d.kind == SpanKind::Memcpy && names(d.name).pageable_copy) {
+      add(pageable, name, d.dur);
+      out.pageable_copy_us += d.dur;
+    }
+    if (names(d.task_type).ai_cpu) {
+      add(ai_cpu, name, d.dur);
+      out.ai_cpu_us += d.dur;
+    }
+    if (ls != nullptr && ls->kind == SpanKind::Runtime) {
+      delays.push_back(std::max(0.0, d.ts - ls->ts));
+      if (busy_until <= ls->end()) idle_latency.push_back(std::max(0.0, d.ts - ls->end()));
+    }
+    busy_until = std::max(busy_until, d.end());
+  }
+
+  // Online compilation: the runtime call, charged to the operator that made it.
+  for (size_t i = 0; i < t.spans.size(); ++i) {
+    const Span& s = t.spans[i];
+    if (s.kind != SpanKind::Runtime || !names(s.name).online_compile || window_of(windows, s.ts) < 0) continue;
+    int32_t op = L.op_of[i];
+    add(compile, op != kNoSpan ? t.strings.str(t.spans[static_cast<size_t>(op)].name) : t.strings.str(s.name), s.dur);
+    out.online_compile_us += s.dur;
+  }
+
+  for (auto& [n, k] : kernels) out.top_kernels.push_back(k);
+  std::sort(out.top_kernels.begin(), out.top_kernels.end(), [](const KernelStats& a, const KernelStats& b) {
+    return a.total_us != b.total_us ? a.total_us > b.total_us : a.name < b.name;
+  });
+  if (out.top_kernels.size() > 50) out.top_kernels.resize(50);
+  for (auto& [n, c] : colls) out.collectives.push_back(c);
+  std::sort(out.collectives.begin(), out.collectives.end(), [](const CollectiveStats& a, const CollectiveStats& b) {
+    return a.total_us != b.total_us ? a.total_us > b.total_us : a.name < b.name;
+  });
+  out.launch_delay = summarize(delays);
+  out.idle_launch_latency = summarize(idle_latency);
+  out.pageable_copies = ranked(pageable);
+  out.ai_cpu_tasks = ranked(ai_cpu);
+  out.online_compile = ranked(compile);
+  for (const auto& s : out.steps)
+    if (s.duration_us > 0 && s.data_wait_us > 0.5 * s.duration_us) ++out.data_bound_steps;
+  compute_stream_idle(t, L, windows, out);
+}
+
+}  // namespace crosstrain::analyze
