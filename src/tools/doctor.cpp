@@ -16,6 +16,7 @@
 #include "report/output.h"
 #include "report/table.h"
 #include "report/units.h"
+#include "tools/ascend/doctor_ascend.h"
 
 namespace crosstrain::tools {
 
@@ -107,6 +108,10 @@ DoctorReport run_doctor(const DoctorOptions& o) {
   } catch (const std::exception& e) {
     add("backend library", e.what(), CheckStatus::Missing, true, "check the path given to --backend-lib");
   }
+  auto ascend = AscendEnvironment::from_process(o.python, core::compat::torch_version());
+  ascend.required = o.ascend;
+  if (o.ascend || ascend_detected(ascend))
+    for (auto& c : run_ascend_checks(ascend)) r.checks.push_back(std::move(c));
   auto pu1 = core::privateuse1_backend_name();
   add("PrivateUse1 backend", pu1 ? *pu1 : "none registered", CheckStatus::Info);
 
