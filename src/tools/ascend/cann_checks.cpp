@@ -39,21 +39,22 @@ std::string set_env_script(const std::string& toolkit) {
 
 // CANN writes its version into <toolkit>/<arch>-linux/ascend_toolkit_install.info (and one
 // ascend_<part>_install.info per part); torch_npu's collect_env reads the same files.
+// The toolkit's own file wins over those of its parts (runtime, compiler, ...), which the walk may
+// meet first.
 std::string cann_version(const std::string& toolkit) {
   std::error_code ec;
+  std::string part_version;
   for (auto it = fs::recursive_directory_iterator(toolkit, fs::directory_options::skip_permission_denied, ec);
        !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
-    if (it.depth() > 2) {
-      it.disable_recursion_pending();
-      continue;
-    }
+    if (it.depth() >= 2) it.disable_recursion_pending();
     const std::string name = it->path().filename().string();
-    if (name.rfind("ascend_", 0) == 0 && name.size() > 13 && name.substr(name.size() - 13) == "_install.info") {
-      auto v = read_key_value(it->path().string(), "version");
-      if (!v.empty()) return v;
-    }
+    if (name.rfind("ascend_", 0) != 0 || name.size() <= 13 || name.substr(name.size() - 13) != "_install.info") continue;
+    const auto v = read_key_value(it->path().string(), "version");
+    if (v.empty()) continue;
+    if (name == "ascend_toolkit_install.info") return v;
+    if (part_version.empty()) part_version = v;
   }
-  return "";
+  return part_version;
 }
 
 bool in_path_list(const std::string& list, const std::string& dir) {
@@ -157,7 +158,10 @@ void check_driver(const AscendEnvironment& e, std::vector<DoctorCheck>& out) {
   } else {
     std::string version = "?";
     auto pos = smi.out.find("Version:");
-    if (pos != std::string::npos) version = split_list(smi.out.substr(pos + 8, 40), ' ').front();
+    if (pos != std::string::npos) {
+      const auto words = split_list(smi.out.substr(pos + 8, 40), ' ');
+      if (!words.empty()) version = words.front();
+    }
     out.push_back({"npu-smi info", "works, npu-smi version " + version, CheckStatus::Ok, false, ""});
   }
 }

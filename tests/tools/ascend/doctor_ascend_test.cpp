@@ -54,6 +54,8 @@ fs::path install_fake_toolkit(const fs::path& root, const std::string& version) 
   fs::create_directories(toolkit / "lib64");
   for (const auto& lib : fs::directory_iterator(FAKE_CANN_LIB64)) fs::copy(lib.path(), toolkit / "lib64" / lib.path().filename());
   write(toolkit / "x86_64-linux/ascend_toolkit_install.info", "package_name=Ascend-cann-toolkit\nversion=" + version + "\n");
+  // A part's own file, older, which must not be taken for the toolkit's version.
+  write(toolkit / "aaa_runtime/ascend_runtime_install.info", "version=7.0.0\n");
   fs::create_directories(toolkit / "opp/built-in");
   write(root / "usr/local/Ascend/ascend-toolkit/set_env.sh", "export ASCEND_TOOLKIT_HOME=...\n");
   return toolkit;
