@@ -43,6 +43,22 @@ TEST(AscendCli, BackendLibWithoutCannIsOneClearMessage) {
   EXPECT_EQ(std::count(train.output.begin(), train.output.end(), '\n'), 1) << train.output;
 }
 
+TEST(AscendCli, DoctorWithTorchNpusLibraryChecksItsPairing) {
+  if (torch_npu_lib().empty()) GTEST_SKIP() << "the torch_npu reference wheel is not unpacked (scripts/setup.sh)";
+  auto r = run_command(clean(binary() + " doctor --python '' --json - --backend-lib " + torch_npu_lib()), false);
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  auto j = nlohmann::json::parse(r.output);
+  std::string version, pairing, library;
+  for (const auto& c : j["checks"]) {
+    if (c["name"] == "torch_npu") version = c["value"];
+    if (c["name"] == "libtorch (crosstrain) / torch_npu") pairing = c["status"];
+    if (c["name"] == "torch_npu library") library = c["value"];
+  }
+  EXPECT_NE(version.find("2.11.0.post3"), std::string::npos) << r.output;
+  EXPECT_EQ(pairing, "ok") << r.output;
+  EXPECT_NE(library.find("libhccl.so"), std::string::npos) << r.output;
+}
+
 TEST(AscendCli, DoctorAscendFailsWithoutTheStack) {
   auto r = run_command(clean(binary() + " doctor --ascend --python '' --json -"), false);
   EXPECT_EQ(r.exit_code, 1) << r.output;

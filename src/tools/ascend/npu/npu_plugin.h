@@ -28,6 +28,8 @@ struct CrosstrainNpuApi {
   int (*reset_peak_memory)(int device);
   // Constructs a ProcessGroupHCCL over *store (a c10::intrusive_ptr<c10d::Store>*) and stores the
   // new c10::intrusive_ptr<c10d::Backend> into *backend_out (an intrusive_ptr the caller owns).
+  // The caller registers it on its c10d::ProcessGroup for DeviceType::PrivateUse1, as torch_npu's
+  // Python side does for the "hccl" backend.
   int (*make_hccl_backend)(const void* store, int rank, int world_size, int64_t timeout_ms, void* backend_out);
   const char* (*error_message)();  // the last failure of this thread
 };
