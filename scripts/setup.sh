@@ -66,3 +66,31 @@ fetch_sdist() {  # fetch_sdist PYPI_NAME VERSION ARCHIVE_BASENAME SHA256
 fetch_sdist tree-sitter "$TS_CORE_VERSION" tree-sitter "$TS_CORE_SHA256"
 fetch_sdist tree-sitter-python "$TS_PYTHON_VERSION" tree_sitter_python "$TS_PYTHON_SHA256"
 echo "[setup] tree-sitter ${TS_CORE_VERSION} + tree-sitter-python ${TS_PYTHON_VERSION} sources in third_party/"
+
+# torch_npu (Ascend) as a reference only: its headers, libtorch_npu.so and Python sources, for the
+# doctor, --backend-lib, header-compile and migrate-name tests. Downloaded and unzipped, never
+# installed: the wheel registers a torch.backends entry point, so `import torch` in an environment
+# holding it tries to load it, which fails without Ascend's CANN toolkit.
+TORCH_NPU_VERSION=2.11.0.post3
+TORCH_NPU_WHEEL="torch_npu-${TORCH_NPU_VERSION}-cp311-cp311-manylinux_2_28_x86_64.whl"
+TORCH_NPU_SHA256=7489f67010989c56ed39deb6e25cb809c4d2cc99e7cc3426386e044c4ee8b55d
+fetch_torch_npu() {
+  local dir="third_party/torch_npu/${TORCH_NPU_VERSION}" wheel="third_party/torch_npu/${TORCH_NPU_WHEEL}"
+  [ -f "${dir}/.extracted" ] && return 0
+  [ "$(uname -m)" = x86_64 ] && .venv/bin/python -c 'import sys; sys.exit(sys.version_info[:2] != (3, 11))' || {
+    echo "[setup] torch_npu reference wheel skipped (needs x86_64 and Python 3.11); its tests skip" >&2; return 0; }
+  mkdir -p third_party/torch_npu
+  if [ ! -f "$wheel" ] || ! echo "${TORCH_NPU_SHA256}  ${wheel}" | sha256sum -c --status; then
+    echo "[setup] pip download torch-npu==${TORCH_NPU_VERSION} (reference only, ~43 MB)"
+    .venv/bin/python -m pip download -q --no-deps "torch-npu==${TORCH_NPU_VERSION}" -d third_party/torch_npu \
+      || { echo "[setup] torch-npu could not be downloaded; its tests skip" >&2; return 0; }
+  fi
+  echo "${TORCH_NPU_SHA256}  ${wheel}" | sha256sum -c --status || { echo "[setup] checksum mismatch: ${wheel}" >&2; exit 1; }
+  rm -rf "$dir"
+  .venv/bin/python -m zipfile -e "$wheel" "$dir"
+  touch "${dir}/.extracted"
+}
+fetch_torch_npu
+if [ -f "third_party/torch_npu/${TORCH_NPU_VERSION}/.extracted" ]; then
+  echo "[setup] torch_npu ${TORCH_NPU_VERSION} unpacked in third_party/torch_npu/${TORCH_NPU_VERSION}"
+fi

@@ -14,6 +14,8 @@ void add_doctor_command(CLI::App& app) {
   cmd->add_option("--backend-lib", args->options.backend_libs, "Out-of-tree backend library to load; repeatable")->type_name("PATH");
   cmd->add_option("--python", args->options.python, "Python with torch/torchvision for reference checks ('' to skip)")
       ->capture_default_str();
+  cmd->add_flag("--ascend", args->options.ascend,
+                "Check the Ascend stack (CANN, driver, torch_npu, environment); automatic where Ascend is installed");
   add_json_option(cmd, args->json);
   cmd->callback([args] { exit_with(commands::doctor_command(*args)); });
 }

@@ -1,5 +1,7 @@
 #include "core/device.h"
 
+#include "core/backend/backend_library.h"
+
 #include <ATen/Context.h>
 #include <ATen/DeviceAccelerator.h>
 #include <c10/core/Allocator.h>
@@ -28,12 +30,7 @@
 namespace crosstrain::core {
 
 void load_backend_libraries(const std::vector<std::string>& paths) {
-  for (const auto& p : paths) {
-    if (!dlopen(p.c_str(), RTLD_NOW | RTLD_GLOBAL)) {
-      const char* err = dlerror();
-      throw std::runtime_error("cannot load backend library " + p + ": " + (err ? err : "unknown error"));
-    }
-  }
+  for (const auto& p : paths) load_backend_library(p);  // a failure names every missing library
 }
 
 std::optional<std::string> privateuse1_backend_name() {

@@ -10,12 +10,14 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 
 #include "core/compat.h"
 #include "core/device.h"
 #include "report/output.h"
 #include "report/table.h"
 #include "report/units.h"
+#include "tools/ascend/doctor_ascend.h"
 
 namespace crosstrain::tools {
 
@@ -107,6 +109,13 @@ DoctorReport run_doctor(const DoctorOptions& o) {
   } catch (const std::exception& e) {
     add("backend library", e.what(), CheckStatus::Missing, true, "check the path given to --backend-lib");
   }
+  auto ascend = AscendEnvironment::from_process(o.python, core::compat::torch_version());
+  ascend.required = o.ascend;
+  for (const auto& lib : o.backend_libs)  // torch_npu's own: <package>/lib/libtorch_npu.so
+    if (std::filesystem::path(lib).filename() == "libtorch_npu.so")
+      ascend.torch_npu_dir = std::filesystem::path(lib).parent_path().parent_path().string();
+  if (o.ascend || ascend_detected(ascend))
+    for (auto& c : run_ascend_checks(ascend)) r.checks.push_back(std::move(c));
   auto pu1 = core::privateuse1_backend_name();
   add("PrivateUse1 backend", pu1 ? *pu1 : "none registered", CheckStatus::Info);
 

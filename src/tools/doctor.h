@@ -26,6 +26,7 @@ struct DoctorOptions {
   std::string device = "auto";          // the device a run would use; it must work
   std::vector<std::string> backend_libs;
   std::string python;                   // interpreter for the optional Python references
+  bool ascend = false;                  // check the Ascend stack (also done when one is detected)
 };
 
 DoctorReport run_doctor(const DoctorOptions& options);
