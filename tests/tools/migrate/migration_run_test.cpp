@@ -210,7 +210,7 @@ TEST_F(MigrationRun, ReportFilesHaveTheDocumentedColumns) {
   EXPECT_EQ(doc["families"]["cudnn"]["left"], 1);
 
   std::string diff = migration_diff(s);
-  EXPECT_NE(diff.find("+    return x.to(device)\n"), std::string::npos) << diff;
+  EXPECT_NE(diff.find("+    return x.to(_accel_device)\n"), std::string::npos) << diff;
   EXPECT_NE(diff.find("-    return x.cuda()\n"), std::string::npos) << diff;
 
   std::string console = console_summary(s);
