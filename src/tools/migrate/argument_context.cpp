@@ -56,6 +56,12 @@ ArgumentContext classify_string_position(const PythonSyntax& syntax, TSNode node
     if (type == "expression_statement") return {ArgContext::Docstring, {}};
     // Tests and tables already name the device they mean: {"cuda": "nccl", "npu": "hccl"}.
     if (type == "comparison_operator") return {ArgContext::Comparison, {}};
+    // A configuration entry {"device": "cuda"} is a device; other keys and values are not.
+    if (type == "pair" && ts_node_eq(field(parent, "value"), child)) {
+      TSNode key = field(parent, "key");
+      ArgContext context = is_type(key, "string") ? name_context(text(key)) : ArgContext::None;
+      if (context != ArgContext::None) return {context, {}};
+    }
     if (type == "dictionary" || type == "pair" || type == "subscript" || type == "dictionary_comprehension")
       return {ArgContext::Keyed, {}};
     if (type == "keyword_argument") {

@@ -45,6 +45,7 @@ bool CudaGuards::test_uncached(TSNode node, int depth) const {
   if (type == "attribute") return syntax_.text(field(node, "attribute")) == "is_cuda";
   if (type == "call") {
     TSNode function = field(node, "function");
+    if (availability_ && syntax_.text(function) == "torch.cuda.is_available") return true;
     if (!is_type(function, "attribute") || syntax_.text(field(function, "attribute")) != "startswith") return false;
     std::vector<TSNode> args = named_children(field(node, "arguments"));
     return !args.empty() && is_type(args[0], "string") && syntax_.text(args[0]).find("cuda") != std::string_view::npos;
@@ -80,6 +81,10 @@ bool CudaGuards::guarded(TSNode node, const std::vector<TSNode>& ancestors) cons
     std::string_view type = node_type(parent);
     if (type == "if_statement" || type == "elif_clause") {
       if (ts_node_eq(field(parent, "consequence"), child) && is_cuda_test(field(parent, "condition"))) return true;
+    } else if (type == "boolean_operator") {
+      if (ts_node_eq(field(parent, "right"), child) && syntax_.text(field(parent, "operator")) == "and" &&
+          is_cuda_test(field(parent, "left")))
+        return true;
     } else if (type == "conditional_expression") {
       if (ts_node_eq(ts_node_named_child(parent, 0), child) && is_cuda_test(ts_node_named_child(parent, 1)) &&
           !is_type_derivation(parent))

@@ -12,12 +12,15 @@ namespace crosstrain::migrate {
 
 class CudaGuards {
  public:
-  explicit CudaGuards(const PythonSyntax& syntax) : syntax_(syntax) {}
+  // With `availability` (the cpu target, which keeps torch.cuda.is_available() as written), a
+  // call of torch.cuda.is_available() is a CUDA test too: what it guards never runs on the CPU.
+  CudaGuards(const PythonSyntax& syntax, bool availability) : syntax_(syntax), availability_(availability) {}
 
   // True when `condition` passes only for CUDA (a positive test, possibly under `and` / parentheses).
   bool is_cuda_test(TSNode condition) const;
   // True when `ancestors` (innermost last) put their last child in the body of `if <cuda test>:` /
-  // `elif <cuda test>:`, or in the first branch of `a if <cuda test> else b`.
+  // `elif <cuda test>:`, the first branch of `a if <cuda test> else b`, or the right operand of
+  // `<cuda test> and b`.
   bool guarded(TSNode node, const std::vector<TSNode>& ancestors) const;
   // `"cuda" if <cuda test> else b`: a device type derived from a test. Its test and its "cuda"
   // are rewritten together (so the result stays consistent on the target) instead of guarding.
@@ -27,6 +30,7 @@ class CudaGuards {
   bool test_uncached(TSNode condition, int depth) const;
 
   const PythonSyntax& syntax_;
+  bool availability_;
   mutable std::map<uint32_t, bool> tests_;  // condition start byte -> is_cuda_test
 };
 

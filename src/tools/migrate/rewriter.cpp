@@ -21,7 +21,7 @@ bool is_type(TSNode node, std::string_view type) { return node_type(node) == typ
 class Matcher {
  public:
   Matcher(const PythonSyntax& syntax, Target target, PlanBuilder& plan)
-      : syntax_(syntax), target_(target), plan_(plan), kinds_(syntax), guards_(syntax) {}
+      : syntax_(syntax), target_(target), plan_(plan), kinds_(syntax), guards_(syntax, target == Target::Cpu) {}
 
   void run() {
     find_amp_references();
@@ -308,12 +308,17 @@ class Matcher {
     plan_.replace(*rule, matched, expand(replacement), "");
   }
 
-  // `torch.cuda.device_count()` whose value is only tested (`if n:`, `n > 0`, `not n`).
+  // `torch.cuda.device_count()` whose value is only tested (`if n:`, `n > 0`, `not n`) or shown
+  // (print, logging, an f-string): not used as a process count or to build device lists.
   bool is_tested(TSNode call, const std::vector<TSNode>& ancestors) const {
     if (ancestors.size() < 2) return false;
     TSNode parent = ancestors[ancestors.size() - 2];
     std::string_view type = node_type(parent);
-    if (type == "comparison_operator" || type == "not_operator") return true;
+    if (type == "comparison_operator" || type == "not_operator" || type == "interpolation") return true;
+    if (type == "argument_list" && ancestors.size() >= 3) {
+      std::string_view fn = last_segment(syntax_, field(ancestors[ancestors.size() - 3], "function"));
+      return fn == "print" || fn == "info" || fn == "debug" || fn == "warning" || fn == "log" || fn == "format";
+    }
     if (type == "if_statement" || type == "elif_clause" || type == "while_statement")
       return ts_node_eq(field(parent, "condition"), call);
     if (type == "boolean_operator") return true;

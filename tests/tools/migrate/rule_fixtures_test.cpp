@@ -47,7 +47,7 @@ std::vector<Fixture> fixtures() {
       {"current_device", N, "import torch\nimport torch_npu\ni = torch.cuda.current_device()\n",
        "import torch\nimport torch_npu\ni = torch.npu.current_device()\n"},
       {"seeds", A, "import torch\ntorch.cuda.manual_seed(1)\ntorch.cuda.manual_seed_all(1)\n",
-       "import torch\ntorch.manual_seed(1)\ntorch.manual_seed(1)\n"},
+       "import torch\ntorch.cuda.manual_seed(1)\ntorch.cuda.manual_seed_all(1)\n"},
       {"memory_agnostic", A, "import torch\ntorch.cuda.empty_cache()\na = torch.cuda.memory_allocated()\nb = torch.cuda.max_memory_allocated()\ntorch.cuda.reset_peak_memory_stats()\n",
        "import torch\ntorch.accelerator.memory.empty_cache()\na = torch.accelerator.memory.memory_allocated()\nb = torch.accelerator.memory.max_memory_allocated()\ntorch.cuda.reset_peak_memory_stats()\n"},
       {"memory_npu", N, "import torch\na = torch.cuda.max_memory_allocated()\n",
