@@ -24,6 +24,7 @@ struct MigrateArgs {
   std::string report_dir;
   std::string json_path;
   unsigned jobs = 0;
+  size_t max_file_size = migrate::kDefaultMaxFileBytes;
 };
 
 void print_rules(std::ostream& out, migrate::Target target) {
@@ -34,7 +35,9 @@ void print_rules(std::ostream& out, migrate::Target target) {
                                                                        : "rewrite";
     out << rule.id << "  [" << rule.family << ", " << action << "]\n"
         << "    matches: " << rule.matches << "\n";
-    if (!what.empty())
+    if (what == "{keep}")
+      out << "    kept:    portable on this target, left as written\n";
+    else if (!what.empty())
       out << (rule.action == migrate::RuleAction::Rewrite ? "    becomes: " : "    advice:  ")
           << migrate::expand_template(what, target, {}) << "\n";
     if (!rule.message.empty()) out << "    note:    " << rule.message << "\n";
@@ -56,6 +59,7 @@ void run(const MigrateArgs& args) {
   options.check = args.check;
   options.keep_text = args.diff;
   options.jobs = args.jobs;
+  options.max_file_bytes = args.max_file_size;
 
   const bool json_stdout = report::json_to_stdout(args.json_path);
   if (json_stdout && args.diff) throw std::invalid_argument("--diff and --json - both write to stdout");
@@ -99,6 +103,10 @@ void add_migrate_command(CLI::App& app) {
       ->type_name("DIR");
   cmd->add_option("--jobs,-j", args->jobs, "Worker threads (default: one per hardware thread)")->type_name("N");
   cmd->add_flag("--list-rules", args->list_rules, "Print the rule table for --to and exit");
+  cmd->add_option("--max-file-size", args->max_file_size,
+                  "Skip (and fail --check on) files larger than this many bytes (default 4 MiB)")
+      ->type_name("BYTES")
+      ->check(CLI::PositiveNumber);
   add_json_option(cmd, args->json_path);
   cmd->callback([args]() { run(*args); });
 }

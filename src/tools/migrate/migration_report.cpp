@@ -3,6 +3,7 @@
 #include "report/output.h"
 #include "report/table.h"
 #include "report/units.h"
+#include "tools/migrate/rewriter.h"
 #include "tools/migrate/unified_diff.h"
 
 #include <filesystem>
@@ -113,7 +114,7 @@ std::string console_summary(const MigrationSummary& s) {
       << " left (" << percent(s.conversion_fraction()) << " converted)";
   if (s.files_syntax_error) out << "; " << s.files_syntax_error << " with syntax errors left unchanged";
   if (s.files_rewrite_failed) out << "; " << s.files_rewrite_failed << " not rewritten (result did not parse)";
-  if (s.files_skipped) out << "; " << s.files_skipped << " skipped (not UTF-8 text)";
+  if (s.files_skipped) out << "; " << s.files_skipped << " skipped (listed above)";
   out << "\n";
   if (s.mode == "copy") out << "migrated copy written to " << s.out_dir << "\n";
   else if (s.mode == "check")
@@ -128,7 +129,10 @@ std::string migration_diff(const MigrationSummary& summary) {
     if (f.result.status != FileStatus::Migrated) continue;
     std::string label = f.result.path;
     while (!label.empty() && label.front() == '/') label.erase(0, 1);  // a/abs/path, as git shows it
-    out += unified_diff(f.original, f.result.migrated, "a/" + label, "b/" + label);
+    RewritePlan plan{f.result.changes, {}};  // the edits' texts live here until the diff is made
+    std::vector<DiffEdit> edits;
+    for (const SpanEdit* e : ordered_edits(plan)) edits.push_back({e->start, e->end, e->text});
+    out += unified_diff_of_edits(f.original, f.result.migrated, edits, "a/" + label, "b/" + label);
   }
   return out;
 }
