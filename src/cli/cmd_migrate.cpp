@@ -28,18 +28,23 @@ struct MigrateArgs {
 };
 
 void print_rules(std::ostream& out, migrate::Target target) {
+  migrate::TemplateValues shown;  // placeholders for the matched code, as the table shows them
+  shown.index = "i";
+  shown.value = "<value>";
   for (const auto& rule : migrate::rule_table()) {
     std::string_view what = rule.per_target[static_cast<size_t>(target)];
+    bool inserted = rule.id == "device-definition" || rule.id == "import-torch-npu";
     const char* action = rule.action == migrate::RuleAction::Report ? "report"
-                         : what.empty()                                ? "not used for this target"
-                                                                       : "rewrite";
+                         : !what.empty()                               ? "rewrite"
+                         : inserted                                    ? "not used for this target"
+                                                                       : "report (not provable for this target)";
     out << rule.id << "  [" << rule.family << ", " << action << "]\n"
         << "    matches: " << rule.matches << "\n";
     if (what == "{keep}")
       out << "    kept:    portable on this target, left as written\n";
     else if (!what.empty())
       out << (rule.action == migrate::RuleAction::Rewrite ? "    becomes: " : "    advice:  ")
-          << migrate::expand_template(what, target, {}) << "\n";
+          << migrate::expand_template(what, target, shown) << "\n";
     if (!rule.message.empty()) out << "    note:    " << rule.message << "\n";
   }
 }

@@ -24,17 +24,20 @@ const std::vector<Rule> kRules = {
     // --- device placement ---------------------------------------------------------------------
     {"tensor.cuda", "device-placement", "`<expr>.cuda()`, `.cuda(i)`, `.cuda(device=i, non_blocking=b)` on any expression", W,
      {".to({device})", ".to({device})", ".to({device})"},
-     "moved with .to(); an explicit index is kept as torch.device(<target type>, i), except on cpu"},
-    {"device-string", "device-string", "\"cuda\" / \"cuda:N\" passed as a device: device=, map_location=, output_device=, `.to(...)`, `torch.set_default_device(...)`, "
-     "a variable or parameter named *device*", W,
-     {"{device}", "{device}", "{device}"}, "device string replaced by the target device"},
+     "no argument: the current device, as .to(\"cuda\"); an int i: the target's device at i; a device d: .to(d); "
+     "an argument of unknown kind is flagged (int-device); on cpu every form becomes .to(\"cpu\")"},
+    {"device-string", "device-string", "\"cuda\" passed as a device: device=, map_location=, `.to(...)`, a value or default of a "
+     "name or config key *device*, an argparse default (not in comparisons, dictionary keys, subscripts, choices=)", W,
+     {"{device_type}", "{device_type}", "{device_type}"},
+     "a string stays a string: the target's device type, which is \"cuda\" wherever CUDA is the device"},
     {"device-type-string", "device-string", "\"cuda\" passed as a device type: device_type=, `torch.autocast(\"cuda\")`, "
      "`GradScaler(\"cuda\")`, the type in `torch.device(\"cuda\", i)`", W,
      {"{device_type}", "{device_type}", "{device_type}"}, "device type replaced by the target's"},
     {"device-definition", "device-string", "inserted once before the first module-level statement that uses `_accel_device` (device-agnostic only)", W,
      {"_accel_device = {torch}.accelerator.current_accelerator() if {torch}.accelerator.is_available() else {torch}.device(\"cpu\")", "", ""},
      "the one device, chosen once at import; edit it to pin a device"},
-    {"import-torch-npu", "device-placement", "`import torch_npu` inserted once after `import torch` (npu only)", W,
+    {"import-torch-npu", "device-placement", "`import torch_npu` inserted once after `import torch` in a file that runs as a program "
+     "(a `__main__` guard or module-level calls; npu only)", W,
      {"", "import torch_npu", ""}, "torch_npu registers the NPU device with PyTorch"},
     // --- torch.cuda device API --------------------------------------------------------------------
     {"torch.cuda.is_available", "device-api", "`torch.cuda.is_available`", W,
