@@ -5,6 +5,7 @@
 
 #include "tools/migrate/argument_context.h"
 #include "tools/migrate/cuda_guard.h"
+#include "tools/migrate/device_strings.h"
 #include "tools/migrate/rewrite_plan.h"
 #include "tools/migrate/value_kinds.h"
 
@@ -21,7 +22,7 @@ bool is_type(TSNode node, std::string_view type) { return node_type(node) == typ
 class Matcher {
  public:
   Matcher(const PythonSyntax& syntax, Target target, PlanBuilder& plan)
-      : syntax_(syntax), target_(target), plan_(plan), kinds_(syntax), guards_(syntax, target == Target::Cpu) {}
+      : syntax_(syntax), target_(target), plan_(plan), kinds_(syntax), guards_(syntax, target == Target::Cpu), strings_(syntax, target, plan, guards_) {}
 
   void run() {
     find_amp_references();
@@ -87,8 +88,8 @@ class Matcher {
     if (!matchable || guards_.guarded(node, ancestors)) return;
     if (type == "attribute") on_attribute(node, ancestors);
     else if (type == "call") on_call(node);
-    else if (type == "string") on_string(node, ancestors);
-    else if (type == "binary_operator") on_percent_format(node, ancestors);
+    else if (type == "string") strings_.on_string(node, ancestors);
+    else if (type == "binary_operator") strings_.on_percent_format(node, ancestors);
     else if (type == "identifier") on_identifier(node, ancestors);
   }
 
@@ -366,8 +367,7 @@ class Matcher {
     } else if (method == "to") {
       int_to(args);
     } else if (method == "format") {
-      TSNode object = field(function, "object");
-      if (starts_with_cuda_index(object)) device_format(call);
+      strings_.on_format_call(call, *ancestors_);
     }
   }
 
@@ -383,36 +383,11 @@ class Matcher {
         if (text(value) == "None" || text(value).find("_accel_device.type != ") != std::string_view::npos) continue;
         if (target_ == Target::Npu) continue;
         const Rule& rule = rule_by_id("device-ids");
-        wrap_value(rule, value, call);
+        strings_.wrap_value(rule, value, call);
       } else if (name == "device" && kinds_.is_int(value, scope())) {
         int_device(value);
       }
     }
-  }
-
-  // Replaces `value` by the rule's template around {value}, keeping the value's bytes in place so
-  // rewrites inside it still apply.
-  void wrap_value(const Rule& rule, TSNode value, TSNode subject) {
-    static constexpr std::string_view kMarker = "\x01value\x01";
-    std::string wrapped = expand_value(per_target(rule), kMarker);
-    size_t marker = wrapped.find(kMarker);
-    std::vector<SpanEdit> edits;
-    uint32_t start = ts_node_start_byte(value), end = ts_node_end_byte(value);
-    if (marker == std::string::npos) {
-      edits.push_back({start, end, wrapped});
-    } else {
-      bool parens = !is_primary(value);
-      edits.push_back({start, start, wrapped.substr(0, marker) + (parens ? "(" : "")});
-      edits.push_back({end, end, (parens ? ")" : "") + wrapped.substr(marker + kMarker.size())});
-    }
-    plan_.add(rule, std::move(edits), subject,
-              "`" + std::string(text(subject)) + "`: " + std::string(rule.message));
-  }
-
-  static bool is_primary(TSNode node) {
-    std::string_view type = node_type(node);
-    return type == "identifier" || type == "attribute" || type == "call" || type == "string" || type == "list" ||
-           type == "tuple" || type == "parenthesized_expression" || type == "subscript" || type == "integer";
   }
 
   // An int passed as a device: `.to(rank)`, `device=rank` -> the target's device at that index.
@@ -436,54 +411,6 @@ class Matcher {
     std::vector<TSNode> list = named_children(args);
     if (list.empty() || is_type(list[0], "keyword_argument")) return;
     if (kinds_.is_int(list[0], scope())) int_device(list[0]);
-  }
-
-  // 'cuda:{}'.format(i) / 'cuda:%d' % i: a device string with an index.
-  bool starts_with_cuda_index(TSNode node) const {
-    if (!is_type(node, "string")) return false;
-    std::vector<TSNode> parts = named_children(node);
-    if (parts.size() != 3 || !is_type(parts[1], "string_content")) return false;
-    if (text(parts.front()).find_first_of("bBfF") != std::string_view::npos) return false;
-    std::string_view content = text(parts[1]);
-    return content.substr(0, 5) == "cuda:" && content.size() > 5 && !parse_cuda_string(content).first;
-  }
-
-  void on_percent_format(TSNode node, const std::vector<TSNode>& ancestors) {
-    if (text(field(node, "operator")) != "%" || !starts_with_cuda_index(field(node, "left"))) return;
-    device_string_expression(node, ancestors);
-  }
-
-  void device_format(TSNode call) { device_string_expression(call, *ancestors_); }
-
-  // A whole expression that yields "cuda:<index>" (a formatted string, an f-string, a literal).
-  void device_string_expression(TSNode node, const std::vector<TSNode>& ancestors) {
-    ArgContext context = context_of(node, ancestors).kind;
-    if (context == ArgContext::Docstring || context == ArgContext::Comparison || context == ArgContext::Keyed) {
-      if (context == ArgContext::Comparison && target_ == Target::Npu)
-        plan_.find(rule_by_id("cuda-test"), node, std::string(text(node)), target_);
-      return;
-    }
-    const Rule& rule = rule_by_id("device-string-format");
-    if (already_replaced(node, ancestors)) return;
-    if (target_ == Target::Cpu) {
-      plan_.replace(rule, node, "\"cpu\"", "");
-      return;
-    }
-    wrap_value(rule, node, node);
-  }
-
-  // `<expr>.replace("cuda", ...)`: a device string expression migrated before.
-  bool already_replaced(TSNode node, const std::vector<TSNode>& ancestors) const {
-    TSNode child = node;
-    for (auto it = ancestors.rbegin(); it != ancestors.rend(); ++it) {
-      if (is_type(*it, "parenthesized_expression")) {
-        child = *it;
-        continue;
-      }
-      return is_type(*it, "attribute") && ts_node_eq(field(*it, "object"), child) &&
-             text(field(*it, "attribute")) == "replace";
-    }
-    return false;
   }
 
   void nccl_available(TSNode call, TSNode name) {
@@ -604,119 +531,6 @@ class Matcher {
     if (top_level) plan_.note_device_binding(UINT32_MAX, ts_node_end_byte(node), true);
   }
 
-  // --- string literals ----------------------------------------------------------------------------
-  void on_string(TSNode node, const std::vector<TSNode>& ancestors) {
-    std::vector<TSNode> parts = named_children(node);
-    if (parts.size() < 2 || !is_type(parts.front(), "string_start") || !is_type(parts.back(), "string_end")) return;
-    std::string_view start = text(parts.front());
-    bool fstring = start.find_first_of("fF") != std::string_view::npos;
-    if (start.find_first_of("bB") != std::string_view::npos) return;
-    uint32_t content_begin = ts_node_end_byte(parts.front());
-    uint32_t content_end = ts_node_start_byte(parts.back());
-    if (content_end < content_begin || content_end - content_begin > 64) return;
-    std::string_view content = syntax_.source().substr(content_begin, content_end - content_begin);
-    bool interpolated = std::any_of(parts.begin(), parts.end(), [](TSNode p) { return is_type(p, "interpolation"); });
-    char quote = start.back();
-
-    if (!interpolated && content.size() > 3 &&
-        (content.substr(content.size() - 3) == ".cu" || content.substr(content.size() - 4) == ".cuh")) {
-      if (context_of(node, ancestors).kind != ArgContext::Docstring)
-        plan_.find(rule_by_id("cuda-extension"), node, std::string(content), target_);
-      return;
-    }
-    if (!interpolated && content == "nccl") {
-      auto context = context_of(node, ancestors).kind;
-      if (context == ArgContext::Docstring || context == ArgContext::Comparison || context == ArgContext::Keyed) return;
-      const Rule& rule = rule_by_id("nccl-backend");
-      plan_.replace(rule, node, requote(expand(per_target(rule)), quote), "");
-      return;
-    }
-    if (fstring && interpolated && content.substr(0, 5) == "cuda:" && parts.size() > 2 &&
-        is_type(parts[1], "string_content")) {
-      fstring_device(node, content_begin, ancestors);
-      return;
-    }
-    if (interpolated) return;
-    auto [is_cuda, index] = parse_cuda_string(content);
-    if (!is_cuda) return;
-    ArgContext context = context_of(node, ancestors).kind;
-    if (context == ArgContext::Docstring || context == ArgContext::Keyed) return;
-    if (context == ArgContext::Comparison) {
-      cuda_test_operand(node, ancestors, quote);
-      return;
-    }
-    if (!index.empty()) {
-      // "cuda:1": npu keeps a literal; torch.device("cuda:1") takes the type and index apart.
-      if (target_ == Target::Npu) {
-        plan_.replace(rule_by_id("device-string"), node, requote("\"npu:" + std::string(index) + "\"", quote), "");
-      } else if (target_ == Target::DeviceAgnostic && context == ArgContext::TorchDevice && sole_argument(node, ancestors)) {
-        plan_.replace(rule_by_id("device-type-string"), node, expand("{device_type}") + ", " + std::string(index), "");
-      } else if (target_ == Target::DeviceAgnostic) {
-        plan_.replace(rule_by_id("device-string-format"), node,
-                      "(f\"{" + expand("{device_type}") + "}:" + std::string(index) + "\" if " + expand("{device_type}") +
-                          " != \"cpu\" else \"cpu\")", "");
-      } else {
-        device_string_expression(node, ancestors);
-      }
-      return;
-    }
-    // "cuda" stays a string: the target's device type, equal to "cuda" wherever CUDA is the device.
-    const Rule& rule = rule_by_id(context == ArgContext::Device || context == ArgContext::MapLocation
-                                      ? "device-string" : "device-type-string");
-    plan_.replace(rule, node, requote(expand("{device_type}"), quote), "");
-  }
-
-  bool sole_argument(TSNode node, const std::vector<TSNode>& ancestors) const {
-    if (ancestors.empty() || !is_type(ancestors.back(), "argument_list")) return false;
-    std::vector<TSNode> args = named_children(ancestors.back());
-    return args.size() == 1 && ts_node_eq(args[0], node);
-  }
-
-  // "cuda" compared with a device: left alone (the test is right on CUDA and false elsewhere),
-  // except in `"cuda" if <this test> else ...`, where test and result change together.
-  void cuda_test_operand(TSNode node, const std::vector<TSNode>& ancestors, char quote) {
-    for (auto it = ancestors.rbegin(); it != ancestors.rend(); ++it) {
-      if (!is_type(*it, "conditional_expression")) continue;
-      if (guards_.is_type_derivation(*it)) {
-        plan_.replace(rule_by_id("device-type-string"), node, requote(expand("{device_type}"), quote), "");
-        return;
-      }
-      break;
-    }
-    if (target_ == Target::Npu) plan_.find(rule_by_id("cuda-test"), node, std::string(text(node)), target_);
-  }
-
-  // f"cuda:{rank}": npu changes only the "cuda" bytes; elsewhere the whole string is a device
-  // string expression.
-  void fstring_device(TSNode node, uint32_t content_begin, const std::vector<TSNode>& ancestors) {
-    if (target_ != Target::Npu) {
-      device_string_expression(node, ancestors);
-      return;
-    }
-    auto context = context_of(node, ancestors).kind;
-    if (context == ArgContext::Docstring || context == ArgContext::Keyed) return;
-    if (context == ArgContext::Comparison) {
-      plan_.find(rule_by_id("cuda-test"), node, std::string(text(node)), target_);
-      return;
-    }
-    plan_.replace_span(rule_by_id("device-string"), content_begin, content_begin + 4, node, "npu", "");
-  }
-
-  // A plain "..." replacement keeps the source's quote character.
-  static std::string requote(std::string text, char quote) {
-    if (quote == '\'' && text.size() >= 2 && text.front() == '"' && text.back() == '"' &&
-        text.find('\'') == std::string::npos && text.find('"', 1) == text.size() - 1) {
-      text.front() = '\'';
-      text.back() = '\'';
-    }
-    return text;
-  }
-
-  ArgumentContext context_of(TSNode node, const std::vector<TSNode>& ancestors) const {
-    return classify_string_position(syntax_, node, ancestors,
-                                    [this](std::string_view name) { return plan_.is_torch_alias(name); });
-  }
-
   const PythonSyntax& syntax_;
   Target target_;
   TSNode current_{};
@@ -724,6 +538,7 @@ class Matcher {
   PlanBuilder& plan_;
   ValueKinds kinds_;
   CudaGuards guards_;
+  DeviceStrings strings_;
   std::map<std::string, std::string> amp_names_;  // local name -> "autocast" | "GradScaler"
   std::set<std::string, std::less<>> amp_referenced_;  // of those, names used as values
 };
