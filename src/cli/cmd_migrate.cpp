@@ -25,19 +25,27 @@ struct MigrateArgs {
   std::string report_dir;
   std::string json_path;
   unsigned jobs = 0;
+  size_t max_file_size = migrate::kDefaultMaxFileBytes;
 };
 
 void print_rules(std::ostream& out, migrate::Target target) {
+  migrate::TemplateValues shown;  // placeholders for the matched code, as the table shows them
+  shown.index = "i";
+  shown.value = "<value>";
   for (const auto& rule : migrate::rule_table()) {
     std::string_view what = rule.per_target[static_cast<size_t>(target)];
+    bool inserted = rule.id == "device-definition" || rule.id == "import-torch-npu";
     const char* action = rule.action == migrate::RuleAction::Report ? "report"
-                         : what.empty()                                ? "not used for this target"
-                                                                       : "rewrite";
+                         : !what.empty()                               ? "rewrite"
+                         : inserted                                    ? "not used for this target"
+                                                                       : "report (not provable for this target)";
     out << rule.id << "  [" << rule.family << ", " << action << "]\n"
         << "    matches: " << rule.matches << "\n";
-    if (!what.empty())
+    if (what == "{keep}")
+      out << "    kept:    portable on this target, left as written\n";
+    else if (!what.empty())
       out << (rule.action == migrate::RuleAction::Rewrite ? "    becomes: " : "    advice:  ")
-          << migrate::expand_template(what, target, {}) << "\n";
+          << migrate::expand_template(what, target, shown) << "\n";
     if (!rule.message.empty()) out << "    note:    " << rule.message << "\n";
   }
 }
@@ -57,6 +65,7 @@ void run(const MigrateArgs& args) {
   options.check = args.check;
   options.keep_text = args.diff;
   options.jobs = args.jobs;
+  options.max_file_bytes = args.max_file_size;
 
   const bool json_stdout = report::json_to_stdout(args.json_path);
   if (json_stdout && args.diff) throw std::invalid_argument("--diff and --json - both write to stdout");
@@ -100,6 +109,10 @@ void add_migrate_command(CLI::App& app) {
       ->type_name("DIR");
   cmd->add_option("--jobs,-j", args->jobs, "Worker threads (default: one per hardware thread)")->type_name("N");
   cmd->add_flag("--list-rules", args->list_rules, "Print the rule table for --to and exit");
+  cmd->add_option("--max-file-size", args->max_file_size,
+                  "Skip (and fail --check on) files larger than this many bytes (default 4 MiB)")
+      ->type_name("BYTES")
+      ->check(CLI::PositiveNumber);
   add_json_option(cmd, args->json_path);
   cmd->callback([args]() { run(*args); });
 }

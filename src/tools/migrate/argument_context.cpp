@@ -43,26 +43,35 @@ ArgumentContext classify_string_position(const PythonSyntax& syntax, TSNode node
                                          const std::function<bool(std::string_view)>& is_torch) {
   static const std::set<std::string_view> kPassThrough = {
       "conditional_expression", "parenthesized_expression", "boolean_operator", "list", "tuple",
-      "dictionary", "pair", "expression_list", "set"};
+      "expression_list", "set"};
   auto text = [&syntax](TSNode n) { return syntax.text(n); };
   TSNode child = node;
-  bool via_dict = false;  // map_location={"cuda:1": "cuda:0"} maps location tags: not devices
   for (auto it = ancestors.rbegin(); it != ancestors.rend(); ++it) {
     TSNode parent = *it;
     std::string_view type = node_type(parent);
     if (kPassThrough.count(type)) {
-      via_dict = via_dict || type == "dictionary";
       child = parent;
       continue;
     }
     if (type == "expression_statement") return {ArgContext::Docstring, {}};
+    // Tests and tables already name the device they mean: {"cuda": "nccl", "npu": "hccl"}.
+    if (type == "comparison_operator") return {ArgContext::Comparison, {}};
+    // A configuration entry {"device": "cuda"} is a device; other keys and values are not.
+    if (type == "pair" && ts_node_eq(field(parent, "value"), child)) {
+      TSNode key = field(parent, "key");
+      ArgContext context = is_type(key, "string") ? name_context(text(key)) : ArgContext::None;
+      if (context != ArgContext::None) return {context, {}};
+    }
+    if (type == "dictionary" || type == "pair" || type == "subscript" || type == "dictionary_comprehension")
+      return {ArgContext::Keyed, {}};
     if (type == "keyword_argument") {
       std::string_view name = text(field(parent, "name"));
       TSNode call = (it + 2 < ancestors.rend()) ? *(it + 2) : TSNode{};
       if (name == "device_type") return {ArgContext::DeviceType, {}};
       if (name == "device" && is_type(call, "call") && last_segment(syntax, field(call, "function")) == "GradScaler")
         return {ArgContext::DeviceType, {}};
-      if (name == "map_location") return {via_dict ? ArgContext::None : ArgContext::MapLocation, {}};
+      if (name == "map_location") return {ArgContext::MapLocation, {}};
+      if (name == "choices") return {ArgContext::Keyed, {}};
       if (name == "device" || name == "output_device") return {ArgContext::Device, {}};
       if (name == "backend") return {ArgContext::Backend, {}};
       return {ArgContext::None, {}};
@@ -80,6 +89,9 @@ ArgumentContext classify_string_position(const PythonSyntax& syntax, TSNode node
       std::string_view fn = last_segment(syntax, function);
       TSNode object = is_type(function, "attribute") ? field(function, "object") : TSNode{};
       bool torch_attribute = is_type(object, "identifier") && is_torch(text(object));
+      if (fn == "startswith" || fn == "endswith") return {ArgContext::Comparison, {}};
+      // String methods take text, not devices (and a migrated `.replace("cuda", ...)` stays as is).
+      if (fn == "replace" || fn == "find" || fn == "split" || fn == "count") return {ArgContext::Keyed, {}};
       if (fn == "to" || fn == "set_default_device") return {ArgContext::Device, parent};
       if (fn == "device" && (text(function) == "device" || torch_attribute)) return {ArgContext::TorchDevice, parent};
       if (fn == "autocast" || fn == "GradScaler") return {ArgContext::DeviceType, parent};

@@ -13,7 +13,9 @@ namespace crosstrain::migrate {
 
 // MapLocation is a Device that torch.load reads as a location tag: "cpu:0" is not a valid tag, so
 // on device-agnostic an index there is dropped rather than kept.
-enum class ArgContext { None, Docstring, Device, MapLocation, DeviceType, TorchDevice, Backend };
+// Comparison: an operand of a test (`== "cuda"`, `in`, startswith); Keyed: a dictionary key or
+// value, a subscript, `choices=`. Both already name the device they mean and are left alone.
+enum class ArgContext { None, Docstring, Comparison, Keyed, Device, MapLocation, DeviceType, TorchDevice, Backend };
 
 struct ArgumentContext {
   ArgContext kind = ArgContext::None;

@@ -25,10 +25,8 @@ struct Change {
   std::string before;                 // original text of the extent (for messages)
   std::string subject;                // the matched code, e.g. the whole `x.cuda(0)` call
   std::string message;                // what happened, for change_list.csv
-  bool uses_device = false;           // refers to the module-level `device` variable
-  bool keeps_index = false;           // carries an explicit device index ("cuda:1", torch.device("cuda", i))
+  bool uses_device = false;           // reads the module-level `_accel_device`
   bool inserted_line = false;         // adds a whole new line (device definition, import)
-  uint32_t scope = UINT32_MAX;        // start byte of the enclosing function or lambda; MAX = module
 };
 
 struct Finding {

@@ -15,6 +15,7 @@ std::string_view file_status_name(FileStatus status) {
     case FileStatus::NotUtf8: return "not-utf8";
     case FileStatus::RewriteFailed: return "rewrite-failed";
     case FileStatus::ReadError: return "read-error";
+    case FileStatus::TooLarge: return "too-large";
   }
   return "unchanged";
 }

@@ -21,6 +21,7 @@ enum class FileStatus {
   NotUtf8,        // binary or not UTF-8; skipped
   RewriteFailed,  // the rewrite did not re-parse; left unchanged
   ReadError,      // could not be read (set by the file walker)
+  TooLarge,       // above the size limit (set by the file walker)
 };
 std::string_view file_status_name(FileStatus status);
 

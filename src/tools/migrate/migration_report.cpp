@@ -4,9 +4,11 @@
 #include "report/output.h"
 #include "report/table.h"
 #include "report/units.h"
+#include "tools/migrate/rewriter.h"
 #include "tools/migrate/unified_diff.h"
 
 #include <filesystem>
+#include <map>
 #include <sstream>
 #include <stdexcept>
 
@@ -91,11 +93,47 @@ nlohmann::json summary_json(const MigrationSummary& s) {
   return doc;
 }
 
+namespace {
+
+// Families whose findings name a library or kernel that exists only for CUDA.
+bool cuda_only_library(std::string_view family) {
+  return family == "apex" || family == "third-party-cuda" || family == "extension" || family == "cuda-graphs" ||
+         family == "triton";
+}
+
+// Per file: the rewrites made (all proven, by rule), then each finding with its line and advice,
+// CUDA-only libraries apart.
+void per_file(std::ostream& out, const MigratedFile& f) {
+  std::map<std::string, size_t> rewritten;
+  for (const auto& c : f.result.changes)
+    if (!c.inserted_line) ++rewritten[std::string(c.rule->id)];
+  if (rewritten.empty() && f.result.findings.empty()) return;
+  out << f.result.path << ":";
+  if (!rewritten.empty()) {
+    out << " rewritten";
+    const char* sep = " ";
+    for (const auto& [rule, n] : rewritten) {
+      out << sep << rule << (n > 1 ? " x" + std::to_string(n) : "");
+      sep = ", ";
+    }
+  }
+  out << "\n";
+  for (bool library : {false, true})
+    for (const auto& finding : f.result.findings) {
+      if (cuda_only_library(finding.rule->family) != library) continue;
+      out << "  " << (library ? "needs a CUDA-only library" : finding_fails_check(*finding.rule) ? "flagged" : "note")
+          << ", line " << finding.line << " " << finding.rule->id << " `" << finding.api << "`: " << finding.advice << "\n";
+    }
+}
+
+}  // namespace
+
 std::string console_summary(const MigrationSummary& s) {
   std::ostringstream out;
   for (const auto& f : s.files)
     if (!f.result.detail.empty() && f.result.status != FileStatus::Unchanged && f.result.status != FileStatus::Migrated)
       out << "skipped " << f.result.path << ": " << f.result.detail << "\n";
+  for (const auto& f : s.files) per_file(out, f);
 
   report::Table table({"API family", "converted", "left", "converted %"});
   for (const auto& [name, count] : s.families) {
@@ -113,7 +151,7 @@ std::string console_summary(const MigrationSummary& s) {
       << " left (" << percent(s.conversion_fraction()) << " converted)";
   if (s.files_syntax_error) out << "; " << s.files_syntax_error << " with syntax errors left unchanged";
   if (s.files_rewrite_failed) out << "; " << s.files_rewrite_failed << " not rewritten (result did not parse)";
-  if (s.files_skipped) out << "; " << s.files_skipped << " skipped (not UTF-8 text)";
+  if (s.files_skipped) out << "; " << s.files_skipped << " skipped (listed above)";
   out << "\n";
   if (s.mode == "copy") out << "migrated copy written to " << s.out_dir << "\n";
   else if (s.mode == "check")
@@ -128,7 +166,10 @@ std::string migration_diff(const MigrationSummary& summary) {
     if (f.result.status != FileStatus::Migrated) continue;
     std::string label = f.result.path;
     while (!label.empty() && label.front() == '/') label.erase(0, 1);  // a/abs/path, as git shows it
-    out += unified_diff(f.original, f.result.migrated, "a/" + label, "b/" + label);
+    RewritePlan plan{f.result.changes, {}};  // the edits' texts live here until the diff is made
+    std::vector<DiffEdit> edits;
+    for (const SpanEdit* e : ordered_edits(plan)) edits.push_back({e->start, e->end, e->text});
+    out += unified_diff_of_edits(f.original, f.result.migrated, edits, "a/" + label, "b/" + label);
   }
   return out;
 }

@@ -1,5 +1,7 @@
 #include "tools/migrate/migration_run.h"
 
+#include "tools/migrate/safe_files.h"
+
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -21,7 +23,8 @@ double MigrationSummary::conversion_fraction() const {
 }
 
 bool MigrationSummary::cuda_code_remains() const {
-  return converted + (left - left_harmless) > 0 || files_syntax_error > 0 || files_rewrite_failed > 0;
+  return converted + (left - left_harmless) > 0 || files_syntax_error > 0 || files_rewrite_failed > 0 ||
+         files_too_large > 0;
 }
 
 namespace {
@@ -32,45 +35,12 @@ struct SourceFile {
   fs::path relative;    // below the output root
   bool python = true;   // false: a CUDA source (.cu/.cuh), reported only
   bool copy_only = false;  // another file, copied verbatim in copy mode
+  std::string skip;        // why it is reported and left alone (a link in-place, not a regular file)
 };
 
 bool skipped_directory(const fs::path& p) {
   std::string name = p.filename().string();
   return (name.size() > 1 && name[0] == '.') || name == "__pycache__";
-}
-
-std::string read_file(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw std::runtime_error("cannot read " + path.string());
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-// Temp file in the same directory, permissions of `like` (when it exists), then rename.
-void write_atomic(const fs::path& path, const std::string& bytes, const fs::path& like) {
-  fs::path tmp = path;
-  tmp += ".tmp." + std::to_string(::getpid()) + "." +
-         std::to_string(std::hash<std::thread::id>{}(std::this_thread::get_id()) % 100000);
-  {
-    std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) throw std::runtime_error("cannot write " + tmp.string());
-    out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-    out.close();
-    if (!out) {
-      std::error_code ec;
-      fs::remove(tmp, ec);
-      throw std::runtime_error("cannot write " + tmp.string());
-    }
-  }
-  std::error_code ec;
-  auto status = fs::status(like, ec);
-  if (!ec && fs::exists(status)) fs::permissions(tmp, status.permissions(), ec);
-  fs::rename(tmp, path, ec);
-  if (ec) {
-    fs::remove(tmp, ec);
-    throw std::runtime_error("cannot replace " + path.string());
-  }
 }
 
 std::string run_git(const fs::path& dir, const std::string& args, int& status) {
@@ -115,9 +85,18 @@ std::vector<SourceFile> collect(const MigrateOptions& options, const fs::path& o
     fs::path root = fs::path(input).lexically_normal();
     if (root.filename().empty() && root.has_parent_path()) root = root.parent_path();  // "dir/"
     std::error_code ec;
-    if (!fs::exists(root, ec)) throw std::invalid_argument("no such file or directory: " + input);
-    if (!out_canonical.empty() && fs::weakly_canonical(root) == out_canonical)
-      throw std::invalid_argument("--out is an input; use --in-place to rewrite files where they are");
+    if (!fs::exists(fs::symlink_status(root, ec))) throw std::invalid_argument("no such file or directory: " + input);
+    // The copy must not land in the tree it is made from, nor around it (it would overwrite or mix
+    // with the inputs).
+    if (!out_canonical.empty()) {
+      fs::path tree = fs::is_directory(root, ec) ? root : (root.has_parent_path() ? root.parent_path() : fs::path("."));
+      if (path_within(out_dir, tree))
+        throw std::invalid_argument("--out " + out_dir.string() + " lies inside the input " + input +
+                                    ": choose a directory outside it (or --in-place)");
+      if (path_within(root, out_dir))
+        throw std::invalid_argument("the input " + input + " lies inside --out " + out_dir.string() +
+                                    ": choose an output directory that does not contain it");
+    }
     auto classify = [](const fs::path& p, SourceFile& f) {
       std::string ext = p.extension().string();
       if (ext == ".py") return true;
@@ -129,8 +108,13 @@ std::vector<SourceFile> collect(const MigrateOptions& options, const fs::path& o
       return false;
     };
     if (!fs::is_directory(root, ec)) {
-      SourceFile f{root, root.generic_string(), root.filename(), true, false};
+      SourceFile f{root, root.generic_string(), root.filename(), true, false, {}};
       classify(root, f);
+      // Rewriting a link in place would replace it by a regular file; a FIFO or device would block.
+      if (options.in_place && fs::is_symlink(fs::symlink_status(root, ec)))
+        f.skip = "a symbolic link: left alone (migrate its target)";
+      else if (!fs::is_regular_file(root, ec))
+        f.skip = "not a regular file: skipped";
       if (f.copy_only && !options.check && !options.in_place) files.push_back(f);
       else if (!f.copy_only) files.push_back(f);
       continue;
@@ -151,8 +135,10 @@ std::vector<SourceFile> collect(const MigrateOptions& options, const fs::path& o
       if (!entry.is_regular_file(ec)) continue;
       // Rewriting in place through a symlink would replace the link with a file: leave links alone.
       if (options.in_place && entry.is_symlink(ec)) continue;
+      // A link that leads out of the input tree is not followed.
+      if (entry.is_symlink(ec) && !path_within(entry.path(), root)) continue;
       fs::path rel = entry.path().lexically_relative(root);
-      SourceFile f{entry.path(), (root / rel).lexically_normal().generic_string(), prefix / rel, true, false};
+      SourceFile f{entry.path(), (root / rel).lexically_normal().generic_string(), prefix / rel, true, false, {}};
       classify(entry.path(), f);
       if (f.copy_only && (options.check || options.in_place)) continue;
       files.push_back(std::move(f));
@@ -192,17 +178,26 @@ MigrationSummary run_migration(const MigrateOptions& options) {
       MigratedFile& r = results[i];
       try {
         fs::path target_path = summary.mode == "copy" ? out_dir / f.relative : f.path;
-        if (f.copy_only) {
-          std::error_code dir_ec;  // another worker may create it at the same time
-          fs::create_directories(target_path.parent_path(), dir_ec);
-          fs::copy_file(f.path, target_path, fs::copy_options::overwrite_existing);
+        if (!f.skip.empty()) {
+          r.result.path = f.label;
+          r.result.status = FileStatus::ReadError;
+          r.result.detail = f.skip;
+        } else if (f.copy_only) {
+          make_real_directories(out_dir, f.relative.parent_path());
+          write_atomic(target_path, read_regular_file(f.path, options.max_file_bytes), f.path);
           r.output_path = target_path.generic_string();
           r.result.path = f.label;
           r.result.detail = "copied";
         } else {
           std::string source;
           try {
-            source = read_file(f.path);
+            source = read_regular_file(f.path, options.max_file_bytes);
+          } catch (const FileTooLarge& e) {
+            r.result.path = f.label;
+            r.result.status = FileStatus::TooLarge;
+            r.result.detail = std::string(e.what()) + ": skipped";
+            ++done;
+            continue;
           } catch (const std::runtime_error& e) {
             r.result.path = f.label;
             r.result.status = FileStatus::ReadError;
@@ -224,8 +219,7 @@ MigrationSummary run_migration(const MigrateOptions& options) {
           }
           bool changed = r.result.status == FileStatus::Migrated;
           if (summary.mode == "copy") {
-            std::error_code dir_ec;
-            fs::create_directories(target_path.parent_path(), dir_ec);
+            make_real_directories(out_dir, f.relative.parent_path());
             write_atomic(target_path, changed ? r.result.migrated : source, f.path);
             r.output_path = target_path.generic_string();
           } else if (summary.mode == "in-place" && changed) {
@@ -276,6 +270,10 @@ MigrationSummary run_migration(const MigrateOptions& options) {
       case FileStatus::RewriteFailed: ++summary.files_rewrite_failed; break;
       case FileStatus::NotUtf8:
       case FileStatus::ReadError: ++summary.files_skipped; break;
+      case FileStatus::TooLarge:
+        ++summary.files_skipped;
+        ++summary.files_too_large;
+        break;
       case FileStatus::Unchanged: break;
     }
     summary.lines_changed += r.result.lines_changed;

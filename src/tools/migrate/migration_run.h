@@ -20,6 +20,8 @@
 
 namespace crosstrain::migrate {
 
+inline constexpr size_t kDefaultMaxFileBytes = size_t{4} << 20;  // 4 MiB
+
 struct MigrateOptions {
   std::vector<std::string> inputs;  // files or directories
   Target target = Target::DeviceAgnostic;
@@ -29,6 +31,8 @@ struct MigrateOptions {
   bool check = false;
   bool keep_text = false;           // keep original and migrated text of each file (for --diff)
   unsigned jobs = 0;                // worker threads; 0 = one per hardware thread
+  // Larger files are skipped (and fail --check): parsing and diffing take memory in proportion.
+  size_t max_file_bytes = kDefaultMaxFileBytes;
   std::function<void(size_t done, size_t total)> progress;  // called from the calling thread
 };
 
@@ -54,6 +58,7 @@ struct MigrationSummary {
   size_t files_scanned = 0, files_migrated = 0, files_skipped = 0, files_syntax_error = 0,
          files_rewrite_failed = 0, files_copied = 0;
   size_t converted = 0, left = 0, lines_changed = 0, lines_scanned = 0;
+  size_t files_too_large = 0;  // part of files_skipped: above max_file_bytes, so not checked
   size_t left_harmless = 0;  // part of `left` that does not fail --check (finding_fails_check)
   std::map<std::string, FamilyCount> families;
   double seconds = 0;

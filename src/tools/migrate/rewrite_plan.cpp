@@ -28,17 +28,12 @@ void PlanBuilder::add_torch_alias(std::string_view name) {
 
 bool PlanBuilder::is_torch_alias(std::string_view name) const { return torch_aliases_.count(name) > 0; }
 
-void PlanBuilder::note_device_assignment(TSNode right) {
-  device_assignments_.push_back({ts_node_start_byte(right), ts_node_end_byte(right)});
-}
-
 void PlanBuilder::note_device_binding(uint32_t scope, uint32_t end, bool top_level) {
   if (top_level) scope = UINT32_MAX;
   auto [it, fresh] = first_binding_end_.emplace(scope, end);
   if (!fresh) it->second = std::min(it->second, end);
 }
 
-void PlanBuilder::note_device_parameter(uint32_t scope) { bound_on_entry_.insert(scope); }
 
 void PlanBuilder::replace(const Rule& rule, TSNode node, std::string text, std::string message) {
   replace_span(rule, ts_node_start_byte(node), ts_node_end_byte(node), node, std::move(text), std::move(message));
@@ -73,17 +68,9 @@ void PlanBuilder::add(const Rule& rule, std::vector<SpanEdit> edits, TSNode node
     message = std::string(rule.message);
   }
   change.message = std::move(message);
+  change.uses_device = std::any_of(change.edits.begin(), change.edits.end(),
+                                   [](const SpanEdit& e) { return e.text.find("_accel_device") != std::string::npos; });
   candidates_.push_back(std::move(change));
-}
-
-void PlanBuilder::mark_last_uses_device(uint32_t scope) {
-  if (candidates_.empty()) return;
-  candidates_.back().uses_device = true;
-  candidates_.back().scope = scope;
-}
-
-void PlanBuilder::mark_last_keeps_index() {
-  if (!candidates_.empty()) candidates_.back().keeps_index = true;
 }
 
 void PlanBuilder::find(const Rule& rule, TSNode node, std::string api, Target target, std::string advice) {
@@ -101,12 +88,9 @@ void PlanBuilder::find(const Rule& rule, TSNode node, std::string api, Target ta
 // two replacements conflict when they share bytes, an insertion when it falls strictly inside a
 // replacement. Kept replacements are disjoint, so ordered containers answer each query in log n.
 std::vector<Change> PlanBuilder::resolve_nesting(std::vector<Change> candidates) const {
-  // Same extent: a rewrite of a whole `device = ...` value wins over the literal it consists of.
-  auto wraps = [](const Change& c) { return c.rule->id == "device-assignment"; };
   std::stable_sort(candidates.begin(), candidates.end(), [&](const Change& a, const Change& b) {
     if (a.start != b.start) return a.start < b.start;
-    if (a.end != b.end) return a.end > b.end;
-    return wraps(a) && !wraps(b);
+    return a.end > b.end;
   });
   std::map<uint32_t, uint32_t> replaced;  // start -> end, disjoint
   std::multiset<uint32_t> inserted_at;
@@ -135,55 +119,8 @@ std::vector<Change> PlanBuilder::resolve_nesting(std::vector<Change> candidates)
   return accepted;
 }
 
-// A file's own `device = <plain CUDA device>` becomes the standard definition as a whole. Values
-// with an index (torch.device("cuda", rank), "cuda:1") keep their shape instead: their pieces are
-// rewritten with expressions that do not read `device` (TemplateValues::self_free).
-void PlanBuilder::add_device_assignment_rewrites() {
-  if (target_ != Target::DeviceAgnostic) return;
-  static const std::set<std::string_view> kPlain = {"device-string", "device-type-string", "torch.cuda.is_available",
-                                                    "torch.cuda.device_count"};
-  const Rule& rule = rule_by_id("device-assignment");
-  std::string definition = expand_template(rule.per_target[0], target_, TemplateValues{torch_name_, {}, {}, false});
-  for (const auto& assignment : device_assignments_) {
-    bool any = false, plain = true;
-    for (const auto& c : candidates_) {
-      if (c.start < assignment.start || c.end > assignment.end) continue;
-      any = true;
-      plain = plain && kPlain.count(c.rule->id) && !c.keeps_index;
-    }
-    if (!any || !plain) continue;
-    std::vector<SpanEdit> edits;
-    edits.push_back({assignment.start, assignment.end, definition});
-    add(rule, std::move(edits), TSNode{}, "");
-  }
-}
-
-// In a function that assigns `device` itself, `device` is a local everywhere in it: a rewrite that
-// reads it before the first assignment would raise UnboundLocalError, so it is reported instead.
-std::vector<Change> PlanBuilder::drop_unbound_device_uses(std::vector<Change> accepted) {
-  std::vector<Change> kept;
-  for (auto& c : accepted) {
-    auto binding = first_binding_end_.find(c.scope);
-    bool unbound = c.uses_device && c.scope != UINT32_MAX && binding != first_binding_end_.end() &&
-                   !bound_on_entry_.count(c.scope) && c.start < binding->second;
-    if (!unbound) {
-      kept.push_back(std::move(c));
-      continue;
-    }
-    Finding f;
-    f.rule = c.rule;
-    f.line = c.start_line;
-    f.api = c.subject;
-    f.advice = "this function assigns its own `device` later, so `device` is not bound here yet: "
-               "assign it first (or rename it), then migrate again";
-    findings_.push_back(std::move(f));
-  }
-  return kept;
-}
-
 RewritePlan PlanBuilder::finish() {
-  add_device_assignment_rewrites();
-  std::vector<Change> accepted = drop_unbound_device_uses(resolve_nesting(std::move(candidates_)));
+  std::vector<Change> accepted = resolve_nesting(std::move(candidates_));
   if (!accepted.empty()) insert_module_lines(accepted);
   std::stable_sort(accepted.begin(), accepted.end(), [](const Change& a, const Change& b) {
     if (a.start != b.start) return a.start < b.start;
@@ -264,16 +201,15 @@ void PlanBuilder::insert_module_lines(std::vector<Change>& accepted) {
   auto never = [](TSNode) { return false; };
 
   if (target_ == Target::DeviceAgnostic) {
-    // The module needs its own definition unless it binds `device` at top level before any
-    // module-level use (functions run after the module body, so their uses only need a binding).
+    // The definition goes before the first module-level statement that contains a use, so every
+    // read of `_accel_device` (functions and class bodies run after their statement) finds it bound.
     auto module_binding = first_binding_end_.find(UINT32_MAX);
     bool needed = false;
     uint32_t first_use = UINT32_MAX;
     for (const auto& c : accepted) {
       if (!c.uses_device) continue;
       first_use = std::min(first_use, c.start);
-      if (module_binding == first_binding_end_.end() || (c.scope == UINT32_MAX && c.start < module_binding->second))
-        needed = true;
+      if (module_binding == first_binding_end_.end() || c.start < module_binding->second) needed = true;
     }
     if (needed) {
       size_t limit = statement_index(first_use);
@@ -299,12 +235,13 @@ void PlanBuilder::insert_module_lines(std::vector<Change>& accepted) {
         if (bound) break;
       }
       const Rule& rule = rule_by_id("device-definition");
-      std::string line = expand_template(rule.per_target[0], target_, TemplateValues{torch, {}, {}});
+      std::string line = expand_template(rule.per_target[0], target_, TemplateValues{torch, {}, {}, {}});
       if (!bound) accepted.push_back(inserted(rule, offset, "import torch"));
       accepted.push_back(inserted(rule, offset, line));
     }
   }
-  if (target_ == Target::Npu && !has_torch_npu_) {
+  // Library modules stay free of it: the program's entry file registers the device once.
+  if (target_ == Target::Npu && !has_torch_npu_ && entry_point_) {
     auto imports_torch = [&](TSNode stmt) {
       std::string_view t = syntax_.text(stmt);
       return t.substr(0, 12) == "import torch" || t.substr(0, 10) == "from torch";

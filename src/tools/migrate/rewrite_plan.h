@@ -1,7 +1,7 @@
 #pragma once
 // Collects the matches of one file into a RewritePlan: keeps candidates and findings, resolves
-// nested matches (outer wins), rewrites a file's own `device = <CUDA expression>` as a whole, and
-// inserts the module-level lines a rewrite needs (the device definition, `import torch_npu`).
+// nested matches (outer wins), and inserts the module-level lines a rewrite needs (the definition
+// of `_accel_device`, `import torch_npu` in a program's entry file).
 // Internal to tools/migrate: rewriter.cpp feeds it, plan_rewrite() returns what finish() builds.
 #include "tools/migrate/python_syntax.h"
 #include "tools/migrate/rewriter.h"
@@ -22,18 +22,14 @@ class PlanBuilder {
   bool is_torch_alias(std::string_view name) const;
   std::string_view torch_name() const { return torch_name_; }
   void note_torch_npu_import() { has_torch_npu_ = true; }
-  // `device = <right>`: a candidate for the whole-value rewrite (device-agnostic).
-  void note_device_assignment(TSNode right);
-  // `device` becomes bound in `scope` once execution passes `end` (an assignment, a for target).
+  // `_accel_device` becomes bound at module level once execution passes `end`.
   void note_device_binding(uint32_t scope, uint32_t end, bool top_level);
-  // `device` is bound on entry to `scope` (a parameter, `global`, `nonlocal`).
-  void note_device_parameter(uint32_t scope);
+  // The file runs as a program (a `__main__` guard or a module-level call).
+  void note_entry_point() { entry_point_ = true; }
 
   void replace(const Rule& rule, TSNode node, std::string text, std::string message);
   void replace_span(const Rule& rule, uint32_t start, uint32_t end, TSNode node, std::string text, std::string message);
   void add(const Rule& rule, std::vector<SpanEdit> edits, TSNode node, std::string message);
-  void mark_last_uses_device(uint32_t scope);
-  void mark_last_keeps_index();
   void find(const Rule& rule, TSNode node, std::string api, Target target, std::string advice = {});
 
   RewritePlan finish();
@@ -42,8 +38,6 @@ class PlanBuilder {
   size_t line_at(uint32_t offset) const;  // 1-based
   std::vector<Change> resolve_nesting(std::vector<Change> candidates) const;
   void insert_module_lines(std::vector<Change>& accepted);
-  void add_device_assignment_rewrites();
-  std::vector<Change> drop_unbound_device_uses(std::vector<Change> accepted);
   Change inserted(const Rule& rule, uint32_t offset, std::string line) const;
 
   const PythonSyntax& syntax_;
@@ -53,12 +47,8 @@ class PlanBuilder {
   std::string torch_name_ = "torch";
   bool alias_recorded_ = false;
   bool has_torch_npu_ = false;
-  struct Span {
-    uint32_t start, end;
-  };
-  std::vector<Span> device_assignments_;            // values assigned to `device`
-  std::map<uint32_t, uint32_t> first_binding_end_;  // scope -> where `device` is first bound
-  std::set<uint32_t> bound_on_entry_;               // scopes with `device` as parameter/global
+  bool entry_point_ = false;
+  std::map<uint32_t, uint32_t> first_binding_end_;  // scope -> where `_accel_device` is first bound
   std::vector<Change> candidates_;
   std::vector<Finding> findings_;
 };

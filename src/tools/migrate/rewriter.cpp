@@ -4,10 +4,14 @@
 #include "tools/migrate/rewriter.h"
 
 #include "tools/migrate/argument_context.h"
+#include "tools/migrate/cuda_guard.h"
+#include "tools/migrate/device_strings.h"
 #include "tools/migrate/rewrite_plan.h"
+#include "tools/migrate/value_kinds.h"
 
 #include <algorithm>
 #include <map>
+#include <set>
 
 namespace crosstrain::migrate {
 
@@ -18,9 +22,10 @@ bool is_type(TSNode node, std::string_view type) { return node_type(node) == typ
 class Matcher {
  public:
   Matcher(const PythonSyntax& syntax, Target target, PlanBuilder& plan)
-      : syntax_(syntax), target_(target), plan_(plan) {}
+      : syntax_(syntax), target_(target), plan_(plan), kinds_(syntax), guards_(syntax, target == Target::Cpu), strings_(syntax, target, plan, guards_) {}
 
   void run() {
+    find_amp_references();
     TSTreeCursor cursor = ts_tree_cursor_new(syntax_.root());
     std::vector<TSNode> ancestors;
     for (;;) {
@@ -50,39 +55,19 @@ class Matcher {
     v.torch = plan_.torch_name();
     v.index = index;
     v.prefix = prefix;
-    v.self_free = agnostic() && in_device_definition();
     return v;
   }
 
-  // True inside the value assigned to a variable named `device` (`device = <here>`): a rewrite
-  // there must not read `device`, which is not bound yet.
-  bool in_device_definition() const {
-    if (!ancestors_) return false;
-    uint32_t at = ts_node_start_byte(current_);
-    for (auto it = ancestors_->rbegin(); it != ancestors_->rend(); ++it) {
-      if (!is_type(*it, "assignment")) continue;
-      TSNode left = field(*it, "left"), right = field(*it, "right");
-      if (is_type(left, "identifier") && text(left) == "device" && !ts_node_is_null(right) &&
-          at >= ts_node_start_byte(right))
-        return true;
-    }
-    return false;
-  }
-
   // Start byte of the innermost function or lambda around the current node; UINT32_MAX = module.
-  uint32_t scope() const {
-    if (!ancestors_) return UINT32_MAX;
-    for (auto it = ancestors_->rbegin(); it != ancestors_->rend(); ++it)
-      if (is_type(*it, "function_definition") || is_type(*it, "lambda")) return ts_node_start_byte(*it);
-    return UINT32_MAX;
-  }
+  uint32_t scope() const { return ancestors_ ? scope_of(*ancestors_) : UINT32_MAX; }
 
-  // The change just added reads the module-level `device` (device-agnostic only).
-  void note_device_use() {
-    if (agnostic() && !in_device_definition()) plan_.mark_last_uses_device(scope());
-  }
   std::string expand(std::string_view templ, std::string_view index = {}, std::string_view prefix = {}) const {
     return expand_template(templ, target_, values(index, prefix));
+  }
+  std::string expand_value(std::string_view templ, std::string_view value) const {
+    TemplateValues v = values();
+    v.value = value;
+    return expand_template(templ, target_, v);
   }
   std::string_view per_target(const Rule& rule) const { return rule.per_target[static_cast<size_t>(target_)]; }
   bool agnostic() const { return target_ == Target::DeviceAgnostic; }
@@ -91,15 +76,32 @@ class Matcher {
     current_ = node;
     ancestors_ = &ancestors;
     std::string_view type = node_type(node);
-    if (type == "attribute") on_attribute(node, ancestors);
-    else if (type == "call") on_call(node);
-    else if (type == "string") on_string(node, ancestors);
-    else if (type == "import_statement") on_import(node);
+    if (type == "import_statement") on_import(node);
     else if (type == "import_from_statement") on_import_from(node);
     else if (type == "assignment") on_assignment(node, ancestors);
-    else if (type == "parameters" || type == "lambda_parameters") on_parameters(node);
-    else if (type == "global_statement" || type == "nonlocal_statement") on_global(node);
-    else if (type == "for_statement") on_for(node);
+    else if (type == "if_statement") on_if(node, ancestors);
+    else if (type == "expression_statement") on_expression_statement(node, ancestors);
+    else if ((type == "for_statement" || type == "while_statement" || type == "with_statement") && ancestors.size() == 1)
+      plan_.note_entry_point();
+    bool matchable = type == "attribute" || type == "call" || type == "string" || type == "binary_operator" ||
+                     type == "identifier";
+    if (!matchable || guards_.guarded(node, ancestors)) return;
+    if (type == "attribute") on_attribute(node, ancestors);
+    else if (type == "call") on_call(node);
+    else if (type == "string") strings_.on_string(node, ancestors);
+    else if (type == "binary_operator") strings_.on_percent_format(node, ancestors);
+    else if (type == "identifier") on_identifier(node, ancestors);
+  }
+
+  // --- entry points (npu: `import torch_npu` goes only into files that run as programs) ----------
+  void on_if(TSNode node, const std::vector<TSNode>& ancestors) {
+    if (ancestors.size() != 1) return;
+    std::string_view condition = text(field(node, "condition"));
+    if (condition.find("__name__") != std::string_view::npos && condition.find("__main__") != std::string_view::npos)
+      plan_.note_entry_point();
+  }
+  void on_expression_statement(TSNode node, const std::vector<TSNode>& ancestors) {
+    if (ancestors.size() == 1 && is_type(ts_node_named_child(node, 0), "call")) plan_.note_entry_point();
   }
 
   // --- imports ---------------------------------------------------------------------------------
@@ -150,6 +152,15 @@ class Matcher {
     for (TSNode child : named_children(node))
       if (!ts_node_eq(child, module_node) && !is_type(child, "comment")) names.push_back(child);
     if (module == "torch.cuda.amp") {
+      // Renaming the import is proven only when every use of the imported names is a call that
+      // gets its device argument; a name passed around as a value keeps torch.cuda.amp.
+      bool referenced = false;
+      for (TSNode child : names) {
+        bool aliased = is_type(child, "aliased_import");
+        std::string_view local = text(aliased ? field(child, "alias") : child);
+        referenced = referenced || amp_referenced_.count(std::string(local));
+      }
+      if (referenced) return;
       const Rule& rule = rule_by_id("torch.cuda.amp");
       plan_.replace(rule, module_node, "torch.amp", "import from torch.amp");
       for (TSNode child : names) {
@@ -172,6 +183,64 @@ class Matcher {
     report_module(module, module_node);
   }
 
+  // Pre-pass: names imported from torch.cuda.amp that are used other than as the callee of a call
+  // (`ctx = autocast if amp else nullcontext`). Those uses are flagged and the import is kept.
+  void find_amp_references() {
+    std::set<std::string, std::less<>> imported;
+    walk(syntax_.root(), [&](TSNode node, const std::vector<TSNode>&) {
+      if (!is_type(node, "import_from_statement") || text(field(node, "module_name")) != "torch.cuda.amp") return;
+      for (TSNode child : named_children(node)) {
+        if (is_type(child, "aliased_import")) imported.emplace(text(field(child, "alias")));
+        else if (is_type(child, "dotted_name") && !ts_node_eq(child, field(node, "module_name"))) imported.emplace(text(child));
+      }
+    });
+    if (imported.empty()) return;
+    walk(syntax_.root(), [&](TSNode node, const std::vector<TSNode>& ancestors) {
+      if (!is_type(node, "identifier") || !imported.count(text(node)) || ancestors.empty()) return;
+      TSNode parent = ancestors.back();
+      for (TSNode a : ancestors)
+        if (is_type(a, "import_from_statement") || is_type(a, "import_statement")) return;
+      if (is_type(parent, "call") && ts_node_eq(field(parent, "function"), node)) return;
+      if (is_type(parent, "attribute") && !ts_node_eq(field(parent, "object"), node)) return;
+      if (is_type(parent, "keyword_argument") && ts_node_eq(field(parent, "name"), node)) return;
+      amp_referenced_.emplace(text(node));
+    });
+  }
+
+  template <typename Fn>
+  void walk(TSNode root, Fn&& fn) const {
+    TSTreeCursor cursor = ts_tree_cursor_new(root);
+    std::vector<TSNode> ancestors;
+    for (;;) {
+      TSNode node = ts_tree_cursor_current_node(&cursor);
+      if (ts_node_is_named(node)) fn(node, ancestors);
+      if (ts_tree_cursor_goto_first_child(&cursor)) {
+        ancestors.push_back(node);
+        continue;
+      }
+      bool done = false;
+      while (!ts_tree_cursor_goto_next_sibling(&cursor)) {
+        if (!ts_tree_cursor_goto_parent(&cursor)) {
+          done = true;
+          break;
+        }
+        ancestors.pop_back();
+      }
+      if (done) break;
+    }
+    ts_tree_cursor_delete(&cursor);
+  }
+
+  void on_identifier(TSNode node, const std::vector<TSNode>& ancestors) {
+    if (!amp_referenced_.count(text(node)) || ancestors.empty()) return;
+    TSNode parent = ancestors.back();
+    for (TSNode a : ancestors)
+      if (is_type(a, "import_from_statement")) return;
+    if (is_type(parent, "call") && ts_node_eq(field(parent, "function"), node)) return;
+    if (is_type(parent, "attribute") || is_type(parent, "keyword_argument")) return;
+    plan_.find(rule_by_id("amp-reference"), node, std::string(text(node)), target_);
+  }
+
   // --- attribute chains --------------------------------------------------------------------------
   // `torch.cuda.x.y`: outermost attribute node of a chain whose base is an identifier.
   void on_attribute(TSNode node, const std::vector<TSNode>& ancestors) {
@@ -185,10 +254,6 @@ class Matcher {
       cur = field(cur, "object");
     }
     std::string_view last = text(field(node, "attribute"));
-    if (last == "is_cuda") {
-      plan_.find(rule_by_id("is_cuda"), node, std::string(text(node)), target_);
-      return;
-    }
     if (last == "CUDA" && chain.size() >= 1) {
       TSNode object = field(node, "object");
       std::string_view object_text = text(object);
@@ -196,7 +261,6 @@ class Matcher {
           object_text.substr(object_text.size() - 17) == ".ProfilerActivity")) {
         const Rule& rule = rule_by_id("profiler-activity");
         plan_.replace(rule, node, expand(per_target(rule), {}, object_text), "");
-        note_device_use();
         return;
       }
     }
@@ -223,18 +287,52 @@ class Matcher {
     TSNode matched = chain[chain.size() - key_segments];  // attribute node spanning `torch.<key>`
     std::string api = "torch." + path;
     std::string_view replacement = per_target(*rule);
+    bool is_function = is_type(parent, "call") && ts_node_eq(field(parent, "function"), node);
+    if (replacement == "{keep}" && !(rule->id == "torch.cuda.device_count" && !is_tested(parent, ancestors))) return;
     if (rule->action == RuleAction::Report || replacement.empty()) {
       plan_.find(*rule, matched, api, target_);
       return;
     }
-    bool is_function = is_type(parent, "call") && ts_node_eq(field(parent, "function"), node);
-    if (is_function && ts_node_eq(matched, node) &&
-        (rule->id == "torch.cuda.amp.autocast" || rule->id == "torch.cuda.amp.GradScaler")) {
-      amp_call(*rule, parent, matched, expand(replacement));
+    if (rule->id == "torch.cuda.device_count" && (!is_function || !is_tested(parent, ancestors))) {
+      plan_.find(rule_by_id("device-count-number"), matched, std::string(is_function ? text(parent) : text(node)), target_);
+      return;
+    }
+    if (rule->id == "torch.cuda.Event" && target_ != Target::Npu && is_function && times_events(parent)) {
+      plan_.find(rule_by_id("event-timing"), parent, std::string(text(parent)), target_);
+      return;
+    }
+    if (rule->id == "torch.cuda.amp.autocast" || rule->id == "torch.cuda.amp.GradScaler") {
+      if (is_function && ts_node_eq(matched, node)) amp_call(*rule, parent, matched, expand(replacement));
+      else plan_.find(rule_by_id("amp-reference"), node, std::string(text(node)), target_);
       return;
     }
     plan_.replace(*rule, matched, expand(replacement), "");
-    if (replacement.find("{device") != std::string_view::npos) note_device_use();
+  }
+
+  // `torch.cuda.device_count()` whose value is only tested (`if n:`, `n > 0`, `not n`) or shown
+  // (print, logging, an f-string): not used as a process count or to build device lists.
+  bool is_tested(TSNode call, const std::vector<TSNode>& ancestors) const {
+    if (ancestors.size() < 2) return false;
+    TSNode parent = ancestors[ancestors.size() - 2];
+    std::string_view type = node_type(parent);
+    if (type == "comparison_operator" || type == "not_operator" || type == "interpolation") return true;
+    if (type == "argument_list" && ancestors.size() >= 3) {
+      std::string_view fn = last_segment(syntax_, field(ancestors[ancestors.size() - 3], "function"));
+      return fn == "print" || fn == "info" || fn == "debug" || fn == "warning" || fn == "log" || fn == "format";
+    }
+    if (type == "if_statement" || type == "elif_clause" || type == "while_statement")
+      return ts_node_eq(field(parent, "condition"), call);
+    if (type == "boolean_operator") return true;
+    return false;
+  }
+
+  // Event(enable_timing=...) with anything but a literal False.
+  bool times_events(TSNode call) const {
+    for (TSNode arg : named_children(field(call, "arguments")))
+      if (is_type(arg, "keyword_argument") && text(field(arg, "name")) == "enable_timing" &&
+          text(field(arg, "value")) != "False")
+        return true;
+    return false;
   }
 
   // --- calls --------------------------------------------------------------------------------------
@@ -251,11 +349,13 @@ class Matcher {
       } else if (name == "CUDAExtension") {
         plan_.find(rule_by_id("cuda-extension"), function, "CUDAExtension", target_);
       }
+      if (is_type(args, "argument_list")) device_keywords(call, name, args);
       return;
     }
     if (!is_type(function, "attribute") || !is_type(args, "argument_list")) return;
     TSNode attr = field(function, "attribute");
     std::string_view method = text(attr);
+    device_keywords(call, method, args);
     if (method == "is_nccl_available") {
       nccl_available(call, attr);
     } else if (method == "CUDAExtension") {
@@ -264,17 +364,63 @@ class Matcher {
       TSNode object = field(function, "object");
       if (is_type(object, "identifier") && plan_.is_torch_alias(text(object))) return;
       tensor_cuda(call, attr, args);
+    } else if (method == "to") {
+      int_to(args);
+    } else if (method == "format") {
+      strings_.on_format_call(call, *ancestors_);
     }
+  }
+
+  // `device_ids=[rank]` / `output_device=rank` of (Distributed)DataParallel: indices mean CUDA
+  // devices and must be None for CPU modules; `device=rank` of any call means cuda:rank.
+  void device_keywords(TSNode call, std::string_view callee, TSNode args) {
+    bool parallel = callee == "DistributedDataParallel" || callee == "DDP" || callee == "DataParallel";
+    for (TSNode arg : named_children(args)) {
+      if (!is_type(arg, "keyword_argument")) continue;
+      std::string_view name = text(field(arg, "name"));
+      TSNode value = field(arg, "value");
+      if (parallel && (name == "device_ids" || name == "output_device")) {
+        if (text(value) == "None" || text(value).find("_accel_device.type != ") != std::string_view::npos) continue;
+        if (target_ == Target::Npu) continue;
+        const Rule& rule = rule_by_id("device-ids");
+        strings_.wrap_value(rule, value, call);
+      } else if (name == "device" && kinds_.is_int(value, scope())) {
+        int_device(value);
+      }
+    }
+  }
+
+  // An int passed as a device: `.to(rank)`, `device=rank` -> the target's device at that index.
+  void int_device(TSNode value) {
+    const Rule& rule = rule_by_id("int-rank-device");
+    static constexpr std::string_view kMarker = "\x01index\x01";
+    std::string wrapped = expand(per_target(rule), kMarker);
+    size_t marker = wrapped.find(kMarker);
+    std::vector<SpanEdit> edits;
+    uint32_t start = ts_node_start_byte(value), end = ts_node_end_byte(value);
+    if (marker == std::string::npos) {
+      edits.push_back({start, end, wrapped});
+    } else {
+      edits.push_back({start, start, wrapped.substr(0, marker)});
+      edits.push_back({end, end, wrapped.substr(marker + kMarker.size())});
+    }
+    plan_.add(rule, std::move(edits), value, "`" + std::string(text(value)) + "`: " + std::string(rule.message));
+  }
+
+  void int_to(TSNode args) {
+    std::vector<TSNode> list = named_children(args);
+    if (list.empty() || is_type(list[0], "keyword_argument")) return;
+    if (kinds_.is_int(list[0], scope())) int_device(list[0]);
   }
 
   void nccl_available(TSNode call, TSNode name) {
     const Rule& rule = rule_by_id("is_nccl_available");
     plan_.replace_span(rule, ts_node_start_byte(name), ts_node_end_byte(call), call, expand(per_target(rule)), "");
-    note_device_use();
   }
 
-  // `.cuda(index, non_blocking)` -> `.to(<device>, non_blocking=...)`. Edits stay small (the
-  // method name, around the index) so CUDA references inside the arguments are migrated too.
+  // `.cuda(x, non_blocking)` -> `.to(<device>, non_blocking=...)`, proven per kind of x: no x (the
+  // current CUDA device, as `.to("cuda")`), an int (cuda:x), a device (x itself). Anything else is
+  // flagged: `.cuda(x)` with x of unknown kind cannot be rewritten safely.
   void tensor_cuda(TSNode call, TSNode attr, TSNode args) {
     const Rule& rule = rule_by_id("tensor.cuda");
     std::vector<TSNode> positional;
@@ -300,39 +446,41 @@ class Matcher {
       }
       ++count;
     }
+    TSNode index = !positional.empty() ? positional[0] : ts_node_is_null(device_keyword) ? TSNode{} : field(device_keyword, "value");
+    bool none = !ts_node_is_null(index) && text(index) == "None";
+    bool is_int = !ts_node_is_null(index) && !none && kinds_.is_int(index, scope());
+    bool is_device = !ts_node_is_null(index) && !none && !is_int && kinds_.is_device(index, scope());
+    if (!ts_node_is_null(index) && !none && !is_int && !is_device && target_ != Target::Cpu) {
+      plan_.find(rule_by_id("int-device"), call, std::string(text(call)), target_,
+                 "`" + std::string(text(index)) + "` may be an index or a device: write .to(torch.device(" +
+                     std::string(expand("{device_type}")) + ", i)) for an index, .to(d) for a device");
+      return;
+    }
     std::vector<SpanEdit> edits;
     edits.push_back({ts_node_start_byte(attr), ts_node_end_byte(attr), "to"});
-    // The index expression is kept in place; the target's template is split around it.
-    static constexpr std::string_view kMarker = "\x01index\x01";
-    std::string wrapped = expand("{device_at_index}", kMarker);
-    size_t marker = wrapped.find(kMarker);
-    auto wrap = [&](uint32_t index_start, uint32_t index_end, uint32_t replace_from) {
-      if (marker == std::string::npos) {
-        edits.push_back({replace_from, index_end, wrapped});
-        return;
-      }
-      if (replace_from == index_start) edits.push_back({index_start, index_start, wrapped.substr(0, marker)});
-      else edits.push_back({replace_from, index_start, wrapped.substr(0, marker)});
-      edits.push_back({index_end, index_end, wrapped.substr(marker + kMarker.size())});
-    };
-    TSNode index = !positional.empty() ? positional[0] : ts_node_is_null(device_keyword) ? TSNode{} : field(device_keyword, "value");
     uint32_t open = ts_node_start_byte(args) + 1;
     if (ts_node_is_null(index)) {
       edits.push_back({open, open, expand("{device}") + (count ? ", " : "")});
-    } else if (text(index) == "None") {
-      uint32_t from = ts_node_is_null(device_keyword) ? ts_node_start_byte(index) : ts_node_start_byte(device_keyword);
-      edits.push_back({from, ts_node_end_byte(index), expand("{device}")});
     } else {
       uint32_t from = ts_node_is_null(device_keyword) ? ts_node_start_byte(index) : ts_node_start_byte(device_keyword);
-      wrap(ts_node_start_byte(index), ts_node_end_byte(index), from);
+      uint32_t start = ts_node_start_byte(index), end = ts_node_end_byte(index);
+      if (none || target_ == Target::Cpu) {
+        edits.push_back({from, end, expand("{device}")});
+      } else if (is_device) {
+        if (from != start) edits.push_back({from, start, ""});
+      } else {
+        static constexpr std::string_view kMarker = "\x01index\x01";
+        std::string wrapped = expand("{device_at_index}", kMarker);
+        size_t marker = wrapped.find(kMarker);
+        edits.push_back({from, start, wrapped.substr(0, marker)});
+        edits.push_back({end, end, wrapped.substr(marker + kMarker.size())});
+      }
     }
     if (positional.size() >= 2) {
       uint32_t at = ts_node_start_byte(positional[1]);
       edits.push_back({at, at, "non_blocking="});
     }
     plan_.add(rule, std::move(edits), call, "`" + std::string(text(call)) + "`: " + std::string(rule.message));
-    if (!ts_node_is_null(index) && text(index) != "None") plan_.mark_last_keeps_index();
-    note_device_use();
   }
 
   // torch.cuda.amp.autocast(...) / GradScaler(...) -> torch.amp.*, adding the device argument.
@@ -371,162 +519,16 @@ class Matcher {
       edits.push_back({open, open, device_type + ", "});
     }
     plan_.add(rule, std::move(edits), call, std::string(rule.message));
-    note_device_use();
   }
 
   // --- assignments --------------------------------------------------------------------------------
-  // `device = ...`: on device-agnostic the file's own device variable is kept (and rewritten as a
-  // whole when it is a plain CUDA device), so no second definition is inserted at module level; in
-  // a function it makes `device` a local, which rewrites before it must not read.
+  // A module-level `_accel_device = ...` (a previous migration's, or the file's own) means the
+  // definition is not inserted again.
   void on_assignment(TSNode node, const std::vector<TSNode>& ancestors) {
-    if (!agnostic()) return;
     TSNode left = field(node, "left");
-    TSNode right = field(node, "right");
-    if (!is_type(left, "identifier") || text(left) != "device") return;
+    if (!is_type(left, "identifier") || text(left) != "_accel_device") return;
     bool top_level = ancestors.size() == 2 && is_type(ancestors[1], "expression_statement");
-    plan_.note_device_binding(scope(), ts_node_end_byte(node), top_level);
-    if (!ts_node_is_null(right)) plan_.note_device_assignment(right);
-  }
-
-  void on_for(TSNode node) {
-    TSNode left = field(node, "left");
-    if (agnostic() && is_type(left, "identifier") && text(left) == "device")
-      plan_.note_device_binding(scope(), ts_node_end_byte(left), false);
-  }
-
-  // A parameter, `global device` or `nonlocal device` binds `device` for the whole function
-  // (`parameters` sits inside its function, so scope() names that function).
-  void on_parameters(TSNode node) {
-    if (!agnostic()) return;
-    for (TSNode p : named_children(node)) {
-      TSNode name = is_type(p, "identifier") ? p : field(p, "name");
-      if (!ts_node_is_null(name) && text(name) == "device") plan_.note_device_parameter(scope());
-    }
-  }
-  void on_global(TSNode node) {
-    if (!agnostic()) return;
-    for (TSNode name : named_children(node))
-      if (text(name) == "device") plan_.note_device_parameter(scope());
-  }
-
-  // --- string literals ----------------------------------------------------------------------------
-  void on_string(TSNode node, const std::vector<TSNode>& ancestors) {
-    std::vector<TSNode> parts = named_children(node);
-    if (parts.size() < 2 || !is_type(parts.front(), "string_start") || !is_type(parts.back(), "string_end")) return;
-    std::string_view start = text(parts.front());
-    bool fstring = start.find_first_of("fF") != std::string_view::npos;
-    if (start.find_first_of("bB") != std::string_view::npos) return;
-    uint32_t content_begin = ts_node_end_byte(parts.front());
-    uint32_t content_end = ts_node_start_byte(parts.back());
-    if (content_end < content_begin || content_end - content_begin > 64) return;
-    std::string_view content = syntax_.source().substr(content_begin, content_end - content_begin);
-    bool interpolated = std::any_of(parts.begin(), parts.end(), [](TSNode p) { return is_type(p, "interpolation"); });
-    char quote = start.back();
-
-    if (!interpolated && content.size() > 3 &&
-        (content.substr(content.size() - 3) == ".cu" || content.substr(content.size() - 4) == ".cuh")) {
-      if (context_of(node, ancestors).kind != ArgContext::Docstring)
-        plan_.find(rule_by_id("cuda-extension"), node, std::string(content), target_);
-      return;
-    }
-    if (!interpolated && content == "nccl") {
-      if (context_of(node, ancestors).kind == ArgContext::Backend) {
-        const Rule& rule = rule_by_id("nccl-backend");
-        plan_.replace(rule, node, requote(expand(per_target(rule)), quote), "");
-        note_device_use();
-      }
-      return;
-    }
-    if (fstring && interpolated && content.substr(0, 5) == "cuda:" && parts.size() > 2 &&
-        is_type(parts[1], "string_content")) {
-      fstring_device(node, content_begin, ancestors);
-      return;
-    }
-    if (interpolated) return;
-    auto [is_cuda, index] = parse_cuda_string(content);
-    if (!is_cuda) return;
-    auto [context, call_args] = context_of(node, ancestors);
-    bool indexed = false;
-    std::string replacement;
-    const Rule* rule = nullptr;
-    switch (context) {
-      case ArgContext::Docstring:
-        return;
-      case ArgContext::None:
-      case ArgContext::Backend:
-        plan_.find(rule_by_id("cuda-string"), node, std::string(text(node)), target_);
-        return;
-      case ArgContext::DeviceType:
-        rule = &rule_by_id("device-type-string");
-        replacement = expand("{device_type}");
-        break;
-      case ArgContext::Device:
-      case ArgContext::MapLocation:
-        rule = &rule_by_id("device-string");
-        if (index.empty() || (context == ArgContext::MapLocation && agnostic())) replacement = expand("{device}");
-        else replacement = indexed_device(index);
-        break;
-      case ArgContext::TorchDevice: {
-        rule = &rule_by_id("device-type-string");
-        bool sole = !ts_node_is_null(call_args) && named_children(call_args).size() == 1 &&
-                    ts_node_eq(named_children(call_args)[0], node);
-        if (index.empty()) replacement = expand("{device_type}");
-        else if (sole && agnostic()) replacement = expand("{device_type}") + ", " + std::string(index);
-        else replacement = indexed_device(index);
-        // torch.device("cuda", rank): the index is the next argument.
-        if (!ts_node_is_null(call_args) && named_children(call_args).size() > 1) indexed = true;
-        break;
-      }
-    }
-    plan_.replace(*rule, node, requote(replacement, quote), "");
-    if (indexed || !index.empty()) plan_.mark_last_keeps_index();
-    note_device_use();
-  }
-
-  // "cuda:N" -> the target's device at index N; a string stays a string on npu ("npu:N").
-  std::string indexed_device(std::string_view index) const {
-    if (target_ == Target::Npu) return "\"npu:" + std::string(index) + "\"";
-    return expand("{device_at_index}", index);
-  }
-
-  // f"cuda:{rank}" -> f"{device.type}:{rank}" / f"npu:{rank}": only the "cuda" bytes change.
-  void fstring_device(TSNode node, uint32_t content_begin, const std::vector<TSNode>& ancestors) {
-    auto context = context_of(node, ancestors).kind;
-    if (context != ArgContext::Device && context != ArgContext::TorchDevice && context != ArgContext::MapLocation) {
-      plan_.find(rule_by_id("cuda-string"), node, std::string(text(node)), target_);
-      return;
-    }
-    if (context == ArgContext::MapLocation && agnostic()) {
-      plan_.replace(rule_by_id("device-string"), node, expand("{device}"), "");
-      note_device_use();
-      return;
-    }
-    std::string type = agnostic() ? "{device.type}" : std::string(target_ == Target::Npu ? "npu" : "cpu");
-    if (agnostic() && in_device_definition()) {
-      // Inside the f-string the expression may not reuse its quote character (before Python 3.12).
-      std::string expr = expand("{device_type}");
-      char quote = text(named_children(node).front()).back();
-      std::replace(expr.begin(), expr.end(), '"', quote == '"' ? '\'' : '"');
-      type = "{" + expr + "}";
-    }
-    plan_.replace_span(rule_by_id("device-string"), content_begin, content_begin + 4, node, type, "");
-    plan_.mark_last_keeps_index();
-    note_device_use();
-  }
-
-  // A plain "..." replacement keeps the source's quote character.
-  static std::string requote(std::string text, char quote) {
-    if (quote == '\'' && text.size() >= 2 && text.front() == '"' && text.back() == '"' &&
-        text.find('\'') == std::string::npos && text.find('"', 1) == text.size() - 1) {
-      text.front() = '\'';
-      text.back() = '\'';
-    }
-    return text;
-  }
-
-  ArgumentContext context_of(TSNode node, const std::vector<TSNode>& ancestors) const {
-    return classify_string_position(syntax_, node, ancestors,
-                                    [this](std::string_view name) { return plan_.is_torch_alias(name); });
+    if (top_level) plan_.note_device_binding(UINT32_MAX, ts_node_end_byte(node), true);
   }
 
   const PythonSyntax& syntax_;
@@ -534,7 +536,11 @@ class Matcher {
   TSNode current_{};
   const std::vector<TSNode>* ancestors_ = nullptr;
   PlanBuilder& plan_;
+  ValueKinds kinds_;
+  CudaGuards guards_;
+  DeviceStrings strings_;
   std::map<std::string, std::string> amp_names_;  // local name -> "autocast" | "GradScaler"
+  std::set<std::string, std::less<>> amp_referenced_;  // of those, names used as values
 };
 
 }  // namespace

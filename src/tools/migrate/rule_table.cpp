@@ -10,8 +10,8 @@ constexpr RuleAction W = RuleAction::Rewrite;
 constexpr RuleAction R = RuleAction::Report;
 
 const std::array<TargetSpec, kTargetCount> kTargets = {{
-    {Target::DeviceAgnostic, "device", "device.type", "{torch}.device(device.type, {index})",
-     "{torch}.distributed.get_default_backend_for_device(device)",
+    {Target::DeviceAgnostic, "_accel_device", "_accel_device.type", "{torch}.device(_accel_device.type, {index})",
+     "{torch}.distributed.get_default_backend_for_device(_accel_device)",
      "runs on whatever accelerator torch.accelerator finds, else the CPU"},
     {Target::Npu, "\"npu\"", "\"npu\"", "{torch}.device(\"npu\", {index})", "\"hccl\"",
      "Ascend NPUs through torch_npu"},
@@ -24,29 +24,31 @@ const std::vector<Rule> kRules = {
     // --- device placement ---------------------------------------------------------------------
     {"tensor.cuda", "device-placement", "`<expr>.cuda()`, `.cuda(i)`, `.cuda(device=i, non_blocking=b)` on any expression", W,
      {".to({device})", ".to({device})", ".to({device})"},
-     "moved with .to(); an explicit index is kept as torch.device(<target type>, i), except on cpu"},
-    {"device-string", "device-string", "\"cuda\" / \"cuda:N\" passed as a device: device=, map_location=, output_device=, `.to(...)`, `torch.set_default_device(...)`, "
-     "a variable or parameter named *device*", W,
-     {"{device}", "{device}", "{device}"}, "device string replaced by the target device"},
+     "no argument: the current device, as .to(\"cuda\"); an int i: the target's device at i; a device d: .to(d); "
+     "an argument of unknown kind is flagged (int-device); on cpu every form becomes .to(\"cpu\")"},
+    {"device-string", "device-string", "\"cuda\" passed as a device: device=, map_location=, `.to(...)`, a value or default of a "
+     "name or config key *device*, an argparse default (not in comparisons, dictionary keys, subscripts, choices=)", W,
+     {"{device_type}", "{device_type}", "{device_type}"},
+     "a string stays a string: the target's device type, which is \"cuda\" wherever CUDA is the device"},
     {"device-type-string", "device-string", "\"cuda\" passed as a device type: device_type=, `torch.autocast(\"cuda\")`, "
      "`GradScaler(\"cuda\")`, the type in `torch.device(\"cuda\", i)`", W,
      {"{device_type}", "{device_type}", "{device_type}"}, "device type replaced by the target's"},
-    {"device-assignment", "device-string", "`device = <expression using CUDA>` (device-agnostic only)", W,
-     {"{torch}.accelerator.current_accelerator() if {torch}.accelerator.is_available() else {torch}.device(\"cpu\")", "", ""},
-     "the file's own device variable now follows torch.accelerator with a CPU fallback"},
-    {"device-definition", "device-string", "inserted once after the imports when a rewrite uses `device` (device-agnostic only)", W,
-     {"device = {torch}.accelerator.current_accelerator() if {torch}.accelerator.is_available() else {torch}.device(\"cpu\")", "", ""},
-     "module-level device chosen at import time; edit it to pin a device"},
-    {"import-torch-npu", "device-placement", "`import torch_npu` inserted once after `import torch` (npu only)", W,
+    {"device-definition", "device-string", "inserted once before the first module-level statement that uses `_accel_device` (device-agnostic only)", W,
+     {"_accel_device = {torch}.accelerator.current_accelerator() if {torch}.accelerator.is_available() else {torch}.device(\"cpu\")", "", ""},
+     "the one device, chosen once at import; edit it to pin a device"},
+    {"import-torch-npu", "device-placement", "`import torch_npu` inserted once after `import torch` in a file that runs as a program "
+     "(a `__main__` guard or module-level calls; npu only)", W,
      {"", "import torch_npu", ""}, "torch_npu registers the NPU device with PyTorch"},
     // --- torch.cuda device API --------------------------------------------------------------------
     {"torch.cuda.is_available", "device-api", "`torch.cuda.is_available`", W,
-     {"{torch}.accelerator.is_available", "{torch}.npu.is_available", "{torch}.cpu.is_available"}, ""},
+     {"{torch}.accelerator.is_available", "{torch}.npu.is_available", "{keep}"},
+     "on cpu it stays: it answers False on a CPU-only machine (torch.cpu.is_available() would answer True)"},
     {"torch.cuda.device_count", "device-api", "`torch.cuda.device_count`", W,
-     {"{torch}.accelerator.device_count", "{torch}.npu.device_count", "{torch}.cpu.device_count"}, ""},
+     {"{torch}.accelerator.device_count", "{torch}.npu.device_count", "{keep}"},
+     "rewritten where it is tested (n > 0, if n:); a count used as a number is 0 without an accelerator and is flagged"},
     {"torch.cuda.current_device", "device-api", "`torch.cuda.current_device`", W,
-     {"{torch}.get_device_module({device}).current_device", "{torch}.npu.current_device", "{torch}.cpu.current_device"},
-     "on device-agnostic the module of `device` answers, so the CPU fallback works too"},
+     {"", "{torch}.npu.current_device", ""},
+     "torch.cpu.current_device() returns the string 'cpu', not an index: use _accel_device (or its index) instead"},
     {"torch.cuda.set_device", "device-api", "`torch.cuda.set_device`", W,
      {"{torch}.get_device_module({device}).set_device", "{torch}.npu.set_device", "{torch}.cpu.set_device"},
      "on device-agnostic the module of `device` answers (torch.accelerator.set_device_index raises without an accelerator)"},
@@ -61,28 +63,28 @@ const std::vector<Rule> kRules = {
      "a stream of `device`'s module (torch.Stream() without a device raises when no accelerator is present)"},
     {"torch.cuda.Event", "stream", "`torch.cuda.Event`", W,
      {"{torch}.get_device_module({device}).Event", "{torch}.npu.Event", "{torch}.cpu.Event"},
-     "an event of `device`'s module, consistent with Stream"},
+     "an event of the device's module; with enable_timing=True it is flagged instead (a CPU event does not time)"},
     {"torch.cuda.manual_seed", "random", "`torch.cuda.manual_seed`", W,
-     {"{torch}.manual_seed", "{torch}.npu.manual_seed", "{torch}.manual_seed"},
-     "torch.manual_seed seeds the CPU and every device"},
+     {"{keep}", "{torch}.npu.manual_seed", "{keep}"},
+     "kept on device-agnostic and cpu: it is valid without CUDA (ignored), and torch.manual_seed would reseed the CPU too"},
     {"torch.cuda.manual_seed_all", "random", "`torch.cuda.manual_seed_all`", W,
-     {"{torch}.manual_seed", "{torch}.npu.manual_seed_all", "{torch}.manual_seed"},
-     "torch.manual_seed seeds the CPU and every device"},
+     {"{keep}", "{torch}.npu.manual_seed_all", "{keep}"},
+     "kept on device-agnostic and cpu: it is valid without CUDA (ignored), and torch.manual_seed would reseed the CPU too"},
     {"torch.cuda.empty_cache", "memory", "`torch.cuda.empty_cache`", W,
-     {"{torch}.accelerator.memory.empty_cache", "{torch}.npu.empty_cache", "{torch}.accelerator.memory.empty_cache"}, ""},
+     {"{torch}.accelerator.memory.empty_cache", "{torch}.npu.empty_cache", "{keep}"}, ""},
     {"torch.cuda.memory_allocated", "memory", "`torch.cuda.memory_allocated`", W,
-     {"{torch}.accelerator.memory.memory_allocated", "{torch}.npu.memory_allocated", "{torch}.accelerator.memory.memory_allocated"}, ""},
+     {"{torch}.accelerator.memory.memory_allocated", "{torch}.npu.memory_allocated", "{keep}"}, ""},
     {"torch.cuda.max_memory_allocated", "memory", "`torch.cuda.max_memory_allocated`", W,
-     {"{torch}.accelerator.memory.max_memory_allocated", "{torch}.npu.max_memory_allocated", "{torch}.accelerator.memory.max_memory_allocated"}, ""},
+     {"{torch}.accelerator.memory.max_memory_allocated", "{torch}.npu.max_memory_allocated", "{keep}"}, ""},
     {"torch.cuda.memory_reserved", "memory", "`torch.cuda.memory_reserved`", W,
-     {"{torch}.accelerator.memory.memory_reserved", "{torch}.npu.memory_reserved", "{torch}.accelerator.memory.memory_reserved"}, ""},
+     {"{torch}.accelerator.memory.memory_reserved", "{torch}.npu.memory_reserved", "{keep}"}, ""},
     {"torch.cuda.max_memory_reserved", "memory", "`torch.cuda.max_memory_reserved`", W,
-     {"{torch}.accelerator.memory.max_memory_reserved", "{torch}.npu.max_memory_reserved", "{torch}.accelerator.memory.max_memory_reserved"}, ""},
+     {"{torch}.accelerator.memory.max_memory_reserved", "{torch}.npu.max_memory_reserved", "{keep}"}, ""},
     {"torch.cuda.reset_peak_memory_stats", "memory", "`torch.cuda.reset_peak_memory_stats`", W,
-     {"{torch}.accelerator.memory.reset_peak_memory_stats", "{torch}.npu.reset_peak_memory_stats", "{torch}.accelerator.memory.reset_peak_memory_stats"},
-     "raises when no accelerator is present: guard it with torch.accelerator.is_available() where CPU runs matter"},
+     {"", "{torch}.npu.reset_peak_memory_stats", ""},
+     "torch.accelerator.memory.reset_peak_memory_stats raises without an accelerator: call it under `if torch.accelerator.is_available():`"},
     {"torch.cuda.memory_stats", "memory", "`torch.cuda.memory_stats`", W,
-     {"{torch}.accelerator.memory.memory_stats", "{torch}.npu.memory_stats", "{torch}.accelerator.memory.memory_stats"}, ""},
+     {"{torch}.accelerator.memory.memory_stats", "{torch}.npu.memory_stats", "{keep}"}, ""},
     // --- mixed precision ------------------------------------------------------------------------
     {"torch.cuda.amp.autocast", "amp", "`torch.cuda.amp.autocast(...)` (and `autocast` imported from torch.cuda.amp)", W,
      {"{torch}.amp.autocast", "{torch}.amp.autocast", "{torch}.amp.autocast"},
@@ -100,7 +102,7 @@ const std::vector<Rule> kRules = {
     {"is_nccl_available", "distributed", "`is_nccl_available()` on any module", W,
      {"is_backend_available({backend})", "is_backend_available({backend})", "is_backend_available({backend})"}, ""},
     {"profiler-activity", "profiler", "`ProfilerActivity.CUDA` (any prefix)", W,
-     {"getattr({prefix}, device.type.upper(), {prefix}.CPU)", "{prefix}.PrivateUse1", "{prefix}.CPU"},
+     {"getattr({prefix}, _accel_device.type.upper(), {prefix}.CPU)", "{prefix}.PrivateUse1", "{prefix}.CPU"},
      "activity of the target device; Ascend's torch_npu.profiler gives richer NPU traces"},
     // --- reported: needs a human ----------------------------------------------------------------
     {"torch.backends.cudnn", "cudnn", "`torch.backends.cudnn.*` settings", R,
@@ -129,9 +131,34 @@ const std::vector<Rule> kRules = {
     {"cuda-string", "device-string", "\"cuda\" / \"cuda:N\" outside a device argument (comparisons, defaults, choices)", R,
      {"check how the string is used; compare against device.type instead",
       "check how the string is used; \"npu\" is the NPU device type", "check how the string is used"}, ""},
-    {"is_cuda", "device-placement", "`<expr>.is_cuda`", R,
-     {"use `<expr>.device.type != \"cpu\"` or compare with device.type",
-      "use `<expr>.device.type == \"npu\"` (torch_npu also adds .is_npu)", "always False on CPU: simplify the branch"}, ""},
+    {"int-device", "device-placement", "an integer used as a device: `device = 0`, `.cuda(x)` / `.to(x)` where x may be an int", R,
+     {"an int device means a CUDA index: write torch.device(_accel_device.type, i), or _accel_device",
+      "an int device means an NPU index under torch_npu: write torch.device(\"npu\", i)",
+      "an int device means a CUDA index: write \"cpu\""}, ""},
+    {"device-count-number", "device-api", "`torch.cuda.device_count()` used as a number (process counts, device lists)", R,
+     {"0 without an accelerator: use max(1, torch.accelerator.device_count()) for a process count",
+      "use torch.npu.device_count()", "0 on a CPU: use a process count from the command line (e.g. 1 or 2)"}, ""},
+    {"event-timing", "stream", "`torch.cuda.Event(enable_timing=True)` and `elapsed_time`", R,
+     {"CPU events do not time: measure with time.perf_counter() around torch.get_device_module(_accel_device).synchronize()",
+      "not flagged on npu: torch.npu.Event(enable_timing=True) times on the NPU",
+      "CPU events do not time: measure with time.perf_counter() around the work"}, ""},
+    {"amp-reference", "amp", "`torch.cuda.amp.autocast` / `GradScaler` referenced, not called", R,
+     {"torch.amp.autocast needs device_type: use functools.partial(torch.autocast, _accel_device.type)",
+      "use functools.partial(torch.autocast, \"npu\")", "use functools.partial(torch.autocast, \"cpu\")"}, ""},
+    {"cuda-test", "device-string", "a comparison with \"cuda\" (`device.type == 'cuda'`, `'cuda' in device`)", R,
+     {"not flagged: the test is right on CUDA and false on the CPU, where the other path is meant to run",
+      "the test is False on the NPU, so the CPU path runs there: test for \"npu\" as well",
+      "not flagged: the test is false on the CPU, where the other path is meant to run"}, ""},
+    {"device-ids", "distributed", "`device_ids=` / `output_device=` of DistributedDataParallel / DataParallel", W,
+     {"{value} if _accel_device.type != \"cpu\" else None", "{value}", "None"},
+     "device_ids must be None for CPU modules; accelerators keep their indices"},
+    {"int-rank-device", "device-placement", "`.to(i)` / `.cuda(i)` with an integer rank or index", W,
+     {"{torch}.device(_accel_device.type, {index})", "{torch}.device(\"npu\", {index})", "\"cpu\""},
+     "an int device means a CUDA index; it becomes the index of the target device"},
+    {"device-string-format", "device-string", "a string built as 'cuda:{}'.format(i), 'cuda:%d' % i, f\"cuda:{i}\"", W,
+     {"({value}.replace(\"cuda\", _accel_device.type, 1) if _accel_device.type != \"cpu\" else \"cpu\")",
+      "{value}.replace(\"cuda\", \"npu\", 1)", "\"cpu\""},
+     "the device type becomes the target's; on the CPU the index is dropped (torch.load rejects \"cpu:N\")"},
     {"apex", "apex", "`import apex`, `apex.amp`, `apex.optimizers`, `apex.parallel`", R,
      {"apex is CUDA-only: use torch.amp for mixed precision, torch.optim (fused=/foreach=) for fused optimizers, "
       "DistributedDataParallel for apex.parallel",
@@ -156,17 +183,6 @@ const std::vector<Rule> kRules = {
       "DALI is NVIDIA-only: use torch.utils.data / torchvision transforms (or DVPP on Ascend)",
       "DALI is NVIDIA-only: use torch.utils.data / torchvision transforms"}, ""},
 };
-
-// What {device} and friends mean inside the expression that defines `device` (see TemplateValues).
-constexpr std::string_view kSelfFreeDevice =
-    "({torch}.accelerator.current_accelerator() if {torch}.accelerator.is_available() else {torch}.device(\"cpu\"))";
-constexpr std::string_view kSelfFreeType =
-    "({torch}.accelerator.current_accelerator().type if {torch}.accelerator.is_available() else \"cpu\")";
-constexpr std::string_view kSelfFreeAtIndex =
-    "{torch}.device({torch}.accelerator.current_accelerator().type if {torch}.accelerator.is_available() else \"cpu\", {index})";
-constexpr std::string_view kSelfFreeBackend =
-    "{torch}.distributed.get_default_backend_for_device({torch}.accelerator.current_accelerator() "
-    "if {torch}.accelerator.is_available() else {torch}.device(\"cpu\"))";
 
 }  // namespace
 
@@ -217,7 +233,6 @@ const Rule* find_torch_api_rule(std::string_view path) {
 
 std::string expand_template(std::string_view templ, Target target, const TemplateValues& values) {
   const TargetSpec& spec = target_spec(target);
-  const bool self_free = values.self_free && target == Target::DeviceAgnostic;
   std::string out;
   out.reserve(templ.size() + 16);
   // Two passes at most: target placeholders may themselves contain {torch} and {index}.
@@ -231,10 +246,11 @@ std::string expand_template(std::string_view templ, Target target, const Templat
         if (name == "torch") out += values.torch;
         else if (name == "index") out += values.index;
         else if (name == "prefix") out += values.prefix;
-        else if (name == "device") inner = self_free ? kSelfFreeDevice : spec.device;
-        else if (name == "device_type") inner = self_free ? kSelfFreeType : spec.device_type;
-        else if (name == "device_at_index") inner = self_free ? kSelfFreeAtIndex : spec.device_at_index;
-        else if (name == "backend") inner = self_free ? kSelfFreeBackend : spec.backend;
+        else if (name == "value") out += values.value;
+        else if (name == "device") inner = spec.device;
+        else if (name == "device_type") inner = spec.device_type;
+        else if (name == "device_at_index") inner = spec.device_at_index;
+        else if (name == "backend") inner = spec.backend;
         else known = false;
         if (!inner.empty()) out += expand_template(inner, target, values);
         if (known) {

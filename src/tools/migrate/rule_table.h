@@ -12,6 +12,8 @@
 //   {backend}          the target's collective backend       (default for device | "hccl" | "gloo")
 //   {index}            the device index written in the code  (`.cuda(1)`, "cuda:1")
 //   {prefix}           the matched expression's own prefix   (`ProfilerActivity`)
+//   {value}            the matched expression as written
+// A replacement "{keep}" means the reference is portable for that target: no change, no finding.
 #include <array>
 #include <string>
 #include <string_view>
@@ -68,9 +70,7 @@ struct TemplateValues {
   std::string_view torch = "torch";
   std::string_view index;
   std::string_view prefix;
-  // Device-agnostic code that computes `device` itself (the value assigned to `device`) must not
-  // read `device`: the placeholders then expand to expressions over torch.accelerator instead.
-  bool self_free = false;
+  std::string_view value;  // {value}: the matched expression as written
 };
 std::string expand_template(std::string_view templ, Target target, const TemplateValues& values);
 

@@ -80,12 +80,78 @@ void emit(std::string& out, char sign, const Line& line) {
 
 }  // namespace
 
+namespace {
+std::string render(const std::vector<Line>& a, const std::vector<Line>& b, const std::vector<Op>& ops,
+                   const std::string& before_label, const std::string& after_label, size_t context);
+}  // namespace
+
 std::string unified_diff(std::string_view before, std::string_view after, const std::string& before_label,
                          const std::string& after_label, size_t context) {
   if (before == after) return {};
   std::vector<Line> a = split_lines(before), b = split_lines(after);
-  std::vector<Op> ops = edit_script(a, b);
+  return render(a, b, edit_script(a, b), before_label, after_label, context);
+}
 
+std::string unified_diff_of_edits(std::string_view before, std::string_view after, const std::vector<DiffEdit>& edits,
+                                  const std::string& before_label, const std::string& after_label, size_t context) {
+  if (before == after) return {};
+  std::vector<Line> a = split_lines(before), b = split_lines(after);
+  std::vector<size_t> starts;  // byte offset of each line of `before`, then its size
+  for (const Line& line : a) starts.push_back(static_cast<size_t>(line.text.data() - before.data()));
+  starts.push_back(before.size());
+  auto line_of = [&](size_t offset) {
+    return static_cast<size_t>(std::upper_bound(starts.begin(), starts.end() - 1, offset) - starts.begin()) - 1;
+  };
+  // Regions of whole lines [first, last) that the edits touch; a line inserted at a line start
+  // touches none. Regions that touch are merged.
+  struct Region {
+    size_t first, last, edit_begin, edit_end;
+  };
+  std::vector<Region> regions;
+  for (size_t i = 0; i < edits.size(); ++i) {
+    const DiffEdit& e = edits[i];
+    bool line_insert = e.start == e.end && e.start == starts[std::min(line_of(e.start), a.size())] &&
+                       !e.text.empty() && e.text.back() == '\n';
+    size_t first = e.start >= before.size() ? a.size() : line_of(e.start);
+    size_t last = line_insert ? first : (e.start >= before.size() ? a.size() : line_of(e.end > e.start ? e.end - 1 : e.start) + 1);
+    if (!regions.empty() && first <= regions.back().last) {
+      regions.back().last = std::max(regions.back().last, last);
+      regions.back().edit_end = i + 1;
+    } else {
+      regions.push_back({first, last, i, i + 1});
+    }
+  }
+  std::vector<Op> ops;
+  size_t line = 0, new_lines = 0;
+  for (const Region& r : regions) {
+    ops.insert(ops.end(), r.first - line, Op::Equal);
+    new_lines += r.first - line;
+    std::string text;
+    size_t pos = starts[r.first];
+    for (size_t i = r.edit_begin; i < r.edit_end; ++i) {
+      text.append(before.substr(pos, edits[i].start - pos));
+      text.append(edits[i].text);
+      pos = edits[i].end;
+    }
+    text.append(before.substr(pos, starts[r.last] - pos));
+    ops.insert(ops.end(), r.last - r.first, Op::Delete);
+    size_t added = split_lines(text).size();
+    ops.insert(ops.end(), added, Op::Insert);
+    new_lines += added;
+    line = r.last;
+  }
+  ops.insert(ops.end(), a.size() - line, Op::Equal);
+  new_lines += a.size() - line;
+  // An edit that joined or split lines at a region's edge would misalign the two sides: the
+  // general algorithm then answers.
+  if (new_lines != b.size()) return unified_diff(before, after, before_label, after_label, context);
+  return render(a, b, ops, before_label, after_label, context);
+}
+
+namespace {
+
+std::string render(const std::vector<Line>& a, const std::vector<Line>& b, const std::vector<Op>& ops,
+                   const std::string& before_label, const std::string& after_label, size_t context) {
   std::string out = "--- " + before_label + "\n+++ " + after_label + "\n";
   // Walk the script; a hunk spans changes closer than 2*context equal lines.
   size_t i = 0;
@@ -127,5 +193,7 @@ std::string unified_diff(std::string_view before, std::string_view after, const 
   }
   return out;
 }
+
+}  // namespace
 
 }  // namespace crosstrain::migrate

@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <sys/stat.h>
 #include <unistd.h>
 
 using namespace crosstrain::migrate;
@@ -167,6 +168,102 @@ TEST_F(MigrationRun, InPlaceLeavesSymlinksAlone) {
   EXPECT_NE(slurp(src / "link.py").find(".to(\"cpu\")"), std::string::npos);  // through the real file
 }
 
+// The copy never goes into the tree it is made from, nor around it.
+TEST_F(MigrationRun, OutInsideOrAboveTheInputIsRefused) {
+  for (const fs::path& out : {src / "migrated", src / "sub" / "deeper", root, src / ".."}) {
+    MigrateOptions o = options();
+    o.out_dir = out.string();
+    EXPECT_THROW(run_migration(o), std::invalid_argument) << out;
+  }
+  MigrateOptions file_input = options();  // a file input: its directory is the tree
+  file_input.inputs = {(src / "train.py").string()};
+  file_input.out_dir = src.string();
+  EXPECT_THROW(run_migration(file_input), std::invalid_argument);
+  EXPECT_EQ(slurp(src / "train.py"), kTrain);
+  MigrateOptions beside = options();
+  beside.out_dir = (root / "out").string();
+  EXPECT_NO_THROW(run_migration(beside));
+}
+
+// A link inside the input that leads out of it is not followed (its target is neither read nor copied).
+TEST_F(MigrationRun, LinksOutOfTheTreeAreNotFollowed) {
+  spit(root / "secret" / "key.py", "x.cuda()  # outside\n");
+  fs::create_symlink(root / "secret" / "key.py", src / "key.py");
+  fs::create_symlink(src / "train.py", src / "inside.py");
+  MigrateOptions o = options(Target::Cpu);
+  o.out_dir = (root / "out").string();
+  MigrationSummary s = run_migration(o);
+  EXPECT_FALSE(fs::exists(root / "out" / "key.py"));
+  EXPECT_TRUE(fs::exists(root / "out" / "inside.py"));
+  for (const auto& f : s.files) EXPECT_EQ(f.result.path.find("key.py"), std::string::npos) << f.result.path;
+}
+
+// A link already in the output tree is replaced or refused, never written through.
+TEST_F(MigrationRun, NeverWritesThroughLinksInTheOutput) {
+  fs::path out = root / "out";
+  spit(root / "victim.py", "untouched\n");
+  spit(root / "victim_dir" / "keep.txt", "untouched\n");
+  fs::create_directories(out);
+  fs::create_symlink(root / "victim.py", out / "train.py");
+  MigrateOptions o = options(Target::Cpu);
+  o.out_dir = out.string();
+  run_migration(o);
+  EXPECT_EQ(slurp(root / "victim.py"), "untouched\n");
+  EXPECT_FALSE(fs::is_symlink(out / "train.py"));
+  EXPECT_NE(slurp(out / "train.py").find(".to(\"cpu\")"), std::string::npos);
+  // A linked directory in the output: the run fails instead of writing into the link's target.
+  fs::remove_all(out);
+  fs::create_directories(out);
+  fs::create_symlink(root / "victim_dir", out / "sub");
+  EXPECT_THROW(run_migration(o), std::runtime_error);
+  EXPECT_FALSE(fs::exists(root / "victim_dir" / "plain.py"));
+}
+
+// --in-place with a link given as the input leaves the link a link (and its target alone).
+TEST_F(MigrationRun, InPlaceKeepsALinkGivenAsInput) {
+  fs::create_symlink(src / "train.py", root / "link.py");
+  MigrateOptions o = options(Target::Cpu);
+  o.inputs = {(root / "link.py").string()};
+  o.in_place = true;
+  o.backup = true;
+  MigrationSummary s = run_migration(o);
+  EXPECT_TRUE(fs::is_symlink(root / "link.py"));
+  ASSERT_EQ(s.files.size(), 1u);
+  EXPECT_NE(s.files[0].result.detail.find("symbolic link"), std::string::npos);
+}
+
+// A FIFO given as input is reported at once, not waited on.
+TEST_F(MigrationRun, FifoInputDoesNotBlock) {
+  fs::path fifo = root / "pipe.py";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  MigrateOptions o = options();
+  o.inputs = {fifo.string()};
+  o.check = true;
+  MigrationSummary s = run_migration(o);
+  ASSERT_EQ(s.files.size(), 1u);
+  EXPECT_EQ(s.files[0].result.status, FileStatus::ReadError);
+  EXPECT_NE(s.files[0].result.detail.find("not a regular file"), std::string::npos);
+}
+
+// Files above the size limit are skipped and fail --check; at the limit they are migrated.
+TEST_F(MigrationRun, SizeLimitSkipsLargerFiles) {
+  MigrateOptions o = options();
+  o.inputs = {(src / "train.py").string()};
+  o.check = true;
+  o.max_file_bytes = kTrain.size();
+  MigrationSummary at = run_migration(o);
+  ASSERT_EQ(at.files.size(), 1u);
+  EXPECT_EQ(at.files[0].result.status, FileStatus::Migrated);  // check mode: planned, not written
+  EXPECT_GT(at.converted, 0u);
+  o.max_file_bytes = kTrain.size() - 1;
+  MigrationSummary over = run_migration(o);
+  ASSERT_EQ(over.files.size(), 1u);
+  EXPECT_EQ(over.files[0].result.status, FileStatus::TooLarge);
+  EXPECT_NE(over.files[0].result.detail.find("--max-file-size"), std::string::npos);
+  EXPECT_TRUE(over.cuda_code_remains());
+  EXPECT_EQ(over.converted, 0u);
+}
+
 TEST_F(MigrationRun, BadOptionsAreCallerMistakes) {
   MigrateOptions o = options();
   o.check = true;
@@ -210,7 +307,7 @@ TEST_F(MigrationRun, ReportFilesHaveTheDocumentedColumns) {
   EXPECT_EQ(doc["families"]["cudnn"]["left"], 1);
 
   std::string diff = migration_diff(s);
-  EXPECT_NE(diff.find("+    return x.to(device)\n"), std::string::npos) << diff;
+  EXPECT_NE(diff.find("+    return x.to(_accel_device)\n"), std::string::npos) << diff;
   EXPECT_NE(diff.find("-    return x.cuda()\n"), std::string::npos) << diff;
 
   std::string console = console_summary(s);

@@ -54,7 +54,7 @@ TEST(RuleTable, TemplatesExpandPerTarget) {
   TemplateValues v;
   v.torch = "th";
   v.index = "rank";
-  EXPECT_EQ(expand_template("{device_at_index}", Target::DeviceAgnostic, v), "th.device(device.type, rank)");
+  EXPECT_EQ(expand_template("{device_at_index}", Target::DeviceAgnostic, v), "th.device(_accel_device.type, rank)");
   EXPECT_EQ(expand_template("{device_at_index}", Target::Npu, v), "th.device(\"npu\", rank)");
   EXPECT_EQ(expand_template("x.to({device})", Target::Cpu, v), "x.to(\"cpu\")");
   EXPECT_EQ(expand_template("{backend}", Target::Npu, v), "\"hccl\"");

@@ -29,3 +29,25 @@ TEST(UnifiedDiff, MissingFinalNewlineIsMarked) {
 }
 
 TEST(UnifiedDiff, FromEmpty) { EXPECT_EQ(unified_diff("", "a\n", "x", "y"), "--- x\n+++ y\n@@ -0,0 +1,1 @@\n+a\n"); }
+
+// The diff made from known edits equals the general one, including inserted lines, edits that
+// span lines, a last line without a newline and changes close enough to share a hunk.
+TEST(UnifiedDiff, FromEditsMatchesTheGeneralDiff) {
+  const std::string before = "import torch\na = 1\nx = y.cuda()\nb = 2\nc = 3\nd = 4\ne = 5\nf = 6\ng = 7\nh = 8\n"
+                             "z = f(\n  w.cuda())\nlast = q.cuda()";
+  std::vector<crosstrain::migrate::DiffEdit> edits = {
+      {13, 13, "dev = 1\n"},  // a whole line inserted before `a = 1`
+  };
+  auto edit_at = [&](const std::string& needle, const std::string& text) {
+    auto at = static_cast<uint32_t>(before.find(needle));
+    edits.push_back({at, at + static_cast<uint32_t>(needle.size()), text});
+  };
+  edit_at("y.cuda()", "y.to(dev)");
+  edit_at("w.cuda()", "w.to(dev)");
+  edit_at("q.cuda()", "q.to(dev)");
+  std::string after = before;
+  for (auto it = edits.rbegin(); it != edits.rend(); ++it)
+    after.replace(it->start, it->end - it->start, std::string(it->text));
+  EXPECT_EQ(crosstrain::migrate::unified_diff_of_edits(before, after, edits, "a/f.py", "b/f.py"),
+            crosstrain::migrate::unified_diff(before, after, "a/f.py", "b/f.py"));
+}

@@ -1,0 +1,214 @@
+#include "tools/migrate/device_strings.h"
+
+#include <algorithm>
+
+namespace crosstrain::migrate {
+
+namespace {
+
+bool is_type(TSNode node, std::string_view type) { return node_type(node) == type; }
+
+}  // namespace
+
+std::string DeviceStrings::expand(std::string_view templ) const {
+  TemplateValues v;
+  v.torch = plan_.torch_name();
+  return expand_template(templ, target_, v);
+}
+
+std::string DeviceStrings::expand_value(std::string_view templ, std::string_view value) const {
+  TemplateValues v;
+  v.torch = plan_.torch_name();
+  v.value = value;
+  return expand_template(templ, target_, v);
+}
+
+// Replaces `value` by the rule's template around {value}, keeping the value's bytes in place so
+// rewrites inside it still apply.
+void DeviceStrings::wrap_value(const Rule& rule, TSNode value, TSNode subject) {
+  static constexpr std::string_view kMarker = "\x01value\x01";
+  std::string wrapped = expand_value(per_target(rule), kMarker);
+  size_t marker = wrapped.find(kMarker);
+  std::vector<SpanEdit> edits;
+  uint32_t start = ts_node_start_byte(value), end = ts_node_end_byte(value);
+  if (marker == std::string::npos) {
+    edits.push_back({start, end, wrapped});
+  } else {
+    bool parens = !is_primary(value);
+    edits.push_back({start, start, wrapped.substr(0, marker) + (parens ? "(" : "")});
+    edits.push_back({end, end, (parens ? ")" : "") + wrapped.substr(marker + kMarker.size())});
+  }
+  plan_.add(rule, std::move(edits), subject,
+            "`" + std::string(text(subject)) + "`: " + std::string(rule.message));
+}
+
+bool DeviceStrings::is_primary(TSNode node) {
+  std::string_view type = node_type(node);
+  return type == "identifier" || type == "attribute" || type == "call" || type == "string" || type == "list" ||
+         type == "tuple" || type == "parenthesized_expression" || type == "subscript" || type == "integer";
+}
+
+// 'cuda:{}'.format(i) / 'cuda:%d' % i: a device string with an index.
+bool DeviceStrings::starts_with_cuda_index(TSNode node) const {
+  if (!is_type(node, "string")) return false;
+  std::vector<TSNode> parts = named_children(node);
+  if (parts.size() != 3 || !is_type(parts[1], "string_content")) return false;
+  if (text(parts.front()).find_first_of("bBfF") != std::string_view::npos) return false;
+  std::string_view content = text(parts[1]);
+  return content.substr(0, 5) == "cuda:" && content.size() > 5 && !parse_cuda_string(content).first;
+}
+
+void DeviceStrings::on_percent_format(TSNode node, const std::vector<TSNode>& ancestors) {
+  if (text(field(node, "operator")) != "%" || !starts_with_cuda_index(field(node, "left"))) return;
+  device_string_expression(node, ancestors);
+}
+
+void DeviceStrings::on_format_call(TSNode call, const std::vector<TSNode>& ancestors) {
+  if (starts_with_cuda_index(field(field(call, "function"), "object"))) device_string_expression(call, ancestors);
+}
+
+// A whole expression that yields "cuda:<index>" (a formatted string, an f-string, a literal).
+void DeviceStrings::device_string_expression(TSNode node, const std::vector<TSNode>& ancestors) {
+  ArgContext context = context_of(node, ancestors).kind;
+  if (context == ArgContext::Docstring || context == ArgContext::Comparison || context == ArgContext::Keyed) {
+    if (context == ArgContext::Comparison && target_ == Target::Npu)
+      plan_.find(rule_by_id("cuda-test"), node, std::string(text(node)), target_);
+    return;
+  }
+  const Rule& rule = rule_by_id("device-string-format");
+  if (already_replaced(node, ancestors)) return;
+  if (target_ == Target::Cpu) {
+    plan_.replace(rule, node, "\"cpu\"", "");
+    return;
+  }
+  wrap_value(rule, node, node);
+}
+
+// `<expr>.replace("cuda", ...)`: a device string expression migrated before.
+bool DeviceStrings::already_replaced(TSNode node, const std::vector<TSNode>& ancestors) const {
+  TSNode child = node;
+  for (auto it = ancestors.rbegin(); it != ancestors.rend(); ++it) {
+    if (is_type(*it, "parenthesized_expression")) {
+      child = *it;
+      continue;
+    }
+    return is_type(*it, "attribute") && ts_node_eq(field(*it, "object"), child) &&
+           text(field(*it, "attribute")) == "replace";
+  }
+  return false;
+}
+
+// --- string literals ----------------------------------------------------------------------------
+void DeviceStrings::on_string(TSNode node, const std::vector<TSNode>& ancestors) {
+  std::vector<TSNode> parts = named_children(node);
+  if (parts.size() < 2 || !is_type(parts.front(), "string_start") || !is_type(parts.back(), "string_end")) return;
+  std::string_view start = text(parts.front());
+  bool fstring = start.find_first_of("fF") != std::string_view::npos;
+  if (start.find_first_of("bB") != std::string_view::npos) return;
+  uint32_t content_begin = ts_node_end_byte(parts.front());
+  uint32_t content_end = ts_node_start_byte(parts.back());
+  if (content_end < content_begin || content_end - content_begin > 64) return;
+  std::string_view content = syntax_.source().substr(content_begin, content_end - content_begin);
+  bool interpolated = std::any_of(parts.begin(), parts.end(), [](TSNode p) { return is_type(p, "interpolation"); });
+  char quote = start.back();
+
+  if (!interpolated && content.size() > 3 &&
+      (content.substr(content.size() - 3) == ".cu" || content.substr(content.size() - 4) == ".cuh")) {
+    if (context_of(node, ancestors).kind != ArgContext::Docstring)
+      plan_.find(rule_by_id("cuda-extension"), node, std::string(content), target_);
+    return;
+  }
+  if (!interpolated && content == "nccl") {
+    auto context = context_of(node, ancestors).kind;
+    if (context == ArgContext::Docstring || context == ArgContext::Comparison || context == ArgContext::Keyed) return;
+    const Rule& rule = rule_by_id("nccl-backend");
+    plan_.replace(rule, node, requote(expand(per_target(rule)), quote), "");
+    return;
+  }
+  if (fstring && interpolated && content.substr(0, 5) == "cuda:" && parts.size() > 2 &&
+      is_type(parts[1], "string_content")) {
+    fstring_device(node, content_begin, ancestors);
+    return;
+  }
+  if (interpolated) return;
+  auto [is_cuda, index] = parse_cuda_string(content);
+  if (!is_cuda) return;
+  ArgContext context = context_of(node, ancestors).kind;
+  if (context == ArgContext::Docstring || context == ArgContext::Keyed) return;
+  if (context == ArgContext::Comparison) {
+    cuda_test_operand(node, ancestors, quote);
+    return;
+  }
+  if (!index.empty()) {
+    // "cuda:1": npu keeps a literal; torch.device("cuda:1") takes the type and index apart.
+    if (target_ == Target::Npu) {
+      plan_.replace(rule_by_id("device-string"), node, requote("\"npu:" + std::string(index) + "\"", quote), "");
+    } else if (target_ == Target::DeviceAgnostic && context == ArgContext::TorchDevice && sole_argument(node, ancestors)) {
+      plan_.replace(rule_by_id("device-type-string"), node, expand("{device_type}") + ", " + std::string(index), "");
+    } else if (target_ == Target::DeviceAgnostic) {
+      plan_.replace(rule_by_id("device-string-format"), node,
+                    "(f\"{" + expand("{device_type}") + "}:" + std::string(index) + "\" if " + expand("{device_type}") +
+                        " != \"cpu\" else \"cpu\")", "");
+    } else {
+      device_string_expression(node, ancestors);
+    }
+    return;
+  }
+  // "cuda" stays a string: the target's device type, equal to "cuda" wherever CUDA is the device.
+  const Rule& rule = rule_by_id(context == ArgContext::Device || context == ArgContext::MapLocation
+                                    ? "device-string" : "device-type-string");
+  plan_.replace(rule, node, requote(expand("{device_type}"), quote), "");
+}
+
+bool DeviceStrings::sole_argument(TSNode node, const std::vector<TSNode>& ancestors) const {
+  if (ancestors.empty() || !is_type(ancestors.back(), "argument_list")) return false;
+  std::vector<TSNode> args = named_children(ancestors.back());
+  return args.size() == 1 && ts_node_eq(args[0], node);
+}
+
+// "cuda" compared with a device: left alone (the test is right on CUDA and false elsewhere),
+// except in `"cuda" if <this test> else ...`, where test and result change together.
+void DeviceStrings::cuda_test_operand(TSNode node, const std::vector<TSNode>& ancestors, char quote) {
+  for (auto it = ancestors.rbegin(); it != ancestors.rend(); ++it) {
+    if (!is_type(*it, "conditional_expression")) continue;
+    if (guards_.is_type_derivation(*it)) {
+      plan_.replace(rule_by_id("device-type-string"), node, requote(expand("{device_type}"), quote), "");
+      return;
+    }
+    break;
+  }
+  if (target_ == Target::Npu) plan_.find(rule_by_id("cuda-test"), node, std::string(text(node)), target_);
+}
+
+// f"cuda:{rank}": npu changes only the "cuda" bytes; elsewhere the whole string is a device
+// string expression.
+void DeviceStrings::fstring_device(TSNode node, uint32_t content_begin, const std::vector<TSNode>& ancestors) {
+  if (target_ != Target::Npu) {
+    device_string_expression(node, ancestors);
+    return;
+  }
+  auto context = context_of(node, ancestors).kind;
+  if (context == ArgContext::Docstring || context == ArgContext::Keyed) return;
+  if (context == ArgContext::Comparison) {
+    plan_.find(rule_by_id("cuda-test"), node, std::string(text(node)), target_);
+    return;
+  }
+  plan_.replace_span(rule_by_id("device-string"), content_begin, content_begin + 4, node, "npu", "");
+}
+
+// A plain "..." replacement keeps the source's quote character.
+std::string DeviceStrings::requote(std::string text, char quote) {
+  if (quote == '\'' && text.size() >= 2 && text.front() == '"' && text.back() == '"' &&
+      text.find('\'') == std::string::npos && text.find('"', 1) == text.size() - 1) {
+    text.front() = '\'';
+    text.back() = '\'';
+  }
+  return text;
+}
+
+ArgumentContext DeviceStrings::context_of(TSNode node, const std::vector<TSNode>& ancestors) const {
+  return classify_string_position(syntax_, node, ancestors,
+                                  [this](std::string_view name) { return plan_.is_torch_alias(name); });
+}
+
+}  // namespace crosstrain::migrate
