@@ -2,7 +2,7 @@
 #include <iostream>
 
 #include "cli/command.h"
-#include "core/data/throughput.h"
+#include "tools/datatools/throughput.h"
 #include "report/envelope.h"
 #include "report/output.h"
 #include "report/table.h"
@@ -13,7 +13,7 @@ namespace crosstrain::cli {
 namespace {
 
 struct DataBenchFlags {
-  data::DataBenchOptions bench;
+  datatools::DataBenchOptions bench;
   std::string split = "train";
   std::string mode;  // default: train for the train split, eval for val
   std::vector<float> mean, std;
@@ -22,7 +22,7 @@ struct DataBenchFlags {
   std::string json_path;
 };
 
-nlohmann::json to_json(const data::DataBenchResult& r) {
+nlohmann::json to_json(const datatools::DataBenchResult& r) {
   nlohmann::json rows = nlohmann::json::array();
   for (const auto& row : r.rows)
     rows.push_back({{"workers", row.workers},
@@ -50,7 +50,7 @@ nlohmann::json to_json(const data::DataBenchResult& r) {
           {"first_bad", bad}};
 }
 
-std::string render_console(const data::DataBenchResult& r) {
+std::string render_console(const datatools::DataBenchResult& r) {
   std::string out = "data-bench: " + r.data + " (" + r.kind + ", " + report::format_count(r.dataset_size) +
                     " samples, " + std::to_string(r.num_classes) + " classes), " + r.mode + " transform -> " +
                     std::to_string(r.layout.channels) + "x" + std::to_string(r.layout.height) + "x" +
@@ -71,7 +71,7 @@ std::string render_console(const data::DataBenchResult& r) {
 }
 
 void run(DataBenchFlags& f) {
-  data::DataBenchOptions& o = f.bench;
+  datatools::DataBenchOptions& o = f.bench;
   if (f.split != "train" && f.split != "val") throw std::invalid_argument("--split must be train or val");
   o.dataset.split = f.split == "train" ? data::Split::Train : data::Split::Val;
   const std::string mode = f.mode.empty() ? f.split : f.mode;
@@ -84,7 +84,7 @@ void run(DataBenchFlags& f) {
   o.validate();
 
   report::ProgressLine progress(report::stderr_is_terminal());
-  auto result = data::run_data_bench(o, [&](const std::string& text) { progress.update("data-bench: " + text, true); });
+  auto result = datatools::run_data_bench(o, [&](const std::string& text) { progress.update("data-bench: " + text, true); });
   progress.clear();
   if (!f.json_path.empty()) report::write_json(report::with_envelope("data-bench", to_json(result)), f.json_path);
   if (!report::json_to_stdout(f.json_path)) std::cout << render_console(result);
@@ -94,7 +94,7 @@ void run(DataBenchFlags& f) {
 
 void add_data_bench_command(CLI::App& app) {
   auto flags = std::make_shared<DataBenchFlags>();
-  data::DataBenchOptions& o = flags->bench;
+  datatools::DataBenchOptions& o = flags->bench;
   auto* cmd = app.add_subcommand("data-bench", "Decode + augment throughput (img/s) of a dataset for several worker counts");
   cmd->add_option("--data", o.data, "Dataset KIND:PATH (synthetic[:N], idx:DIR, cifar:DIR, imagefolder:ROOT)")
       ->capture_default_str();

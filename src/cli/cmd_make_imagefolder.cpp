@@ -3,7 +3,7 @@
 #include <iostream>
 
 #include "cli/command.h"
-#include "core/data/imagefolder_writer.h"
+#include "tools/datatools/imagefolder_writer.h"
 #include "report/envelope.h"
 #include "report/output.h"
 #include "report/terminal.h"
@@ -13,7 +13,7 @@ namespace crosstrain::cli {
 namespace {
 
 struct MakeImageFolderFlags {
-  data::ImageFolderWriteOptions write;
+  datatools::ImageFolderWriteOptions write;
   std::string size = "500x375";
   std::string json_path;
 };
@@ -35,7 +35,7 @@ void run(MakeImageFolderFlags& f) {
   parse_size(f.size, f.write.width, f.write.height);
   f.write.validate();
   report::ProgressLine progress(report::stderr_is_terminal());
-  auto r = data::write_imagefolder(f.write, [&](int64_t done, int64_t total) {
+  auto r = datatools::write_imagefolder(f.write, [&](int64_t done, int64_t total) {
     progress.update("make-imagefolder: " + std::to_string(done) + "/" + std::to_string(total) + " images");
   });
   progress.clear();
@@ -61,7 +61,7 @@ void run(MakeImageFolderFlags& f) {
 
 void add_make_imagefolder_command(CLI::App& app) {
   auto flags = std::make_shared<MakeImageFolderFlags>();
-  data::ImageFolderWriteOptions& o = flags->write;
+  datatools::ImageFolderWriteOptions& o = flags->write;
   auto* cmd = app.add_subcommand("make-imagefolder", "Write a class-per-folder JPEG tree (ROOT/train, ROOT/val) for tests and benchmarks");
   cmd->add_option("--from", o.source, "Source: synthetic, idx:DIR or cifar:DIR")->capture_default_str();
   cmd->add_option("--out", o.root, "Output root")->required();

@@ -2,8 +2,8 @@
 
 #include <stdexcept>
 
-#include "tools/align/dump_session.h"
-#include "tools/align/shared_batches.h"
+#include "tools/dump/dump_session.h"
+#include "tools/dump/shared_batches.h"
 #include "tools/train.h"
 
 namespace crosstrain::commands {
@@ -23,7 +23,7 @@ int64_t DumpAttachment::records_written() const { return session_ ? session_->re
 
 namespace {
 
-std::unique_ptr<tools::ModuleDisturbance> parse_perturbation(const std::string& spec) {
+std::unique_ptr<dump::ModuleDisturbance> parse_perturbation(const std::string& spec) {
   const auto eq = spec.find('=');
   double rel = 1e-2;
   if (eq != std::string::npos) {
@@ -36,7 +36,7 @@ std::unique_ptr<tools::ModuleDisturbance> parse_perturbation(const std::string& 
       throw std::invalid_argument("--perturb-module: expected MODULE[=REL], got '" + spec + "'");
     }
   }
-  return std::make_unique<tools::ModuleDisturbance>(spec.substr(0, eq), tools::ModuleDisturbance::Kind::Noise, rel);
+  return std::make_unique<dump::ModuleDisturbance>(spec.substr(0, eq), dump::ModuleDisturbance::Kind::Noise, rel);
 }
 
 }  // namespace
@@ -45,19 +45,19 @@ DumpAttachment attach_dump(const DumpOptions& f, const std::string& dir, const t
                            tools::TrainHooks& hooks, bool host_batches) {
   DumpAttachment a;
   if (!dir.empty()) {
-    tools::DumpSessionOptions o;
+    dump::DumpSessionOptions o;
     o.dir = dir;
     o.mode = align::parse_dump_mode(f.mode);
     o.steps = align::StepSelection::parse(f.steps);
-    o.meta = tools::dump_meta_for(c);
+    o.meta = dump::dump_meta_for(c);
     o.overwrite = f.overwrite;
-    a.session_ = std::make_unique<tools::DumpSession>(o);
+    a.session_ = std::make_unique<dump::DumpSession>(o);
     hooks.train_observers.push_back(a.session_.get());
   }
   if (!f.perturb.empty()) a.disturbances_.push_back(parse_perturbation(f.perturb));
   if (!f.inject_nan.empty())
     a.disturbances_.push_back(
-        std::make_unique<tools::ModuleDisturbance>(f.inject_nan, tools::ModuleDisturbance::Kind::NaN));
+        std::make_unique<dump::ModuleDisturbance>(f.inject_nan, dump::ModuleDisturbance::Kind::NaN));
   // After the dump: observers' on_exit runs last-registered first, so the dump sees the change.
   for (auto& d : a.disturbances_) hooks.train_observers.push_back(d.get());
   if (!f.input_npy.empty()) {
@@ -65,7 +65,7 @@ DumpAttachment attach_dump(const DumpOptions& f, const std::string& dir, const t
     const int64_t classes = c.num_classes;
     const bool cl = c.channels_last;
     hooks.make_source = [npy, classes, cl](const std::string& device) {
-      return tools::make_npy_batch_source(npy, device, classes, cl);
+      return dump::make_npy_batch_source(npy, device, classes, cl);
     };
   } else if (host_batches) {
     core::SyntheticOptions so;
@@ -74,7 +74,7 @@ DumpAttachment attach_dump(const DumpOptions& f, const std::string& dir, const t
     so.num_classes = c.num_classes;
     so.seed = c.seed;
     so.channels_last = c.channels_last;
-    hooks.make_source = [so](const std::string& device) { return tools::make_host_synthetic_source(so, device); };
+    hooks.make_source = [so](const std::string& device) { return dump::make_host_synthetic_source(so, device); };
   }
   return a;
 }

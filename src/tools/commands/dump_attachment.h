@@ -16,9 +16,11 @@
 namespace crosstrain::tools {
 struct TrainConfig;
 struct TrainHooks;
+}  // namespace crosstrain::tools
+namespace crosstrain::dump {
 class DumpSession;
 class ModuleDisturbance;
-}  // namespace crosstrain::tools
+}  // namespace crosstrain::dump
 
 namespace crosstrain::commands {
 
@@ -50,8 +52,8 @@ class DumpAttachment {
  private:
   friend DumpAttachment attach_dump(const DumpOptions&, const std::string&, const tools::TrainConfig&,
                                     tools::TrainHooks&, bool);
-  std::unique_ptr<tools::DumpSession> session_;
-  std::vector<std::unique_ptr<tools::ModuleDisturbance>> disturbances_;
+  std::unique_ptr<dump::DumpSession> session_;
+  std::vector<std::unique_ptr<dump::ModuleDisturbance>> disturbances_;
 };
 
 // Opens the dump in `dir` (none when empty), adds the disturbances after it, and installs the .npy

@@ -1,11 +1,11 @@
-#include "tools/align/shared_batches.h"
+#include "tools/dump/shared_batches.h"
 
 #include <cstring>
 #include <stdexcept>
 
 #include "tools/align/npy.h"
 
-namespace crosstrain::tools {
+namespace crosstrain::dump {
 
 namespace {
 
@@ -82,4 +82,4 @@ std::unique_ptr<core::BatchSource> make_host_synthetic_source(const core::Synthe
                                           c10::Device(device), options.channels_last);
 }
 
-}  // namespace crosstrain::tools
+}  // namespace crosstrain::dump

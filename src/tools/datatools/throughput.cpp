@@ -1,11 +1,14 @@
-#include "core/data/throughput.h"
+#include "tools/datatools/throughput.h"
 
 #include <sys/resource.h>
 
 #include <algorithm>
 #include <chrono>
 
-namespace crosstrain::data {
+namespace crosstrain::datatools {
+
+// This tool is built from the data library's parts.
+using namespace crosstrain::data;
 namespace {
 
 double process_cpu_seconds() {
@@ -88,4 +91,4 @@ DataBenchResult run_data_bench(const DataBenchOptions& options, const std::funct
   return result;
 }
 
-}  // namespace crosstrain::data
+}  // namespace crosstrain::datatools

@@ -1,4 +1,4 @@
-#include "core/data/imagefolder_writer.h"
+#include "tools/datatools/imagefolder_writer.h"
 
 #include <algorithm>
 #include <atomic>
@@ -11,7 +11,10 @@
 
 #include "core/data/dataset.h"
 
-namespace crosstrain::data {
+namespace crosstrain::datatools {
+
+// This tool is built from the data library's parts.
+using namespace crosstrain::data;
 namespace {
 
 namespace fs = std::filesystem;
@@ -188,4 +191,4 @@ ImageFolderWriteResult write_imagefolder(const ImageFolderWriteOptions& options,
   return r;
 }
 
-}  // namespace crosstrain::data
+}  // namespace crosstrain::datatools

@@ -6,7 +6,7 @@
 #include <functional>
 #include <string>
 
-namespace crosstrain::data {
+namespace crosstrain::datatools {
 
 struct ImageFolderWriteOptions {
   std::string source = "synthetic";  // synthetic | idx:DIR | cifar:DIR
@@ -36,4 +36,4 @@ struct ImageFolderWriteResult {
 ImageFolderWriteResult write_imagefolder(const ImageFolderWriteOptions& options,
                                          const std::function<void(int64_t, int64_t)>& progress = {});
 
-}  // namespace crosstrain::data
+}  // namespace crosstrain::datatools

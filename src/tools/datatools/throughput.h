@@ -11,11 +11,11 @@
 #include "core/data/dataset.h"
 #include "core/data/loader.h"
 
-namespace crosstrain::data {
+namespace crosstrain::datatools {
 
 struct DataBenchOptions {
   std::string data = "synthetic";  // KIND:PATH
-  DatasetOptions dataset;          // split, transform, strict, max_samples
+  data::DatasetOptions dataset;          // split, transform, strict, max_samples
   std::vector<int> workers = {1, 2};
   int64_t batch_size = 64;
   int64_t images = 0;              // timed images per worker count; 0 = the whole split (at most 4096)
@@ -43,11 +43,11 @@ struct DataBenchResult {
   std::string mode;         // train | eval
   int64_t dataset_size = 0;
   int num_classes = 0;
-  SampleLayout layout;
+  data::SampleLayout layout;
   int64_t batch_size = 0;
   std::vector<DataBenchRow> rows;
   int64_t bad_samples = 0;
-  std::vector<SkippedItem> first_bad;       // from the loader and from opening the dataset
+  std::vector<data::SkippedItem> first_bad;       // from the loader and from opening the dataset
   int64_t skipped_at_open = 0;
 };
 
@@ -55,4 +55,4 @@ struct DataBenchResult {
 DataBenchResult run_data_bench(const DataBenchOptions& options,
                                const std::function<void(const std::string&)>& progress = {});
 
-}  // namespace crosstrain::data
+}  // namespace crosstrain::datatools

@@ -1,11 +1,11 @@
-#include "tools/align/dump_session.h"
+#include "tools/dump/dump_session.h"
 
 #include <ATen/CPUGeneratorImpl.h>
 
 #include <limits>
 #include <stdexcept>
 
-namespace crosstrain::tools {
+namespace crosstrain::dump {
 
 namespace {
 
@@ -35,7 +35,7 @@ std::pair<align::DType, at::Tensor> to_host(const at::Tensor& t) {
 
 }  // namespace
 
-nlohmann::json dump_meta_for(const TrainConfig& c) {
+nlohmann::json dump_meta_for(const tools::TrainConfig& c) {
   return {{"model", c.model},         {"precision", c.precision},   {"device", c.device},
           {"seed", c.seed},           {"batch_size", c.batch_size}, {"image_size", c.image_size},
           {"threads", c.threads},     {"channels_last", c.channels_last},
@@ -106,7 +106,7 @@ void DumpSession::on_loss(int64_t step, const at::Tensor& loss, std::optional<do
   }
 }
 
-void DumpSession::on_param_grads(int64_t step, bool scaled, const NamedTensors& grads) {
+void DumpSession::on_param_grads(int64_t step, bool scaled, const tools::NamedTensors& grads) {
   if (scaled) saw_scaled_ = true;
   if (!dumping_) return;
   // Without a scaler the only report is the (unscaled) gradient, recorded as param_grad; with one,
@@ -115,7 +115,7 @@ void DumpSession::on_param_grads(int64_t step, bool scaled, const NamedTensors& 
   for (const auto& [name, g] : grads) write(step, name, kind, g);
 }
 
-void DumpSession::on_step_end(const StepRecord& record) {
+void DumpSession::on_step_end(const tools::StepRecord& record) {
   std::lock_guard<std::mutex> lock(mutex_);
   if (writer_.is_open()) writer_.log_loss(record.step, record.loss);
   dumping_ = false;
@@ -139,4 +139,4 @@ at::Tensor ModuleDisturbance::on_module_exit(const std::string& module, const at
   return t;
 }
 
-}  // namespace crosstrain::tools
+}  // namespace crosstrain::dump

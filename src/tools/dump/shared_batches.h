@@ -7,7 +7,7 @@
 
 #include "core/batch_source.h"
 
-namespace crosstrain::tools {
+namespace crosstrain::dump {
 
 // DIR/images.npy (float32, N x C x H x W) and DIR/labels.npy (int64, N), one batch returned on
 // every step. std::runtime_error naming the file when one is missing or malformed.
@@ -18,4 +18,4 @@ std::unique_ptr<core::BatchSource> make_npy_batch_source(const std::string& dir,
 std::unique_ptr<core::BatchSource> make_host_synthetic_source(const core::SyntheticOptions& options,
                                                               const std::string& device);
 
-}  // namespace crosstrain::tools
+}  // namespace crosstrain::dump

@@ -1,5 +1,5 @@
 // DumpSession on real (tiny) training runs, compared with the engine `crosstrain compare` uses.
-#include "tools/align/dump_session.h"
+#include "tools/dump/dump_session.h"
 
 #include <algorithm>
 
@@ -9,8 +9,8 @@
 #include "tools/train.h"
 
 using namespace crosstrain;
-using crosstrain::tools::DumpSession;
-using crosstrain::tools::ModuleDisturbance;
+using crosstrain::dump::DumpSession;
+using crosstrain::dump::ModuleDisturbance;
 
 namespace {
 
@@ -19,11 +19,11 @@ tools::TrainConfig tiny() { return crosstrain::testing::tiny_train_config(/*batc
 // One run dumped into `dir` (step 0, tensors); `disturb` is applied after the dump observer.
 void dumped_run(const tools::TrainConfig& c, const std::string& dir, ModuleDisturbance* disturb = nullptr,
                 bool expect_failure = false) {
-  tools::DumpSessionOptions o;
+  dump::DumpSessionOptions o;
   o.dir = dir;
   o.mode = align::DumpMode::Tensors;
   o.steps = align::StepSelection::parse("0");
-  o.meta = tools::dump_meta_for(c);
+  o.meta = dump::dump_meta_for(c);
   DumpSession dump(o);
   tools::TrainHooks hooks;
   hooks.train_observers.push_back(&dump);
@@ -116,7 +116,7 @@ TEST(DumpSession, LossScalerRecordsScaledAndUnscaledGradients) {
 }
 
 TEST(DumpSession, UnwritableDirectoryFailsBeforeTraining) {
-  tools::DumpSessionOptions o;
+  dump::DumpSessionOptions o;
   o.dir = "/proc/crosstrain_no_such_dir/dump";
   EXPECT_THROW(DumpSession{o}, std::runtime_error);
 }

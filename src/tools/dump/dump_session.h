@@ -4,8 +4,8 @@
 //
 //   DumpSessionOptions o; o.dir = "dump_a"; o.mode = align::DumpMode::Stats; o.steps = StepSelection::parse("0-1");
 //   DumpSession dump(o);                          // opens the dump now: a bad directory fails early
-//   TrainHooks hooks; hooks.train_observers.push_back(&dump);
-//   run_training(config, hooks);
+//   tools::TrainHooks hooks; hooks.train_observers.push_back(&dump);
+//   tools::run_training(config, hooks);
 //   dump.close();
 //
 // Per dumped step, in execution order: every module's forward output (block and leaf), the loss and
@@ -26,7 +26,7 @@
 #include "tools/align/dump_writer.h"
 #include "tools/train_observer.h"
 
-namespace crosstrain::tools {
+namespace crosstrain::dump {
 
 struct DumpSessionOptions {
   std::string dir;
@@ -37,9 +37,9 @@ struct DumpSessionOptions {
 };
 
 // The dump's meta block for a run configuration (model, precision, device, seed, batch, ...).
-nlohmann::json dump_meta_for(const TrainConfig& config);
+nlohmann::json dump_meta_for(const tools::TrainConfig& config);
 
-class DumpSession final : public TrainObserver {
+class DumpSession final : public tools::TrainObserver {
  public:
   explicit DumpSession(const DumpSessionOptions& options);  // std::runtime_error if `dir` is unusable
   ~DumpSession() override;
@@ -48,8 +48,8 @@ class DumpSession final : public TrainObserver {
 
   void on_step_begin(int64_t step) override;
   void on_loss(int64_t step, const at::Tensor& loss, std::optional<double> loss_scale) override;
-  void on_param_grads(int64_t step, bool scaled, const NamedTensors& grads) override;
-  void on_step_end(const StepRecord& record) override;
+  void on_param_grads(int64_t step, bool scaled, const tools::NamedTensors& grads) override;
+  void on_step_end(const tools::StepRecord& record) override;
   bool wants_module_events() const override { return true; }
   bool reads_module_outputs() const override { return true; }
   bool wants_param_grads() const override { return true; }
@@ -74,7 +74,7 @@ class DumpSession final : public TrainObserver {
 // standard-normal noise: it changes the direction, which batch norm would not undo as it undoes a
 // scale), or a NaN in its first element. Register it after any DumpSession so the dump records
 // the changed output.
-class ModuleDisturbance final : public TrainObserver {
+class ModuleDisturbance final : public tools::TrainObserver {
  public:
   enum class Kind { Noise, NaN };
   ModuleDisturbance(std::string module, Kind kind, double relative = 1e-2);
@@ -90,4 +90,4 @@ class ModuleDisturbance final : public TrainObserver {
   int64_t applied_ = 0;
 };
 
-}  // namespace crosstrain::tools
+}  // namespace crosstrain::dump
