@@ -1,5 +1,6 @@
 #include "tools/align/dump_format.h"
 
+#include <algorithm>
 #include <cctype>
 #include <stdexcept>
 
@@ -158,6 +159,10 @@ DumpRecord record_from_json(const nlohmann::json& j) {
     r.stats = stats_from_json(need("stats"));
     r.stats.numel = shape_numel(r.shape);
     r.file = j.value("file", std::string());
+    if (!r.file.empty() && (r.file[0] == '/' || r.file == ".." || r.file.rfind("../", 0) == 0 ||
+                            r.file.find("/../") != std::string::npos ||
+                            (r.file.size() >= 3 && r.file.compare(r.file.size() - 3, 3, "/..") == 0)))
+      throw std::invalid_argument("'file' " + r.file + " leads out of the dump directory");
   } catch (const nlohmann::json::exception& e) {
     throw std::invalid_argument(std::string("record has a field of the wrong type: ") + e.what());
   }
@@ -171,8 +176,15 @@ std::string shape_to_string(const std::vector<int64_t>& shape) {
 }
 
 int64_t shape_numel(const std::vector<int64_t>& shape) {
+  // Shapes come from files: a zero anywhere makes 0 whatever the other dimensions are, and a
+  // product past int64 is refused rather than wrapped.
+  for (auto d : shape)
+    if (d < 0) throw std::invalid_argument("negative dimension in shape " + shape_to_string(shape));
+  if (std::find(shape.begin(), shape.end(), int64_t{0}) != shape.end()) return 0;
   int64_t n = 1;
-  for (auto d : shape) n *= d;
+  for (auto d : shape)
+    if (__builtin_mul_overflow(n, d, &n))
+      throw std::invalid_argument("shape " + shape_to_string(shape) + " has more than 2^63 elements");
   return n;
 }
 

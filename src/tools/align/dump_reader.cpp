@@ -2,8 +2,10 @@
 
 #include <algorithm>
 #include <filesystem>
-#include <fstream>
+#include <sstream>
 #include <stdexcept>
+
+#include "report/input_file.h"
 
 namespace fs = std::filesystem;
 
@@ -18,8 +20,9 @@ DumpIndex read_dump(const std::string& dir) {
   std::error_code ec;
   if (!fs::is_directory(dir, ec)) throw std::runtime_error(dir + ": not a directory");
   const fs::path index_path = fs::path(dir) / kIndexFile;
-  std::ifstream in(index_path);
-  if (!in) throw std::runtime_error(dir + ": no " + std::string(kIndexFile) + " (not a crosstrain dump)");
+  if (!fs::exists(fs::symlink_status(index_path, ec)))
+    throw std::runtime_error(dir + ": no " + std::string(kIndexFile) + " (not a crosstrain dump)");
+  std::istringstream in(report::read_regular_file(index_path.string(), kMaxIndexBytes, "dump index"));
   DumpIndex idx;
   idx.dir = dir;
   std::string line;
@@ -60,7 +63,7 @@ DumpIndex read_dump(const std::string& dir) {
     return x.step != y.step ? x.step < y.step : x.seq < y.seq;
   });
   const fs::path loss_path = fs::path(dir) / kLossFile;
-  if (fs::exists(loss_path, ec)) {
+  if (fs::exists(fs::symlink_status(loss_path, ec))) {
     idx.has_loss_log = true;
     idx.loss = read_loss_log(loss_path.string());
   }

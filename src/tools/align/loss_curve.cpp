@@ -3,11 +3,12 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
-#include <fstream>
+#include <sstream>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 
+#include "report/input_file.h"
 #include "tools/align/dump_writer.h"
 
 namespace crosstrain::align {
@@ -33,8 +34,7 @@ bool parse_text_line(const std::string& line, LossPoint& out) {
 }  // namespace
 
 LossLog read_loss_log(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw std::runtime_error(path + ": cannot open loss log");
+  std::istringstream in(report::read_regular_file(path, kMaxLossLogBytes, "loss log"));
   LossLog log;
   std::map<int64_t, double> by_step;
   std::string line;

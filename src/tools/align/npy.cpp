@@ -12,6 +12,7 @@
 #include <memory>
 #include <stdexcept>
 
+#include "report/input_file.h"
 #include "tools/align/element_decode.h"
 
 namespace crosstrain::align {
@@ -179,14 +180,9 @@ DType write_npy(const std::string& path, DType type, const std::vector<int64_t>&
 
 NpyArray NpyArray::open(const std::string& path) {
   if (!host_is_little_endian()) fail(path, "reading .npy needs a little-endian host");
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) fail(path, std::string("cannot open: ") + std::strerror(errno));
-  struct stat st {};
-  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-    ::close(fd);
-    fail(path, "not a regular file");
-  }
-  const size_t size = static_cast<size_t>(st.st_size);
+  uint64_t file_size = 0;
+  const int fd = report::open_regular_file(path, &file_size);  // FIFOs and devices are refused
+  const size_t size = static_cast<size_t>(file_size);
   if (size < 10) {
     ::close(fd);
     fail(path, "not an .npy file (too short: " + std::to_string(size) + " bytes)");
