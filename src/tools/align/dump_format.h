@@ -76,6 +76,10 @@ struct DumpRecord {
   TensorStats stats;
   std::string file;               // relative to the dump directory; empty in stats mode
 };
+// An integer field read from a file: std::invalid_argument naming `what` unless `v` is an integer
+// that fits int64 (a float such as 1e300 would otherwise be cast with undefined behaviour).
+int64_t json_int64(const nlohmann::json& v, const std::string& what);
+
 nlohmann::json record_to_json(const DumpRecord& r);
 DumpRecord record_from_json(const nlohmann::json& j);  // std::invalid_argument naming the bad field
 

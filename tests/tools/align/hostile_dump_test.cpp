@@ -142,3 +142,22 @@ TEST(HostileDump, ShapesBeyondInt64AreRefusedAndZeroDimensionsGiveZero) {
   rec["shape"] = {big, big, 0};
   EXPECT_EQ(record_from_json(rec).stats.numel, 0);
 }
+
+TEST(HostileDump, IntegersOutOfRangeOrFractionalAreRefused) {
+  nlohmann::json rec = {{"seq", 1e300}, {"step", 0}, {"name", "forward/x"}, {"dtype", "float32"},
+                        {"shape", {2}}, {"stats", nlohmann::json::object()}};
+  EXPECT_THROW(record_from_json(rec), std::invalid_argument);
+  rec["seq"] = 0;
+  rec["shape"] = {1.5};
+  EXPECT_THROW(record_from_json(rec), std::invalid_argument);
+  rec["shape"] = {uint64_t{1} << 63};
+  EXPECT_THROW(record_from_json(rec), std::invalid_argument);
+  rec["shape"] = {2};
+  rec["stats"] = {{"nan_count", -1e300}};
+  EXPECT_THROW(record_from_json(rec), std::invalid_argument);
+  const LossLog log = parse_loss_log("{\"step\":1e300,\"loss\":1}\n{\"step\":2,\"loss\":1}\n", "x");
+  EXPECT_EQ(log.points.size(), 1u);
+  EXPECT_EQ(log.problems.size(), 1u);
+  EXPECT_THROW(parse_dump_index("{\"format\":\"crosstrain-dump\",\"version\":1e300}\n", "x"), std::runtime_error);
+  EXPECT_THROW(parse_dump_index("{\"format\":7,\"version\":1}\n", "x"), std::runtime_error);
+}
