@@ -83,6 +83,7 @@ void run(DataBenchFlags& f) {
   if (f.uint8) o.dataset.transform.output = data::SampleType::UInt8;
   if (f.no_dct_scaling) o.dataset.transform.dct_scaling = false;
   o.validate();
+  if (!f.json_path.empty()) report::check_writable(f.json_path);  // before the work, not after it
 
   report::ProgressLine progress(report::stderr_is_terminal());
   auto result = data::run_data_bench(o, [&](const std::string& text) { progress.update("data-bench: " + text, true); });

@@ -114,3 +114,16 @@ TEST(CompareCli, FailedReportWritesExitOneWithAMessage) {
   EXPECT_EQ(run("compare " + a.str() + " " + b.str() + " --json " + fifo).code, 1);
   EXPECT_TRUE(std::filesystem::is_fifo(fifo));
 }
+
+TEST(CompareCli, UnwritableOutputFailsBeforeComparing) {
+  // The missing input would fail the comparison with exit 2; the output check comes first.
+  TempDir a("cli_cmp");
+  const std::string err_file = a / "stderr.txt";
+  const std::string cmd = std::string(CROSSTRAIN_BINARY) + " compare " + (a / "missing_a") + " " + (a / "missing_b") +
+                          " --html " + (a / "no/such/dir/r.html") + " >/dev/null 2>" + err_file;
+  const int status = std::system(cmd.c_str());
+  EXPECT_EQ(WEXITSTATUS(status), 1);
+  std::ifstream err(err_file);
+  std::string text((std::istreambuf_iterator<char>(err)), std::istreambuf_iterator<char>());
+  EXPECT_NE(text.find("no/such/dir"), std::string::npos) << text;
+}

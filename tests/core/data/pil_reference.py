@@ -15,18 +15,29 @@ import numpy as np
 from PIL import Image
 
 
-def png(path, width, height, bit_depth, color_type, rows, extra=b"", interlace=0):
+def chunk(kind, data):
+    return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+
+
+def png(path, width, height, bit_depth, color_type, rows, extra=b""):
     """A PNG from raw scanlines (bytes per row, already packed); `extra` chunks go before IDAT."""
-    def chunk(kind, data):
-        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
     raw = b"".join(b"\x00" + r for r in rows)
-    ihdr = struct.pack(">IIBBBBB", width, height, bit_depth, color_type, 0, 0, interlace)
+    ihdr = struct.pack(">IIBBBBB", width, height, bit_depth, color_type, 0, 0, 0)
     Path(path).write_bytes(b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", ihdr) + extra + chunk(b"IDAT", zlib.compress(raw)) +
                           chunk(b"IEND", b""))
 
 
-def chunk(kind, data):
-    return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+def png_adam7(path, pixels, bit_depth, color_type):
+    """An interlaced PNG of `pixels` (H x W x C array, big-endian samples for 16 bits)."""
+    h, w = pixels.shape[:2]
+    raw = b""
+    for x0, y0, dx, dy in ((0, 0, 8, 8), (4, 0, 8, 8), (0, 4, 4, 8), (2, 0, 4, 4), (0, 2, 2, 4), (1, 0, 2, 2), (0, 1, 1, 2)):
+        sub = pixels[y0::dy, x0::dx]
+        if sub.shape[0] and sub.shape[1]:
+            raw += b"".join(b"\x00" + r.tobytes() for r in sub)
+    ihdr = struct.pack(">IIBBBBB", w, h, bit_depth, color_type, 0, 0, 1)
+    Path(path).write_bytes(b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", ihdr) + chunk(b"IDAT", zlib.compress(raw)) +
+                          chunk(b"IEND", b""))
 
 
 def main(out):
@@ -52,6 +63,12 @@ def main(out):
     png(out / "rgba16.png", w, h, 16, 6, [r.tobytes() for r in rgba16])
     rgb16 = rng.integers(0, 65536, size=(h, w, 3), dtype=np.uint16).astype(">u2")
     png(out / "rgb16.png", w, h, 16, 2, [r.tobytes() for r in rgb16])
+    big16 = rng.integers(0, 65536, size=(11, 13, 3), dtype=np.uint16).astype(">u2")
+    png_adam7(out / "rgb16_interlaced.png", big16, 16, 2)
+    rgba8_big = rng.integers(0, 256, size=(11, 13, 4), dtype=np.uint8)
+    rgba8_big[..., 3] = 0
+    png_adam7(out / "rgba8_interlaced.png", rgba8_big, 8, 6)
+    png_adam7(out / "rgb8_interlaced.png", rgba8_big[..., :3].copy(), 8, 2)
     rgb8 = rng.integers(0, 256, size=(h, w, 3), dtype=np.uint8)
     png(out / "rgb8_trns.png", w, h, 8, 2, [r.tobytes() for r in rgb8],
         chunk(b"tRNS", rgb8[0, 0].astype(">u2").tobytes()) + chunk(b"gAMA", struct.pack(">I", 100000)))
