@@ -50,6 +50,10 @@ Target resolve(const std::string& path) {
     }
     t.path = buf;
     if (::stat(t.path.c_str(), &lst) != 0) fail(path, errno_text(errno));
+    // A link to a regular file is refused: a link planted where a report goes must not redirect
+    // the write to a file elsewhere. Links to devices and FIFOs (/dev/stdout) are written through.
+    if (S_ISREG(lst.st_mode))
+      fail(path, "it is a symbolic link (to " + t.path + "); write to the target itself or remove the link");
   }
   t.exists = true;
   t.st = lst;

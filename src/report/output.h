@@ -10,9 +10,10 @@
 //                              renamed over `path`, and the directory fsync()ed: a crash leaves
 //                              either the old file or the new one, never half of one. A replaced
 //                              file keeps its permission bits; a new one gets 0666 minus umask.
-//   a symbolic link            written through: the link's final target is replaced as above (or
-//                              written directly if it is a special file); the link itself stays.
-//                              A dangling link or a link loop is refused.
+//   a symbolic link            to a device, FIFO or socket (/dev/stdout): written through, as below.
+//                              To a regular file, a directory, nothing (dangling) or itself
+//                              (a loop): refused, so that a link planted where a report goes cannot
+//                              redirect the write elsewhere; the link is never replaced.
 //   a character device, FIFO   written directly, in place (`--json /dev/stdout`, a named pipe);
 //   or socket                  a FIFO without a reader is refused instead of waiting for one.
 //   a directory                refused.

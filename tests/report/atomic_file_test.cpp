@@ -52,13 +52,22 @@ TEST_F(AtomicFile, ReplacesRegularFileKeepingItsModeAndLeavesNoTemporary) {
   EXPECT_EQ(entries(), 1u);
 }
 
-TEST_F(AtomicFile, WritesThroughASymlinkAndKeepsTheLink) {
+TEST_F(AtomicFile, RefusesASymlinkToARegularFileAndKeepsBoth) {
   const auto target = path("real.json"), link = path("latest.json");
   write_file_atomic(target, "v1");
   fs::create_symlink(target, link);
-  write_file_atomic(link, "v2");
+  EXPECT_THROW(write_file_atomic(link, "v2"), std::runtime_error);
+  EXPECT_THROW(check_writable(link), std::runtime_error);
   EXPECT_TRUE(fs::is_symlink(link));
-  EXPECT_EQ(slurp(target), "v2");
+  EXPECT_EQ(slurp(target), "v1");
+}
+
+TEST_F(AtomicFile, WritesThroughASymlinkToADevice) {
+  const auto link = path("sink");
+  fs::create_symlink("/dev/null", link);
+  EXPECT_NO_THROW(write_file_atomic(link, "discarded"));
+  EXPECT_TRUE(fs::is_symlink(link));
+  EXPECT_TRUE(fs::is_character_file("/dev/null"));
 }
 
 TEST_F(AtomicFile, RefusesDanglingSymlinkAndDirectory) {
