@@ -98,7 +98,11 @@ class ImageFolderDataset : public Dataset {
       std::vector<std::string> found;
       std::error_code ec;
       if (is_dir(dir)) {
+        const size_t skipped_before = skipped_.size();
         walk_images(dir, found, skipped_, ec);
+        if (options.strict && skipped_.size() > skipped_before)
+          throw std::runtime_error("imagefolder dataset: " + skipped_[skipped_before].where + ": " +
+                                   skipped_[skipped_before].reason);
       }
       if (found.empty()) {
         const std::string reason = ec ? "cannot list: " + ec.message()

@@ -89,6 +89,9 @@ TEST(HostileData, FifosNamedLikeInputsAreRefusedWithoutBlocking) {
   ASSERT_EQ(d->skipped().size(), 1u);
   EXPECT_NE(d->skipped()[0].reason.find("not a regular file"), std::string::npos);
   EXPECT_THROW(read_file_bytes((root / "a" / "pipe.png").string()), BadSample);
+  DatasetOptions strict = folder_options();
+  strict.strict = true;
+  EXPECT_NE(error_of([&] { open_dataset("imagefolder:" + root.string(), strict); }).find("pipe.png"), std::string::npos);
   EXPECT_THROW(read_file_bytes("/dev/zero"), BadSample);
 
   const auto idx = scratch_dir("fifo_idx");
