@@ -8,3 +8,9 @@ cd build
 # A test that fails is run once more: a failure that repeats fails the run, and a first failure
 # still prints its output (and, for a crash, the stack from tests/test_main.cpp) in the log.
 ctest --output-on-failure --timeout 900 -j "${CROSSTRAIN_TEST_JOBS:-2}" --repeat until-pass:2 "$@"
+# CROSSTRAIN_SANITIZE_TESTS=1: also build the libtorch-free parts with ASan + UBSan and run their
+# tests (scripts/sanitize.sh, build-sanitize/).
+if [ "${CROSSTRAIN_SANITIZE_TESTS:-0}" = 1 ]; then
+  cd ..
+  bash scripts/sanitize.sh
+fi
