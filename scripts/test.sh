@@ -9,3 +9,9 @@ cd build
 # one that does not is printed as FLAKY, and a first failure still prints its output (and, for a
 # crash, the stack from tests/test_main.cpp) in the log.
 bash ../scripts/ctest_rerun.sh --output-on-failure --timeout 900 -j "${CROSSTRAIN_TEST_JOBS:-2}" "$@"
+# CROSSTRAIN_SANITIZE_TESTS=1: also build the libtorch-free parts with ASan + UBSan and run their
+# tests (scripts/sanitize.sh, build-sanitize/).
+if [ "${CROSSTRAIN_SANITIZE_TESTS:-0}" = 1 ]; then
+  cd ..
+  bash scripts/sanitize.sh
+fi

@@ -33,6 +33,9 @@ void run_compare(const CompareFlags& f) {
     if (!(f.loss_rtol >= 0)) throw std::invalid_argument("--loss-rtol must be >= 0");
     opt.loss_rtol = f.loss_rtol;
   }
+  // A typo in an output path fails before the work, not after it.
+  for (const auto* path : {&f.json_path, &f.csv_path, &f.html_path})
+    if (!path->empty()) report::check_writable(*path);
   report::ProgressLine progress;
   auto result = align::compare_paths(f.a, f.b, opt, [&](size_t done, size_t total) {
     progress.update("comparing " + std::to_string(done) + "/" + std::to_string(total));

@@ -82,6 +82,7 @@ void run(DataBenchFlags& f) {
   if (f.uint8) o.dataset.transform.output = data::SampleType::UInt8;
   if (f.no_dct_scaling) o.dataset.transform.dct_scaling = false;
   o.validate();
+  if (!f.json_path.empty()) report::check_writable(f.json_path);  // before the work, not after it
 
   report::ProgressLine progress(report::stderr_is_terminal());
   auto result = datatools::run_data_bench(o, [&](const std::string& text) { progress.update("data-bench: " + text, true); });
@@ -117,6 +118,12 @@ void add_data_bench_command(CLI::App& app) {
   cmd->add_option("--max-samples", o.dataset.max_samples, "Use only N samples of the split (0 = all)");
   cmd->add_option("--seed", o.seed, "Shuffle and augmentation seed")->capture_default_str();
   cmd->add_flag("--strict", o.dataset.strict, "Stop at the first bad sample instead of skipping it");
+  cmd->add_option("--max-image-pixels", o.dataset.max_image_pixels, "Refuse images with more pixels (PIL's bomb limit)")
+      ->check(CLI::PositiveNumber)->capture_default_str();
+  cmd->add_option("--max-image-bytes", o.dataset.max_image_bytes, "Refuse image files larger than this")
+      ->check(CLI::PositiveNumber)->capture_default_str();
+  cmd->add_option("--max-file-bytes", o.dataset.max_file_bytes, "Refuse IDX (inflated) and CIFAR files larger than this")
+      ->check(CLI::PositiveNumber)->capture_default_str();
   add_json_option(cmd, flags->json_path);
   cmd->callback([flags] { run(*flags); });
 }

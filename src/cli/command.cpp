@@ -5,6 +5,8 @@
 #include <string>
 #include <vector>
 
+#include "report/output.h"
+
 namespace crosstrain::cli {
 
 CLI::Option* add_json_option(CLI::App* cmd, std::string& path) {
@@ -63,7 +65,17 @@ bool check_command_word(const CLI::App& app, int argc, char** argv) {
 
 }  // namespace
 
-int run_cli(CLI::App& app, int argc, char** argv) {
+namespace {
+// Whatever went to stdout must have arrived: a failed write (a full disk, /dev/full) fails the
+// command even when the command itself succeeded.
+int with_stdout_checked(int code) {
+  std::string why;
+  if (report::flush_stdout(&why)) return code;
+  std::cerr << "crosstrain: error: " << why << "\n";
+  return code == 0 ? 1 : code;
+}
+
+int run_parsed(CLI::App& app, int argc, char** argv) {
   if (!check_command_word(app, argc, argv)) return 2;
   try {
     app.parse(argc, argv);
@@ -104,5 +116,8 @@ int run_cli(CLI::App& app, int argc, char** argv) {
     return 1;
   }
 }
+}  // namespace
+
+int run_cli(CLI::App& app, int argc, char** argv) { return with_stdout_checked(run_parsed(app, argc, argv)); }
 
 }  // namespace crosstrain::cli

@@ -1,4 +1,5 @@
 // `crosstrain compare` through the binary: exit codes, --help, JSON on stdout, report files.
+#include <sys/stat.h>
 #include <sys/wait.h>
 
 #include <gtest/gtest.h>
@@ -89,4 +90,40 @@ TEST(CompareCli, CallerMistakesExitTwo) {
   EXPECT_EQ(run("compare " + a.str() + " " + a.str() + " --precision int8").code, 2);
   EXPECT_EQ(run("compare " + a.str() + " " + a.str() + " --loss-rtol abc").code, 2);
   EXPECT_EQ(run("compare " + a.str() + " " + a.str() + " --json /no/such/dir/r.json").code, 1);  // runtime
+}
+
+// Reports that cannot be written fail the command: stdout on /dev/full, a FIFO nobody reads as
+// --json, and a --json symlink keeps being a link.
+TEST(CompareCli, FailedReportWritesExitOneWithAMessage) {
+  TempDir a("cli_cmp"), b("cli_cmp");
+  write_dump(a.str(), 0.0f);
+  write_dump(b.str(), 0.0f);
+  const std::string cmd = std::string(CROSSTRAIN_BINARY) + " compare " + a.str() + " " + b.str();
+  const std::string err_file = a / "stderr.txt";
+  int status = std::system((cmd + " --json - > /dev/full 2>" + err_file).c_str());
+  ASSERT_TRUE(WIFEXITED(status));
+  EXPECT_EQ(WEXITSTATUS(status), 1);
+  std::ifstream err(err_file);
+  std::string text((std::istreambuf_iterator<char>(err)), std::istreambuf_iterator<char>());
+  EXPECT_NE(text.find("standard output"), std::string::npos) << text;
+  status = std::system((cmd + " > /dev/full 2>/dev/null").c_str());
+  EXPECT_EQ(WEXITSTATUS(status), 1) << "console report lost on a full device";
+
+  const std::string fifo = a / "pipe.json";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
+  EXPECT_EQ(run("compare " + a.str() + " " + b.str() + " --json " + fifo).code, 1);
+  EXPECT_TRUE(std::filesystem::is_fifo(fifo));
+}
+
+TEST(CompareCli, UnwritableOutputFailsBeforeComparing) {
+  // The missing input would fail the comparison with exit 2; the output check comes first.
+  TempDir a("cli_cmp");
+  const std::string err_file = a / "stderr.txt";
+  const std::string cmd = std::string(CROSSTRAIN_BINARY) + " compare " + (a / "missing_a") + " " + (a / "missing_b") +
+                          " --html " + (a / "no/such/dir/r.html") + " >/dev/null 2>" + err_file;
+  const int status = std::system(cmd.c_str());
+  EXPECT_EQ(WEXITSTATUS(status), 1);
+  std::ifstream err(err_file);
+  std::string text((std::istreambuf_iterator<char>(err)), std::istreambuf_iterator<char>());
+  EXPECT_NE(text.find("no/such/dir"), std::string::npos) << text;
 }

@@ -135,3 +135,14 @@ TEST(DataCommands, ExitCodes) {
   EXPECT_EQ(run("make-imagefolder --out /tmp/x --quality 0").code, 2);
   EXPECT_EQ(run("make-imagefolder --out /tmp/x --from imagefolder:/tmp").code, 2);
 }
+
+TEST(DataCommands, ImagePixelLimitIsAFlag) {
+  const auto root = scratch("limit");
+  ASSERT_EQ(run("make-imagefolder --out " + root.string() + " --train 4 --val 2 --classes 2 --size 40x30").code, 0);
+  const std::string bench = "data-bench --strict --data imagefolder:" + root.string() + " --workers 1 --images 4 --batch-size 2 --size 16";
+  CommandResult r = run(bench + " --max-image-pixels 1200");  // 40x30: at the limit
+  EXPECT_EQ(r.code, 0) << r.err;
+  r = run(bench + " --max-image-pixels 1199");
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.err.find("limit of 1199"), std::string::npos) << r.err;
+}

@@ -54,7 +54,7 @@ std::unique_ptr<Dataset> open_cifar_dataset(const std::string& path, const Datas
   for (const std::string& file : files) {
     std::vector<uint8_t> bytes;
     try {
-      bytes = read_file_bytes(file);
+      bytes = read_file_bytes(file, options.max_file_bytes);
     } catch (const BadSample& e) {
       if (options.strict) throw std::runtime_error(std::string("cifar dataset: ") + e.what());
       dataset->add_skipped({e.where(), e.reason()});

@@ -9,6 +9,7 @@
 #include <mutex>
 
 #include "core/data/fixed_size_dataset.h"
+#include "report/input_file.h"
 
 namespace crosstrain::data {
 namespace {
@@ -100,29 +101,27 @@ std::unique_ptr<Dataset> open_dataset(const std::string& spec, const DatasetOpti
   return factory(path, options);
 }
 
-void read_file_bytes(const std::string& path, std::vector<uint8_t>& bytes) {
-  std::FILE* f = std::fopen(path.c_str(), "rb");
-  if (!f) throw BadSample(path, std::string("cannot open: ") + std::strerror(errno));
-  // Read in chunks up to EOF rather than trusting a size taken beforehand (files can change).
-  size_t used = 0;
-  for (;;) {
-    if (bytes.size() < used + (1 << 16)) bytes.resize(std::max<size_t>(used + (1 << 16), bytes.size() * 2));
-    const size_t want = bytes.size() - used;
-    const size_t n = std::fread(bytes.data() + used, 1, want, f);
-    used += n;
-    if (n < want) break;
+void read_file_bytes(const std::string& path, std::vector<uint8_t>& bytes, uint64_t max_bytes) {
+  try {
+    report::read_regular_file(path, max_bytes, "file", bytes);
+  } catch (const std::runtime_error& e) {
+    // The message starts with the path; BadSample carries it apart.
+    std::string reason = e.what();
+    if (reason.compare(0, path.size() + 2, path + ": ") == 0) reason.erase(0, path.size() + 2);
+    throw BadSample(path, reason);
   }
-  const bool failed = std::ferror(f) != 0;
-  const int err = errno;
-  std::fclose(f);
-  bytes.resize(used);
-  if (failed) throw BadSample(path, std::string("read error: ") + std::strerror(err));
 }
 
-std::vector<uint8_t> read_file_bytes(const std::string& path) {
+std::vector<uint8_t> read_file_bytes(const std::string& path, uint64_t max_bytes) {
   std::vector<uint8_t> bytes;
-  read_file_bytes(path, bytes);
+  read_file_bytes(path, bytes, max_bytes);
   return bytes;
+}
+
+int64_t Dataset::skipped_samples() const {
+  int64_t n = 0;
+  for (const auto& s : skipped_) n += s.samples;
+  return n;
 }
 
 Image synthetic_pattern(uint64_t index, int label, int num_classes, int width, int height, int channels) {

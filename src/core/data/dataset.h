@@ -23,10 +23,17 @@
 #include <string>
 #include <vector>
 
+#include "core/data/image_codec.h"
 #include "core/data/sample_rng.h"
 #include "core/data/transform.h"
 
 namespace crosstrain::data {
+
+// Default limits (DatasetOptions): PIL refuses images above 89,478,485 pixels as decompression
+// bombs; image files above 256 MiB and dataset files above 4 GiB are not what these formats hold.
+constexpr int64_t kDefaultMaxImagePixels = 89'478'485;
+constexpr uint64_t kDefaultMaxImageBytes = uint64_t{256} << 20;
+constexpr uint64_t kDefaultMaxDataFileBytes = uint64_t{4} << 30;
 
 enum class Split { Train, Val };
 
@@ -36,12 +43,17 @@ struct DatasetOptions {
   bool strict = false;        // stop at the first bad sample instead of skipping it
   std::string val_root;       // imagefolder: validation root when ROOT has no train/ + val/
   int64_t max_samples = 0;    // 0 = all; otherwise the first N (subsets for quick runs)
+  // Limits on untrusted input (each refused above its limit, with a message naming it):
+  int64_t max_image_pixels = kDefaultMaxImagePixels;  // width*height of one image (PIL's bomb limit)
+  uint64_t max_image_bytes = kDefaultMaxImageBytes;   // one image file
+  uint64_t max_file_bytes = kDefaultMaxDataFileBytes; // one IDX (after gunzip) or CIFAR batch file
 };
 
-// One item that was left out, with why.
+// One item that was left out, with why. A truncated file can leave out many records at once.
 struct SkippedItem {
   std::string where;   // path, or path#record
   std::string reason;
+  int64_t samples = 1; // samples this item stands for
 };
 
 // A sample that cannot be decoded: carries where it came from and why.
@@ -75,6 +87,8 @@ class Dataset {
 
   // Items left out when the dataset was opened (non-strict mode).
   const std::vector<SkippedItem>& skipped() const { return skipped_; }
+  // Samples left out when the dataset was opened: the sum of skipped()'s counts.
+  int64_t skipped_samples() const;
   // Class names in label order (folder names, or "0".."N-1").
   virtual std::vector<std::string> class_names() const;
 
@@ -98,10 +112,11 @@ std::unique_ptr<Dataset> open_idx_dataset(const std::string& path, const Dataset
 std::unique_ptr<Dataset> open_cifar_dataset(const std::string& path, const DatasetOptions& options);
 std::unique_ptr<Dataset> open_imagefolder_dataset(const std::string& path, const DatasetOptions& options);
 
-// Reads a whole file; throws BadSample(path, reason) when it cannot. The second form reuses
-// `out`'s capacity.
-std::vector<uint8_t> read_file_bytes(const std::string& path);
-void read_file_bytes(const std::string& path, std::vector<uint8_t>& out);
+// Reads a whole regular file of at most `max_bytes`; throws BadSample(path, reason) when it cannot
+// (FIFOs, devices and directories are refused without blocking). The second form reuses `out`'s
+// capacity.
+std::vector<uint8_t> read_file_bytes(const std::string& path, uint64_t max_bytes = kDefaultMaxDataFileBytes);
+void read_file_bytes(const std::string& path, std::vector<uint8_t>& out, uint64_t max_bytes = kDefaultMaxDataFileBytes);
 
 // Deterministic class-dependent test pattern (gradients, stripes, a disc, mild noise) of w x h,
 // shared by the synthetic dataset and make-imagefolder.

@@ -18,6 +18,17 @@ void FixedSizeImageDataset::add(const uint8_t* hwc, int64_t label) {
   if (label + 1 > num_classes_) num_classes_ = static_cast<int>(label + 1);
 }
 
+void FixedSizeImageDataset::adopt(std::vector<uint8_t> bytes, size_t offset, std::vector<int64_t> labels) {
+  const size_t per_image = static_cast<size_t>(width_) * height_ * channels_;
+  if (offset > bytes.size() || (bytes.size() - offset) / per_image < labels.size())
+    throw std::logic_error("FixedSizeImageDataset::adopt: fewer pixels than labels");
+  pixels_ = std::move(bytes);
+  offset_ = offset;
+  labels_ = std::move(labels);
+  for (int64_t l : labels_)
+    if (l + 1 > num_classes_) num_classes_ = static_cast<int>(l + 1);
+}
+
 void FixedSizeImageDataset::finish(int64_t max_samples) {
   const size_t bytes = static_cast<size_t>(width_) * height_ * channels_;
   if (max_samples > 0 && static_cast<size_t>(max_samples) < labels_.size()) {
@@ -25,11 +36,12 @@ void FixedSizeImageDataset::finish(int64_t max_samples) {
     std::vector<uint8_t> pixels(keep.size() * bytes);
     std::vector<int64_t> labels(keep.size());
     for (size_t i = 0; i < keep.size(); ++i) {
-      std::memcpy(pixels.data() + i * bytes, pixels_.data() + keep[i] * bytes, bytes);
+      std::memcpy(pixels.data() + i * bytes, pixels_.data() + offset_ + keep[i] * bytes, bytes);
       labels[i] = labels_[keep[i]];
     }
     pixels_.swap(pixels);
     labels_.swap(labels);
+    offset_ = 0;
   }
   if (labels_.empty()) throw std::runtime_error(kind_ + " dataset " + source_ + ": no usable samples" + describe_skipped(skipped_));
 }
@@ -37,7 +49,7 @@ void FixedSizeImageDataset::finish(int64_t max_samples) {
 void FixedSizeImageDataset::decode(size_t index, SampleRng& rng, void* dest) const {
   if (index >= labels_.size()) throw std::out_of_range("sample index " + std::to_string(index) + " out of range");
   const size_t bytes = static_cast<size_t>(width_) * height_ * channels_;
-  PixelView view{pixels_.data() + index * bytes, width_, height_, channels_, 0, 0, 1.0};
+  PixelView view{pixels_.data() + offset_ + index * bytes, width_, height_, channels_, 0, 0, 1.0};
   SampleGeometry g = plan_sample_geometry(transform_, width_, height_, rng);
   render_sample(view, g, transform_, dest);
 }
@@ -56,7 +68,9 @@ std::vector<size_t> evenly_spaced_subset(size_t n, int64_t keep) {
 
 std::string describe_skipped(const std::vector<SkippedItem>& skipped) {
   if (skipped.empty()) return "";
-  std::string s = " (" + std::to_string(skipped.size()) + " skipped; first: " + skipped.front().where + ": " +
+  int64_t samples = 0;
+  for (const auto& item : skipped) samples += item.samples;
+  std::string s = " (" + std::to_string(samples) + " skipped; first: " + skipped.front().where + ": " +
                   skipped.front().reason + ")";
   return s;
 }

@@ -14,6 +14,9 @@ class FixedSizeImageDataset : public Dataset {
 
   // Appends one image (HWC, width*height*channels bytes) with its label.
   void add(const uint8_t* hwc, int64_t label);
+  // Takes over a whole file's bytes as the pixel store (no copy): images start at `offset`, one
+  // per label. Replaces what add() stored.
+  void adopt(std::vector<uint8_t> bytes, size_t offset, std::vector<int64_t> labels);
   void add_skipped(SkippedItem item) { skipped_.push_back(std::move(item)); }
   void set_num_classes(int n) { num_classes_ = n; }
   // Keeps max_samples evenly spaced samples (0 or >= size: all); throws when nothing is left.
@@ -34,6 +37,7 @@ class FixedSizeImageDataset : public Dataset {
   int num_classes_ = 0;
   TransformSpec transform_;
   std::vector<uint8_t> pixels_;
+  size_t offset_ = 0;  // of the first image in pixels_
   std::vector<int64_t> labels_;
 };
 

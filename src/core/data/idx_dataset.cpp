@@ -1,11 +1,15 @@
 // MNIST-format IDX files (MNIST, Fashion-MNIST, KMNIST...), raw or gzip-compressed.
 // Images: magic 0x00000803, count, rows, cols (big-endian u32), then count*rows*cols bytes.
 // Labels: magic 0x00000801, count, then count bytes.
+// The image file's bytes become the dataset's pixel store as read (no copy); a file, raw or
+// inflated, larger than DatasetOptions::max_file_bytes is refused, the inflated size checked as
+// the bytes come out of zlib.
 #include <zlib.h>
 
 #include <filesystem>
 
 #include "core/data/fixed_size_dataset.h"
+#include "report/input_file.h"
 
 namespace crosstrain::data {
 namespace {
@@ -16,25 +20,34 @@ uint32_t read_be32(const uint8_t* p) {
   return (uint32_t{p[0]} << 24) | (uint32_t{p[1]} << 16) | (uint32_t{p[2]} << 8) | uint32_t{p[3]};
 }
 
-std::vector<uint8_t> gunzip(const std::vector<uint8_t>& in, const std::string& path) {
+[[noreturn]] void too_large(const std::string& path, uint64_t limit) {
+  throw std::runtime_error("idx dataset: " + path + ": inflates to more than the limit of " +
+                           report::byte_size_text(limit) + " (raise it with the maximum file size option)");
+}
+
+std::vector<uint8_t> gunzip(const std::vector<uint8_t>& in, const std::string& path, uint64_t limit) {
   z_stream zs{};
   if (inflateInit2(&zs, 16 + MAX_WBITS) != Z_OK) throw std::runtime_error(path + ": zlib initialisation failed");
-  std::vector<uint8_t> out(std::max<size_t>(in.size() * 4, 1 << 16));
+  // The trailer's size (mod 2^32, and only a claim) sizes the first buffer when it is plausible.
+  uint64_t hint = in.size() >= 4 ? read_be32(in.data() + in.size() - 4) : 0;
+  hint = ((hint & 0xff) << 24) | ((hint & 0xff00) << 8) | ((hint >> 8) & 0xff00) | (hint >> 24);  // little-endian
+  const uint64_t first = hint >= in.size() && hint <= limit ? hint + 1 : std::min<uint64_t>(uint64_t{in.size()} * 4 + (1 << 16), limit + 1);
+  std::vector<uint8_t> out(static_cast<size_t>(first));
   zs.next_in = const_cast<Bytef*>(in.data());
-  zs.avail_in = static_cast<uInt>(in.size());
+  zs.avail_in = static_cast<uInt>(std::min<size_t>(in.size(), UINT32_MAX));
   int rc = Z_OK;
-  // Bound the output: a small hostile .gz must not inflate into all of memory.
-  constexpr size_t kMaxInflated = size_t{4} << 30;
   while (rc != Z_STREAM_END) {
-    if (zs.total_out == out.size()) {
-      if (out.size() >= kMaxInflated) {
-        inflateEnd(&zs);
-        throw std::runtime_error(path + ": inflates to more than 4 GiB; not an IDX file");
-      }
-      out.resize(out.size() * 2);
+    if (zs.total_out > limit) {
+      inflateEnd(&zs);
+      too_large(path, limit);
     }
+    if (zs.total_out == out.size()) out.resize(static_cast<size_t>(std::min<uint64_t>(uint64_t{out.size()} * 2, limit + 1)));
+    // Never more room than limit + 1 bytes: going past the limit is seen at once.
+    const size_t room = out.size() - zs.total_out;
     zs.next_out = out.data() + zs.total_out;
-    zs.avail_out = static_cast<uInt>(out.size() - zs.total_out);
+    zs.avail_out = static_cast<uInt>(std::min<size_t>(room, UINT32_MAX));
+    if (zs.avail_in == 0 && zs.total_in < in.size())
+      zs.avail_in = static_cast<uInt>(std::min<size_t>(in.size() - zs.total_in, UINT32_MAX));
     rc = inflate(&zs, Z_NO_FLUSH);
     if (rc == Z_BUF_ERROR && zs.avail_in == 0) break;  // input ended early: keep what came out
     if (rc != Z_OK && rc != Z_STREAM_END && rc != Z_BUF_ERROR) {
@@ -43,7 +56,11 @@ std::vector<uint8_t> gunzip(const std::vector<uint8_t>& in, const std::string& p
       throw std::runtime_error(path + ": gzip: " + msg);
     }
   }
-  out.resize(zs.total_out);
+  if (zs.total_out > limit) {
+    inflateEnd(&zs);
+    too_large(path, limit);
+  }
+  out.resize(zs.total_out);  // no shrink_to_fit: that would copy it all once more
   inflateEnd(&zs);
   return out;
 }
@@ -54,20 +71,32 @@ std::string find_idx_file(const fs::path& dir, const std::string& prefix, const 
     for (const char* ext : {"", ".gz"}) {
       fs::path p = dir / (prefix + sep + kind + "-ubyte" + ext);
       std::error_code ec;
-      if (fs::is_regular_file(p, ec)) return p.string();
+      if (fs::exists(fs::symlink_status(p, ec))) return p.string();
     }
   throw std::runtime_error("idx dataset: no " + prefix + "-" + kind + "-ubyte[.gz] in " + dir.string());
 }
 
-std::vector<uint8_t> load_maybe_gzipped(const std::string& path) {
+std::vector<uint8_t> load_maybe_gzipped(const std::string& path, uint64_t limit) {
   std::vector<uint8_t> bytes;
   try {
-    bytes = read_file_bytes(path);
+    bytes = read_file_bytes(path, limit);
   } catch (const BadSample& e) {
-    throw std::runtime_error(e.what());
+    throw std::runtime_error("idx dataset: " + std::string(e.what()));
   }
-  if (bytes.size() >= 2 && bytes[0] == 0x1f && bytes[1] == 0x8b) return gunzip(bytes, path);
+  if (bytes.size() >= 2 && bytes[0] == 0x1f && bytes[1] == 0x8b) return gunzip(bytes, path, limit);
   return bytes;
+}
+
+// Magic first (a foreign file is named as such), then the header's length.
+void check_header(const std::vector<uint8_t>& b, const std::string& path, uint32_t magic, size_t header, const char* what) {
+  if (b.size() < 4 || read_be32(b.data()) != magic) {
+    char hex[16];
+    std::snprintf(hex, sizeof(hex), "0x%08x", magic);
+    throw std::runtime_error("idx dataset: " + path + ": not an IDX " + what + " file (magic " + hex + " expected)");
+  }
+  if (b.size() < header)
+    throw std::runtime_error("idx dataset: " + path + ": truncated header (" + std::to_string(b.size()) + " of " +
+                             std::to_string(header) + " bytes)");
 }
 
 }  // namespace
@@ -79,13 +108,10 @@ std::unique_ptr<Dataset> open_idx_dataset(const std::string& path, const Dataset
   const std::string prefix = options.split == Split::Train ? "train" : "t10k";
   const std::string images_path = find_idx_file(dir, prefix, "images-idx3");
   const std::string labels_path = find_idx_file(dir, prefix, "labels-idx1");
-  const std::vector<uint8_t> images = load_maybe_gzipped(images_path);
-  const std::vector<uint8_t> labels = load_maybe_gzipped(labels_path);
-
-  if (images.size() < 16 || read_be32(images.data()) != 0x00000803)
-    throw std::runtime_error("idx dataset: " + images_path + ": not an IDX image file (magic 0x00000803 expected)");
-  if (labels.size() < 8 || read_be32(labels.data()) != 0x00000801)
-    throw std::runtime_error("idx dataset: " + labels_path + ": not an IDX label file (magic 0x00000801 expected)");
+  std::vector<uint8_t> images = load_maybe_gzipped(images_path, options.max_file_bytes);
+  const std::vector<uint8_t> labels = load_maybe_gzipped(labels_path, options.max_file_bytes);
+  check_header(images, images_path, 0x00000803, 16, "image");
+  check_header(labels, labels_path, 0x00000801, 8, "label");
   const uint64_t n_images = read_be32(images.data() + 4);
   const uint64_t rows = read_be32(images.data() + 8), cols = read_be32(images.data() + 12);
   const uint64_t n_labels = read_be32(labels.data() + 4);
@@ -107,9 +133,10 @@ std::unique_ptr<Dataset> open_idx_dataset(const std::string& path, const Dataset
     const std::string reason = "truncated: " + std::to_string(n_images) + " records declared, " +
                                std::to_string(usable) + " complete";
     if (options.strict) throw std::runtime_error("idx dataset: " + short_file + ": " + reason);
-    dataset->add_skipped({short_file, reason});
+    dataset->add_skipped({short_file, reason, static_cast<int64_t>(n_images - usable)});
   }
-  for (uint64_t i = 0; i < usable; ++i) dataset->add(images.data() + 16 + i * per_image, labels[8 + i]);
+  std::vector<int64_t> label_values(labels.begin() + 8, labels.begin() + 8 + static_cast<std::ptrdiff_t>(usable));
+  dataset->adopt(std::move(images), 16, std::move(label_values));
   dataset->finish(options.max_samples);
   return dataset;
 }

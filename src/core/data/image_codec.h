@@ -76,7 +76,8 @@ Image decode_image(const uint8_t* data, size_t size);
 // JPEG, 4:2:0 chroma subsampling for RGB, quality 1..100; baseline unless progressive.
 std::vector<uint8_t> encode_jpeg(const Image& image, int quality, bool progressive = false);
 
-// Largest accepted image, in pixels: a hostile header cannot make us allocate without bound.
-constexpr int64_t kMaxImagePixels = int64_t{1} << 28;
+// Largest image the decoders accept at all, in pixels: a hostile header cannot make them allocate
+// without bound. Datasets apply a lower, configurable limit first (DatasetOptions).
+constexpr int64_t kMaxImagePixels = int64_t{1} << 30;
 
 }  // namespace crosstrain::data

@@ -1,8 +1,11 @@
 // torchvision's ImageFolder layout: ROOT/<class>/**/<file>.{jpg,jpeg,png}, classes sorted by
 // folder name, files sorted by path. Files are only listed when the dataset is opened; they are
 // read and decoded by decode(), so a bad file is found (and skipped or reported) when it is used.
+#include <sys/stat.h>
+
 #include <algorithm>
 #include <filesystem>
+#include <set>
 
 #include "core/data/fixed_size_dataset.h"
 
@@ -22,6 +25,55 @@ bool has_image_extension(const fs::path& p) {
   return ext == ".jpg" || ext == ".jpeg" || ext == ".png";
 }
 
+// Directories already walked, by (device, inode): a directory reached again through a symbolic
+// link (a link to an ancestor, a "." link, two links to one folder) is not walked twice.
+struct DirId {
+  dev_t dev;
+  ino_t ino;
+  bool operator<(const DirId& o) const { return dev != o.dev ? dev < o.dev : ino < o.ino; }
+};
+
+// Image files under `dir`, following links to files and to directories not walked yet; links to
+// `dir` itself or to a folder above it are not followed. Entries named like images that are not
+// regular files (FIFOs, devices) are left out with a reason; dangling links are listed, so that
+// they are reported as bad samples when read, as torchvision's loader would fail on them.
+void walk_images(const fs::path& dir, std::vector<std::string>& found, std::vector<SkippedItem>& skipped,
+                 std::error_code& ec) {
+  std::set<DirId> seen;
+  std::error_code cec;
+  const fs::path self = fs::canonical(dir, cec);
+  for (fs::path up = self.parent_path(); !cec && !up.empty(); up = up.parent_path()) {
+    struct stat st {};
+    if (::stat(up.c_str(), &st) == 0) seen.insert({st.st_dev, st.st_ino});  // ancestors: never walked
+    if (up == up.root_path()) break;
+  }
+  std::vector<fs::path> pending{dir};
+  while (!pending.empty()) {
+    const fs::path d = pending.back();
+    pending.pop_back();
+    struct stat st {};
+    if (::stat(d.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) continue;
+    if (!seen.insert({st.st_dev, st.st_ino}).second) continue;
+    std::error_code dec;
+    for (fs::directory_iterator it(d, fs::directory_options::skip_permission_denied, dec), end; !dec && it != end;
+         it.increment(dec)) {
+      const fs::path& p = it->path();
+      struct stat target {};
+      if (::stat(p.c_str(), &target) != 0) {
+        if (has_image_extension(p)) found.push_back(p.string());
+        continue;
+      }
+      if (S_ISDIR(target.st_mode)) {
+        pending.push_back(p);
+      } else if (has_image_extension(p)) {
+        if (S_ISREG(target.st_mode)) found.push_back(p.string());
+        else skipped.push_back({p.string(), "not a regular file"});
+      }
+    }
+    if (dec && d == dir) ec = dec;
+  }
+}
+
 std::vector<std::string> list_classes(const fs::path& root) {
   std::vector<std::string> classes;
   std::error_code ec;
@@ -35,7 +87,8 @@ std::vector<std::string> list_classes(const fs::path& root) {
 class ImageFolderDataset : public Dataset {
  public:
   ImageFolderDataset(const fs::path& class_root, const fs::path& sample_root, const DatasetOptions& options)
-      : root_(sample_root.string()), transform_(options.transform) {
+      : root_(sample_root.string()), transform_(options.transform), max_pixels_(options.max_image_pixels),
+        max_bytes_(options.max_image_bytes) {
     transform_.validate();
     if (transform_.size == 0) throw std::invalid_argument("imagefolder dataset: the transform needs an output size (size > 0)");
     classes_ = list_classes(class_root);
@@ -45,11 +98,11 @@ class ImageFolderDataset : public Dataset {
       std::vector<std::string> found;
       std::error_code ec;
       if (is_dir(dir)) {
-        auto opts = fs::directory_options::follow_directory_symlink | fs::directory_options::skip_permission_denied;
-        for (fs::recursive_directory_iterator it(dir, opts, ec), end; !ec && it != end; it.increment(ec)) {
-          std::error_code fec;
-          if (has_image_extension(it->path()) && !fs::is_directory(it->path(), fec)) found.push_back(it->path().string());
-        }
+        const size_t skipped_before = skipped_.size();
+        walk_images(dir, found, skipped_, ec);
+        if (options.strict && skipped_.size() > skipped_before)
+          throw std::runtime_error("imagefolder dataset: " + skipped_[skipped_before].where + ": " +
+                                   skipped_[skipped_before].reason);
       }
       if (found.empty()) {
         const std::string reason = ec ? "cannot list: " + ec.message()
@@ -96,10 +149,14 @@ class ImageFolderDataset : public Dataset {
     const std::string& path = paths_.at(index);
     thread_local std::vector<uint8_t> bytes;
     thread_local DecodedRegion region;
-    read_file_bytes(path, bytes);
+    read_file_bytes(path, bytes, max_bytes_);
     try {
       const ImageInfo info = probe_image(bytes.data(), bytes.size());
-      if (static_cast<int64_t>(info.width) * info.height > kMaxImagePixels) throw DecodeError("image too large");
+      const int64_t pixels = static_cast<int64_t>(info.width) * info.height;
+      if (pixels > max_pixels_ || pixels > kMaxImagePixels)
+        throw DecodeError(std::to_string(info.width) + "x" + std::to_string(info.height) + " = " + std::to_string(pixels) +
+                          " pixels, more than the limit of " + std::to_string(std::min(max_pixels_, kMaxImagePixels)) +
+                          " (a decompression bomb?)");
       const SampleGeometry g = plan_sample_geometry(transform_, info.width, info.height, rng);
       decode_image_region(bytes.data(), bytes.size(), region_for(g, info.width, info.height, transform_.dct_scaling), region);
       render_sample(view_of(region), g, transform_, dest);
@@ -114,6 +171,8 @@ class ImageFolderDataset : public Dataset {
   std::vector<std::string> classes_;
   std::vector<std::string> paths_;
   std::vector<int64_t> labels_;
+  int64_t max_pixels_;
+  uint64_t max_bytes_;
 };
 
 }  // namespace

@@ -46,9 +46,25 @@ void set_output_color(jpeg_decompress_struct& cinfo) {
     case JCS_GRAYSCALE: cinfo.out_color_space = JCS_GRAYSCALE; break;
     case JCS_YCbCr:
     case JCS_RGB: cinfo.out_color_space = JCS_RGB; break;
-    default:
-      // CMYK/YCCK JPEGs (some print workflows) are rare in training sets; reject them clearly.
-      ERREXIT(&cinfo, JERR_CONVERSION_NOTIMPL);
+    case JCS_CMYK:
+    case JCS_YCCK: cinfo.out_color_space = JCS_CMYK; break;  // turned into RGB by cmyk_rows_to_rgb
+    default: ERREXIT(&cinfo, JERR_CONVERSION_NOTIMPL);
+  }
+}
+
+// CMYK rows (4 bytes a pixel) -> RGB (3), in place, as PIL does: Adobe-written files store the
+// inks inverted (PIL reads them as "CMYK;I"), and PIL's CMYK -> RGB conversion is
+// R = (255 - K) - (C * (255 - K)) / 255, rounded as its MULDIV255.
+void cmyk_rows_to_rgb(uint8_t* pixels, size_t count, bool adobe_inverted) {
+  auto muldiv255 = [](int a, int b) {
+    const int t = a * b + 128;
+    return ((t >> 8) + t) >> 8;
+  };
+  for (size_t i = 0; i < count; ++i) {
+    int ink[4];
+    for (int c = 0; c < 4; ++c) ink[c] = adobe_inverted ? 255 - pixels[4 * i + c] : pixels[4 * i + c];
+    const int nk = 255 - ink[3];
+    for (int c = 0; c < 3; ++c) pixels[3 * i + c] = static_cast<uint8_t>(std::clamp(nk - muldiv255(ink[c], nk), 0, 255));
   }
 }
 
@@ -132,7 +148,9 @@ void decode_jpeg_region(const uint8_t* data, size_t size, const RegionRequest& r
   jpeg_start_decompress(&cinfo);
 
   const int ow = static_cast<int>(cinfo.output_width), oh = static_cast<int>(cinfo.output_height);
-  const int channels = cinfo.output_components;
+  const int channels = cinfo.output_components;  // 4 for CMYK until converted below
+  const bool cmyk = cinfo.out_color_space == JCS_CMYK;
+  const bool adobe_inverted = cmyk && cinfo.saw_Adobe_marker;
   // Region in decoded coordinates, widened to whole pixels plus a margin: chroma upsampling
   // treats the edge of a cropped decode as the image edge, so the outermost decoded pixels can
   // differ from a full decode; the margin keeps them out of what the caller uses.
@@ -150,7 +168,7 @@ void decode_jpeg_region(const uint8_t* data, size_t size, const RegionRequest& r
 
   out.image.width = static_cast<int>(cw);
   out.image.height = sy1 - sy0;
-  out.image.channels = channels;
+  out.image.channels = cmyk ? 3 : channels;
   out.image.pixels.resize(static_cast<size_t>(cw) * out.image.height * channels);
   if (sy0 > 0) jpeg_skip_scanlines(&cinfo, static_cast<JDIMENSION>(sy0));
   while (static_cast<int>(cinfo.output_scanline) < sy1) {
@@ -162,6 +180,10 @@ void decode_jpeg_region(const uint8_t* data, size_t size, const RegionRequest& r
   // typical crop); a truncated file is caught by the end-of-image check instead.
   jpeg_abort_decompress(&cinfo);
   jpeg_destroy_decompress(&cinfo);
+  if (cmyk) {
+    cmyk_rows_to_rgb(out.image.pixels.data(), static_cast<size_t>(cw) * out.image.height, adobe_inverted);
+    out.image.pixels.resize(static_cast<size_t>(cw) * out.image.height * 3);
+  }
   // Source coordinates of the decoded pixel grid's origin (exact when m == 8).
   out.scale = m / 8.0;
   out.origin_x = static_cast<int>(static_cast<int64_t>(xoff) * 8 / m);

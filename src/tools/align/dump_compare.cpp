@@ -7,6 +7,7 @@
 #include <stdexcept>
 #include <unordered_map>
 
+#include "report/input_file.h"
 #include "tools/align/dump_reader.h"
 #include "tools/align/npy.h"
 
@@ -55,7 +56,7 @@ void compare_pair(TensorComparison& tc, const DumpIndex& da, const DumpIndex& db
   tc.method = "tensor";
   auto open_side = [&](const DumpIndex& d, const DumpRecord& r, const char* side, NpyArray& out) {
     try {
-      out = NpyArray::open((fs::path(d.dir) / r.file).string());
+      out = NpyArray::open(report::resolve_inside(d.dir, r.file));
     } catch (const std::exception& e) {
       tc.reason = std::string(side) + ": " + e.what();
       return false;

@@ -1,6 +1,8 @@
 #include "tools/align/dump_format.h"
 
+#include <algorithm>
 #include <cctype>
+#include <climits>
 #include <stdexcept>
 
 namespace crosstrain::align {
@@ -103,6 +105,13 @@ nlohmann::json stats_to_json(const TensorStats& s) {
           {"norm", opt(s.norm)}, {"nan_count", s.nan_count}, {"inf_count", s.inf_count}};
 }
 
+int64_t json_int64(const nlohmann::json& v, const std::string& what) {
+  if (v.is_number_unsigned() && v.get<uint64_t>() > static_cast<uint64_t>(INT64_MAX))
+    throw std::invalid_argument("'" + what + "' is out of range");
+  if (!v.is_number_integer()) throw std::invalid_argument("'" + what + "' is not an integer");
+  return v.get<int64_t>();
+}
+
 TensorStats stats_from_json(const nlohmann::json& j) {
   if (!j.is_object()) throw std::invalid_argument("'stats' is not an object");
   TensorStats s;
@@ -110,8 +119,10 @@ TensorStats stats_from_json(const nlohmann::json& j) {
   s.min = opt_number(j, "min");
   s.mean = opt_number(j, "mean");
   s.norm = opt_number(j, "norm");
-  s.nan_count = j.value("nan_count", int64_t{0});
-  s.inf_count = j.value("inf_count", int64_t{0});
+  for (auto [key, field] : {std::pair{"nan_count", &s.nan_count}, std::pair{"inf_count", &s.inf_count}}) {
+    auto it = j.find(key);
+    if (it != j.end() && !it->is_null()) *field = json_int64(*it, key);
+  }
   return s;
 }
 
@@ -139,8 +150,8 @@ DumpRecord record_from_json(const nlohmann::json& j) {
   };
   DumpRecord r;
   try {
-    r.seq = need("seq").get<int64_t>();
-    r.step = need("step").get<int64_t>();
+    r.seq = json_int64(need("seq"), "seq");
+    r.step = json_int64(need("step"), "step");
     r.name = need("name").get<std::string>();
     r.kind = parse_record_kind(j.value("kind", std::string("other")));
     auto dt = parse_dtype(need("dtype").get<std::string>());
@@ -152,12 +163,18 @@ DumpRecord record_from_json(const nlohmann::json& j) {
       if (!st) throw std::invalid_argument("unknown stored_dtype");
       r.stored_dtype = *st;
     }
-    r.shape = need("shape").get<std::vector<int64_t>>();
+    const auto& shape = need("shape");
+    if (!shape.is_array()) throw std::invalid_argument("'shape' is not a list");
+    for (const auto& d : shape) r.shape.push_back(json_int64(d, "shape"));
     for (auto d : r.shape)
       if (d < 0) throw std::invalid_argument("negative dimension in 'shape'");
     r.stats = stats_from_json(need("stats"));
     r.stats.numel = shape_numel(r.shape);
     r.file = j.value("file", std::string());
+    if (!r.file.empty() && (r.file[0] == '/' || r.file == ".." || r.file.rfind("../", 0) == 0 ||
+                            r.file.find("/../") != std::string::npos ||
+                            (r.file.size() >= 3 && r.file.compare(r.file.size() - 3, 3, "/..") == 0)))
+      throw std::invalid_argument("'file' " + r.file + " leads out of the dump directory");
   } catch (const nlohmann::json::exception& e) {
     throw std::invalid_argument(std::string("record has a field of the wrong type: ") + e.what());
   }
@@ -171,8 +188,15 @@ std::string shape_to_string(const std::vector<int64_t>& shape) {
 }
 
 int64_t shape_numel(const std::vector<int64_t>& shape) {
+  // Shapes come from files: a zero anywhere makes 0 whatever the other dimensions are, and a
+  // product past int64 is refused rather than wrapped.
+  for (auto d : shape)
+    if (d < 0) throw std::invalid_argument("negative dimension in shape " + shape_to_string(shape));
+  if (std::find(shape.begin(), shape.end(), int64_t{0}) != shape.end()) return 0;
   int64_t n = 1;
-  for (auto d : shape) n *= d;
+  for (auto d : shape)
+    if (__builtin_mul_overflow(n, d, &n))
+      throw std::invalid_argument("shape " + shape_to_string(shape) + " has more than 2^63 elements");
   return n;
 }
 

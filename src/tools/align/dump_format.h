@@ -25,6 +25,10 @@ constexpr const char* kDumpFormatName = "crosstrain-dump";
 constexpr const char* kIndexFile = "index.jsonl";
 constexpr const char* kLossFile = "loss.jsonl";
 constexpr const char* kTensorDir = "tensors";
+// Largest index.jsonl and loss log read (both are read whole): far above what a training run
+// writes (a few hundred bytes per record), low enough that a hostile file cannot take the memory.
+constexpr uint64_t kMaxIndexBytes = uint64_t{1} << 30;
+constexpr uint64_t kMaxLossLogBytes = uint64_t{1} << 30;
 
 enum class DumpMode { Stats, Tensors };
 std::string dump_mode_name(DumpMode m);
@@ -72,11 +76,17 @@ struct DumpRecord {
   TensorStats stats;
   std::string file;               // relative to the dump directory; empty in stats mode
 };
+// An integer field read from a file: std::invalid_argument naming `what` unless `v` is an integer
+// that fits int64 (a float such as 1e300 would otherwise be cast with undefined behaviour).
+int64_t json_int64(const nlohmann::json& v, const std::string& what);
+
 nlohmann::json record_to_json(const DumpRecord& r);
 DumpRecord record_from_json(const nlohmann::json& j);  // std::invalid_argument naming the bad field
 
 std::string shape_to_string(const std::vector<int64_t>& shape);  // "[2, 3]"
-int64_t shape_numel(const std::vector<int64_t>& shape);          // 1 for a 0-d tensor
+// 1 for a 0-d tensor, 0 when any dimension is 0; std::invalid_argument for a negative dimension or
+// a product beyond int64 (shapes come from files).
+int64_t shape_numel(const std::vector<int64_t>& shape);
 
 // Full record name for a kind and a module/parameter path: (Forward, "layer1.0") -> "forward/layer1.0";
 // Loss and LossScale ignore the path.

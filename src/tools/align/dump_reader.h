@@ -24,6 +24,8 @@ struct DumpIndex {
 };
 
 DumpIndex read_dump(const std::string& dir);
+// The index part of read_dump() on index.jsonl's text (no loss log); `where` names it in errors.
+DumpIndex parse_dump_index(const std::string& text, const std::string& where);
 
 // True when `path` is a directory holding index.jsonl.
 bool is_dump_dir(const std::string& path);

@@ -51,7 +51,8 @@ double loss_from_json(const nlohmann::json& j) {
     if (s == "inf" || s == "Infinity") return INFINITY;
     if (s == "-inf" || s == "-Infinity") return -INFINITY;
   }
-  throw std::invalid_argument("loss is not a number: " + j.dump());
+  // Only the type: the value may be nested arbitrarily deep, and dumping it would recurse as deep.
+  throw std::invalid_argument(std::string("loss is not a number but ") + (j.is_string() ? "the string \"" + j.get<std::string>().substr(0, 40) + "\"" : std::string("a JSON ") + j.type_name()));
 }
 
 DumpWriter::~DumpWriter() {

@@ -3,11 +3,13 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
-#include <fstream>
+#include <sstream>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <stdexcept>
 
+#include "report/input_file.h"
+#include "tools/align/dump_format.h"
 #include "tools/align/dump_writer.h"
 
 namespace crosstrain::align {
@@ -33,8 +35,11 @@ bool parse_text_line(const std::string& line, LossPoint& out) {
 }  // namespace
 
 LossLog read_loss_log(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw std::runtime_error(path + ": cannot open loss log");
+  return parse_loss_log(report::read_regular_file(path, kMaxLossLogBytes, "loss log"), path);
+}
+
+LossLog parse_loss_log(const std::string& text, const std::string& path) {
+  std::istringstream in(text);
   LossLog log;
   std::map<int64_t, double> by_step;
   std::string line;
@@ -49,7 +54,8 @@ LossLog read_loss_log(const std::string& path) {
     if (line[first] == '{') {
       try {
         auto j = nlohmann::json::parse(line);
-        pt.step = j.at("step").get<int64_t>();
+        if (!j.is_object()) throw std::invalid_argument("not a JSON object");
+        pt.step = json_int64(j.at("step"), "step");
         pt.loss = loss_from_json(j.at("loss"));
         ok = true;
       } catch (const std::exception& e) {

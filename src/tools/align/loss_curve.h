@@ -21,8 +21,11 @@ struct LossLog {
   std::vector<std::string> problems;  // unreadable lines
 };
 
-// std::runtime_error when the file cannot be opened.
+// std::runtime_error when the file cannot be opened, is not a regular file or is larger than
+// kMaxLossLogBytes (dump_format.h).
 LossLog read_loss_log(const std::string& path);
+// The same from text already read; `path` only names it in problems.
+LossLog parse_loss_log(const std::string& text, const std::string& path);
 
 struct LossStepDiff {
   int64_t step = 0;

@@ -12,6 +12,7 @@
 #include <memory>
 #include <stdexcept>
 
+#include "report/input_file.h"
 #include "tools/align/element_decode.h"
 
 namespace crosstrain::align {
@@ -177,27 +178,9 @@ DType write_npy(const std::string& path, DType type, const std::vector<int64_t>&
   return stored;
 }
 
-NpyArray NpyArray::open(const std::string& path) {
-  if (!host_is_little_endian()) fail(path, "reading .npy needs a little-endian host");
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) fail(path, std::string("cannot open: ") + std::strerror(errno));
-  struct stat st {};
-  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-    ::close(fd);
-    fail(path, "not a regular file");
-  }
-  const size_t size = static_cast<size_t>(st.st_size);
-  if (size < 10) {
-    ::close(fd);
-    fail(path, "not an .npy file (too short: " + std::to_string(size) + " bytes)");
-  }
-  void* map = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
-  ::close(fd);
-  if (map == MAP_FAILED) fail(path, std::string("cannot map: ") + std::strerror(errno));
-  NpyArray arr;
-  arr.map_ = map;
-  arr.map_size_ = size;
-  const auto* bytes = static_cast<const unsigned char*>(map);
+NpyLayout parse_npy_header(const uint8_t* bytes, size_t size, const std::string& path) {
+  NpyLayout out;
+  if (size < 10) fail(path, "not an .npy file (too short: " + std::to_string(size) + " bytes)");
   if (std::memcmp(bytes, kMagic, kMagicLen) != 0) fail(path, "not an .npy file (bad magic)");
   const int major = bytes[6];
   size_t header_len = 0, prefix = 0;
@@ -223,23 +206,47 @@ NpyArray NpyArray::open(const std::string& path) {
   bool known = false;
   for (const auto& d : kDescrs)
     if (descr == d.descr) {
-      arr.dtype_ = d.type;
+      out.dtype = d.type;
       known = true;
     }
   if (!known) fail(path, "unsupported dtype '" + h.descr + "'");
-  arr.shape_ = h.shape;
-  arr.version_ = major;
+  out.shape = h.shape;
+  out.version = major;
   size_t numel = 1;
   for (auto d : h.shape) {
     if (d != 0 && numel > (SIZE_MAX / 16) / static_cast<size_t>(d)) fail(path, "shape too large");
     numel *= static_cast<size_t>(d);
   }
-  arr.numel_ = numel;
-  const size_t need = prefix + header_len + numel * dtype_size(arr.dtype_);
+  out.numel = numel;
+  out.data_offset = prefix + header_len;
+  const size_t need = prefix + header_len + numel * dtype_size(out.dtype);
   if (need > size)
     fail(path, "truncated data: " + std::to_string(size) + " bytes, shape " + shape_to_string(h.shape) + " needs " +
                    std::to_string(need));
-  arr.data_ = bytes + prefix + header_len;
+  return out;
+}
+
+NpyArray NpyArray::open(const std::string& path) {
+  if (!host_is_little_endian()) fail(path, "reading .npy needs a little-endian host");
+  uint64_t file_size = 0;
+  const int fd = report::open_regular_file(path, &file_size);  // FIFOs and devices are refused
+  const size_t size = static_cast<size_t>(file_size);
+  if (size < 10) {
+    ::close(fd);
+    fail(path, "not an .npy file (too short: " + std::to_string(size) + " bytes)");
+  }
+  void* map = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
+  ::close(fd);
+  if (map == MAP_FAILED) fail(path, std::string("cannot map: ") + std::strerror(errno));
+  NpyArray arr;
+  arr.map_ = map;
+  arr.map_size_ = size;
+  const NpyLayout l = parse_npy_header(static_cast<const uint8_t*>(map), size, path);
+  arr.dtype_ = l.dtype;
+  arr.shape_ = l.shape;
+  arr.numel_ = l.numel;
+  arr.version_ = l.version;
+  arr.data_ = static_cast<const uint8_t*>(map) + l.data_offset;
   // The compare engine reads front to back once; tell the kernel to read ahead.
   ::madvise(map, size, MADV_SEQUENTIAL);
   ::madvise(map, size, MADV_WILLNEED);

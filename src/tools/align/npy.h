@@ -21,6 +21,18 @@ std::string npy_header(DType stored, const std::vector<int64_t>& shape);
 // float32 on the way (exactly); returns the dtype stored in the file.
 DType write_npy(const std::string& path, DType type, const std::vector<int64_t>& shape, const void* data);
 
+// What an .npy header says, checked against the file's size: the data (numel elements of dtype)
+// lies at [data_offset, data_offset + numel * dtype_size(dtype)) within `size` bytes.
+struct NpyLayout {
+  DType dtype = DType::Float32;
+  std::vector<int64_t> shape;
+  size_t numel = 0;
+  size_t data_offset = 0;
+  int version = 1;
+};
+// std::runtime_error naming `path` when the bytes are not a supported, complete .npy file.
+NpyLayout parse_npy_header(const uint8_t* bytes, size_t size, const std::string& path);
+
 class NpyArray {
  public:
   // Maps `path`; std::runtime_error naming the file on any problem (missing, truncated, bad header,

@@ -40,7 +40,7 @@ DataBenchResult run_data_bench(const DataBenchOptions& options, const std::funct
   result.num_classes = dataset->num_classes();
   result.layout = dataset->sample_layout();
   result.batch_size = options.batch_size;
-  result.skipped_at_open = static_cast<int64_t>(dataset->skipped().size());
+  result.skipped_at_open = dataset->skipped_samples();
   for (const auto& s : dataset->skipped())
     if (result.first_bad.size() < 5) result.first_bad.push_back(s);
 

@@ -9,7 +9,9 @@ using crosstrain::analyze::TraceFormatError;
 
 namespace {
 
+// The scanner keeps a pointer into `s`: the string must outlive it, so temporaries are refused.
 JsonScanner scan(const std::string& s) { return JsonScanner(s.c_str(), s.size(), "t.json"); }
+JsonScanner scan(std::string&& s) = delete;
 
 }  // namespace
 
@@ -63,9 +65,11 @@ TEST(JsonScanner, SkipToleratesPythonNanAndInfinity) {
   auto js = scan(doc);
   js.skip_value();
   EXPECT_TRUE(js.at_end());
-  auto bad = scan("[Nan]");
+  const std::string nan_typo = "[Nan]";
+  auto bad = scan(nan_typo);
   EXPECT_THROW(bad.skip_value(), TraceFormatError);
-  auto num = scan("NaN");
+  const std::string nan = "NaN";
+  auto num = scan(nan);
   EXPECT_THROW(num.read_number(), TraceFormatError);  // never as a time
 }
 
