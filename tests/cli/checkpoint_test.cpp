@@ -225,3 +225,28 @@ TEST(Checkpoint, ResumesFromATorchvisionReferenceStyleCheckpoint) {
   EXPECT_EQ(r.exit_code, 0) << r.output;
   fs::remove_all(dir);
 }
+
+TEST(Checkpoint, AFullDiskFailsTheWriteClearlyAndKeepsThePreviousCheckpoint) {
+  if (geteuid() != 0) GTEST_SKIP() << "needs root to mount a small tmpfs";
+  const auto dir = ct::scratch_dir("ckpt_full_disk");
+  const auto disk = dir / "disk";
+  fs::create_directories(disk);
+  if (ct::run_command("mount -t tmpfs -o size=6m tmpfs " + disk.string()).exit_code != 0)
+    GTEST_SKIP() << "cannot mount a tmpfs here";
+  const std::string ck = " --checkpoint-dir " + (disk / "ck").string();
+  auto r = run_quiet(ct::binary() + " train" + kTiny + " --steps 2" + ck);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  ct::run_command("dd if=/dev/zero of=" + (disk / "fill").string() + " bs=64k count=1000");  // fills the disk
+  r = run_quiet(ct::binary() + " train" + kTiny + " --steps 4" + ck + " --resume auto");
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("No space left on device"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("checkpoint at step 4 failed"), std::string::npos) << r.output;
+  size_t files = 0;
+  for (const auto& e : fs::directory_iterator(disk / "ck")) files += e.path().filename() == "checkpoint_000000002.pt" ? 1 : 100;
+  EXPECT_EQ(files, 1u) << "a temporary file was left behind";
+  r = ct::run_command(ct::python() + " -c \"import torch; torch.load('" + (disk / "ck" / "checkpoint_000000002.pt").string() +
+                      "', weights_only=True)\"");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  ct::run_command("umount " + disk.string());
+  fs::remove_all(dir);
+}
