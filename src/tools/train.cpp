@@ -85,7 +85,7 @@ void report_bad_samples(const OpenedData& data, const core::BatchSource& source,
   const auto* loader = dynamic_cast<const core::LoaderSource*>(&source);
   // Left out when the dataset was opened, then met while decoding.
   for (const auto& b : data.data.train->skipped()) r.first_bad.push_back(b.where + ": " + b.reason);
-  r.bad_samples = static_cast<int64_t>(data.data.train->skipped().size());
+  r.bad_samples = data.data.train->skipped_samples();
   if (loader) {
     auto st = loader->stats();
     r.bad_samples += st.bad_samples;

@@ -128,3 +128,16 @@ TEST(Cli, BackendLibRegistersItsDeviceName) {
   EXPECT_EQ(known.output.find("unknown device"), std::string::npos) << known.output;
 }
 #endif
+
+#ifdef CROSSTRAIN_CLI_WITH_TORCH
+TEST(Cli, UnwritableOutputsFailBeforeTraining) {
+  // A typo in --json, --save-weights or --log is reported at once, not after the run.
+  for (const char* flag : {"--json", "--save-weights", "--log"}) {
+    auto r = run_command(binary() + " train --model resnet18 --small-stem --num-classes 10 --image-size 16" +
+                         " --batch-size 2 --steps 1 --threads 1 " + flag + " /nonexistent_dir_for_test/out");
+    EXPECT_EQ(r.exit_code, 1) << flag << ": " << r.output;
+    EXPECT_NE(r.output.find("/nonexistent_dir_for_test"), std::string::npos) << r.output;
+    EXPECT_EQ(r.output.find("throughput"), std::string::npos) << flag << " trained anyway: " << r.output;
+  }
+}
+#endif

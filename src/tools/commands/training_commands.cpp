@@ -16,6 +16,9 @@ int train_command(const TrainArgs& args) {
   tools::TrainHooks hooks;
   hooks.messages = &std::cerr;
   tools::validate_config(args.config);
+  // A typo in an output path must not cost the run: every output location is checked first.
+  for (const auto* path : {&args.json, &args.config.weights_out, &args.config.log_path})
+    if (!path->empty()) report::check_writable(*path);
   DumpAttachment dump = attach_dump(args.dump, args.dump.dir, args.config, hooks, /*host_batches=*/false);
   const auto result = tools::run_training(args.config, hooks);
   if (dump.dumping()) {
