@@ -141,3 +141,26 @@ TEST(Cli, UnwritableOutputsFailBeforeTraining) {
   }
 }
 #endif
+
+#ifdef CROSSTRAIN_CLI_WITH_TORCH
+TEST(Cli, StdLibrarySymbolsBindToLibstdcxxNotLibtorch) {
+  // libtorch.so exports copies of std::filesystem functions that crash when called from here; the
+  // engine must list libstdc++ before libtorch so that every std:: symbol binds to libstdc++.
+  const std::string engine = std::filesystem::path(binary()).parent_path() / "crosstrain-engine";
+  auto r = run_command("readelf -d " + engine + " | grep NEEDED", false);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const auto stdcxx = r.output.find("libstdc++"), torch = r.output.find("libtorch");
+  ASSERT_NE(stdcxx, std::string::npos) << r.output;
+  ASSERT_NE(torch, std::string::npos) << r.output;
+  EXPECT_LT(stdcxx, torch) << r.output;
+  // And what crashed before: replacing a dump (std::filesystem::remove_all) in the engine.
+  const auto dir = crosstrain::testing::scratch_dir("dump_overwrite");
+  const std::string train = binary() + " train --model resnet18 --small-stem --base-width 8 --num-classes 10" +
+                            " --image-size 16 --batch-size 2 --steps 1 --threads 1 --dump " + (dir / "d").string();
+  r = run_command(train + " > /dev/null 2>&1");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  r = run_command(train + " --dump-overwrite");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  std::filesystem::remove_all(dir);
+}
+#endif

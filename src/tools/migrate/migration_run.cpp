@@ -89,10 +89,17 @@ std::vector<SourceFile> collect(const MigrateOptions& options, const fs::path& o
     // The copy must not land in the tree it is made from, nor around it (it would overwrite or mix
     // with the inputs).
     if (!out_canonical.empty()) {
-      fs::path tree = fs::is_directory(root, ec) ? root : (root.has_parent_path() ? root.parent_path() : fs::path("."));
-      if (path_within(out_dir, tree))
-        throw std::invalid_argument("--out " + out_dir.string() + " lies inside the input " + input +
-                                    ": choose a directory outside it (or --in-place)");
+      if (fs::is_directory(root, ec)) {
+        if (path_within(out_dir, root))
+          throw std::invalid_argument("--out " + out_dir.string() + " lies inside the input " + input +
+                                      ": choose a directory outside it (or --in-place)");
+      } else {
+        // A single file is copied to --out/NAME: only its own folder as --out would overwrite it.
+        const fs::path parent = root.has_parent_path() ? root.parent_path() : fs::path(".");
+        if (fs::weakly_canonical(out_dir, ec) == fs::weakly_canonical(parent, ec))
+          throw std::invalid_argument("--out " + out_dir.string() + " is the folder of the input " + input +
+                                      ": the copy would overwrite it; choose another directory (or --in-place)");
+      }
       if (path_within(root, out_dir))
         throw std::invalid_argument("the input " + input + " lies inside --out " + out_dir.string() +
                                     ": choose an output directory that does not contain it");

@@ -175,11 +175,17 @@ TEST_F(MigrationRun, OutInsideOrAboveTheInputIsRefused) {
     o.out_dir = out.string();
     EXPECT_THROW(run_migration(o), std::invalid_argument) << out;
   }
-  MigrateOptions file_input = options();  // a file input: its directory is the tree
+  MigrateOptions file_input = options();  // a file input: only its own folder would overwrite it
   file_input.inputs = {(src / "train.py").string()};
   file_input.out_dir = src.string();
   EXPECT_THROW(run_migration(file_input), std::invalid_argument);
   EXPECT_EQ(slurp(src / "train.py"), kTrain);
+  // A file's copy goes to --out/NAME: a folder next to it (or below its folder) is fine.
+  file_input.out_dir = (src / "migrated_copy").string();
+  EXPECT_NO_THROW(run_migration(file_input));
+  EXPECT_EQ(slurp(src / "train.py"), kTrain);
+  EXPECT_TRUE(fs::exists(src / "migrated_copy" / "train.py"));
+  fs::remove_all(src / "migrated_copy");
   MigrateOptions beside = options();
   beside.out_dir = (root / "out").string();
   EXPECT_NO_THROW(run_migration(beside));
