@@ -60,4 +60,30 @@ std::vector<TSNode> named_children(TSNode node);
 inline size_t line_of(TSNode node) { return ts_node_start_point(node).row + 1; }
 inline size_t end_line_of(TSNode node) { return ts_node_end_point(node).row + 1; }
 
+// Calls fn(node, ancestors) for every named node under `root`, root included, in source order;
+// `ancestors` runs from the root down to the node's parent.
+template <typename Fn>
+void walk_named(TSNode root, Fn&& fn) {
+  TSTreeCursor cursor = ts_tree_cursor_new(root);
+  std::vector<TSNode> ancestors;
+  for (;;) {
+    TSNode node = ts_tree_cursor_current_node(&cursor);
+    if (ts_node_is_named(node)) fn(node, ancestors);
+    if (ts_tree_cursor_goto_first_child(&cursor)) {
+      ancestors.push_back(node);
+      continue;
+    }
+    bool done = false;
+    while (!ts_tree_cursor_goto_next_sibling(&cursor)) {
+      if (!ts_tree_cursor_goto_parent(&cursor)) {
+        done = true;
+        break;
+      }
+      ancestors.pop_back();
+    }
+    if (done) break;
+  }
+  ts_tree_cursor_delete(&cursor);
+}
+
 }  // namespace crosstrain::migrate

@@ -26,26 +26,7 @@ class Matcher {
 
   void run() {
     find_amp_references();
-    TSTreeCursor cursor = ts_tree_cursor_new(syntax_.root());
-    std::vector<TSNode> ancestors;
-    for (;;) {
-      TSNode node = ts_tree_cursor_current_node(&cursor);
-      if (ts_node_is_named(node)) visit(node, ancestors);
-      if (ts_tree_cursor_goto_first_child(&cursor)) {
-        ancestors.push_back(node);
-        continue;
-      }
-      bool done = false;
-      while (!ts_tree_cursor_goto_next_sibling(&cursor)) {
-        if (!ts_tree_cursor_goto_parent(&cursor)) {
-          done = true;
-          break;
-        }
-        ancestors.pop_back();
-      }
-      if (done) break;
-    }
-    ts_tree_cursor_delete(&cursor);
+    walk_named(syntax_.root(), [&](TSNode node, const std::vector<TSNode>& ancestors) { visit(node, ancestors); });
   }
 
  private:
@@ -187,7 +168,7 @@ class Matcher {
   // (`ctx = autocast if amp else nullcontext`). Those uses are flagged and the import is kept.
   void find_amp_references() {
     std::set<std::string, std::less<>> imported;
-    walk(syntax_.root(), [&](TSNode node, const std::vector<TSNode>&) {
+    walk_named(syntax_.root(), [&](TSNode node, const std::vector<TSNode>&) {
       if (!is_type(node, "import_from_statement") || text(field(node, "module_name")) != "torch.cuda.amp") return;
       for (TSNode child : named_children(node)) {
         if (is_type(child, "aliased_import")) imported.emplace(text(field(child, "alias")));
@@ -195,7 +176,7 @@ class Matcher {
       }
     });
     if (imported.empty()) return;
-    walk(syntax_.root(), [&](TSNode node, const std::vector<TSNode>& ancestors) {
+    walk_named(syntax_.root(), [&](TSNode node, const std::vector<TSNode>& ancestors) {
       if (!is_type(node, "identifier") || !imported.count(text(node)) || ancestors.empty()) return;
       TSNode parent = ancestors.back();
       for (TSNode a : ancestors)
@@ -205,30 +186,6 @@ class Matcher {
       if (is_type(parent, "keyword_argument") && ts_node_eq(field(parent, "name"), node)) return;
       amp_referenced_.emplace(text(node));
     });
-  }
-
-  template <typename Fn>
-  void walk(TSNode root, Fn&& fn) const {
-    TSTreeCursor cursor = ts_tree_cursor_new(root);
-    std::vector<TSNode> ancestors;
-    for (;;) {
-      TSNode node = ts_tree_cursor_current_node(&cursor);
-      if (ts_node_is_named(node)) fn(node, ancestors);
-      if (ts_tree_cursor_goto_first_child(&cursor)) {
-        ancestors.push_back(node);
-        continue;
-      }
-      bool done = false;
-      while (!ts_tree_cursor_goto_next_sibling(&cursor)) {
-        if (!ts_tree_cursor_goto_parent(&cursor)) {
-          done = true;
-          break;
-        }
-        ancestors.pop_back();
-      }
-      if (done) break;
-    }
-    ts_tree_cursor_delete(&cursor);
   }
 
   void on_identifier(TSNode node, const std::vector<TSNode>& ancestors) {

@@ -29,14 +29,11 @@ uint32_t scope_of(const std::vector<TSNode>& ancestors) {
 }
 
 ValueKinds::ValueKinds(const PythonSyntax& syntax) : syntax_(syntax) {
-  TSTreeCursor cursor = ts_tree_cursor_new(syntax.root());
-  std::vector<TSNode> ancestors;
-  auto bind_other = [&](TSNode target) {
-    if (is_type(target, "identifier"))
-      values_[{scope_of(ancestors), std::string(syntax.text(target))}].push_back(TSNode{});
-  };
-  for (;;) {
-    TSNode node = ts_tree_cursor_current_node(&cursor);
+  walk_named(syntax.root(), [&](TSNode node, const std::vector<TSNode>& ancestors) {
+    auto bind_other = [&](TSNode target) {
+      if (is_type(target, "identifier"))
+        values_[{scope_of(ancestors), std::string(syntax.text(target))}].push_back(TSNode{});
+    };
     std::string_view type = node_type(node);
     if (type == "assignment") {
       TSNode left = field(node, "left"), right = field(node, "right");
@@ -47,21 +44,7 @@ ValueKinds::ValueKinds(const PythonSyntax& syntax) : syntax_(syntax) {
     } else if (type == "augmented_assignment" || type == "for_statement" || type == "as_pattern_target") {
       bind_other(type == "as_pattern_target" ? ts_node_named_child(node, 0) : field(node, "left"));
     }
-    if (ts_tree_cursor_goto_first_child(&cursor)) {
-      ancestors.push_back(node);
-      continue;
-    }
-    bool done = false;
-    while (!ts_tree_cursor_goto_next_sibling(&cursor)) {
-      if (!ts_tree_cursor_goto_parent(&cursor)) {
-        done = true;
-        break;
-      }
-      ancestors.pop_back();
-    }
-    if (done) break;
-  }
-  ts_tree_cursor_delete(&cursor);
+  });
 }
 
 const std::vector<TSNode>* ValueKinds::values_of(std::string_view name, uint32_t scope) const {
