@@ -3,11 +3,10 @@
 // what crosstrain writes and crosstrain reads what a Python script torch.save()d (plain dicts,
 // lists, tuples, numbers, strings, tensors; no classes).
 //
-// Writing is crash-safe: the bytes go to an unpredictably named temporary file in the target's
-// directory (O_EXCL), which is fsync()ed, renamed over the target, and the directory fsync()ed. A
-// crash at any moment leaves either the old file or the new one, never a mix. A failed write (full
-// disk) removes the temporary file and throws std::runtime_error naming the target; the old file
-// stays as it was.
+// Writing is crash-safe: the archive is built in memory and written by report::write_file_atomic
+// (temporary file, fsync, rename, directory fsync; special files in place; links to regular files
+// refused). A crash at any moment leaves either the old file or the new one. A failed write (full
+// disk) throws std::runtime_error naming the target; the old file stays as it was.
 #include <string>
 
 #include "core/state_dict.h"
