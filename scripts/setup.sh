@@ -11,6 +11,7 @@ DEB_PACKAGES=(build-essential cmake ninja-build ccache pkg-config
   libcli11-dev nlohmann-json3-dev libgtest-dev libgmock-dev
   libjpeg62-turbo-dev libpng-dev zlib1g-dev dataset-fashion-mnist
   python3-venv
+  libgloo-dev  # headers that c10d's ProcessGroupGloo.hpp includes (no gloo code is compiled in)
   chromium clang)  # chromium: headless check of HTML reports; clang: the trace-reader fuzzer
 
 missing=()

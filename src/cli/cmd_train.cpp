@@ -25,6 +25,9 @@ void add_train_command(CLI::App& app) {
                   "Square input size (default: 224; fixed-size datasets keep their stored size)")
       ->check(CLI::Range(8, 4096))->group(run);
   cmd->add_option("--steps", c.steps, "Training steps")->capture_default_str()->check(CLI::PositiveNumber)->group(run);
+  cmd->add_option("--accumulate-steps", c.accumulate_steps,
+                  "Micro-batches of --batch-size per optimizer step (gradients accumulate; ranks exchange them once)")
+      ->capture_default_str()->check(CLI::Range(int64_t{1}, int64_t{65536}))->group(run);
   cmd->add_option("--epochs", c.epochs, "Train for N epochs of --data instead of --steps")->check(CLI::NonNegativeNumber)->group(run);
   cmd->add_option("--warmup-steps", c.warmup_steps, "Steps excluded from timing statistics (default: 3, fewer for shorter runs)")
       ->check(CLI::NonNegativeNumber)->group(run);
@@ -51,8 +54,6 @@ void add_train_command(CLI::App& app) {
       ->check(CLI::NonNegativeNumber)->group(data);
   cmd->add_option("--eval-every-epochs", c.eval_every_epochs, "Evaluate every N epochs")->check(CLI::NonNegativeNumber)->group(data);
   cmd->add_flag("!--no-final-eval", c.eval_at_end, "No evaluation after the last step")->group(data);
-  cmd->add_option("--rank", c.rank, "Data shard of this process")->check(CLI::NonNegativeNumber)->group(data);
-  cmd->add_option("--world-size", c.world_size, "Number of data shards")->check(CLI::PositiveNumber)->group(data);
   add_json_option(cmd, args->json)->group("Reporting");
   const char* ck = "Checkpoints";
   cmd->add_option("--checkpoint-dir", c.checkpoint_dir, "Write checkpoints to DIR (always one at the end of the run)")
@@ -64,6 +65,19 @@ void add_train_command(CLI::App& app) {
       ->check(CLI::PositiveNumber)->group(ck);
   cmd->add_option("--resume", c.resume, "auto (newest valid checkpoint in --checkpoint-dir, or start fresh) or PATH")
       ->group(ck);
+  const char* dp = "Data-parallel (under torchrun or crosstrain launch; docs/DISTRIBUTED.md)";
+  cmd->add_flag("--distributed", c.distributed,
+                "Join a process group even without torchrun's variables (a single process: rank 0 of 1)")->group(dp);
+  cmd->add_option("--dist-backend", c.dist_backend, "auto (gloo on the CPU, nccl on CUDA, hccl on NPUs) | gloo | nccl | hccl")
+      ->capture_default_str()->group(dp);
+  cmd->add_option("--dist-timeout", c.dist_timeout_s, "Seconds any collective (and the rendezvous) may take")
+      ->capture_default_str()->check(CLI::Range(1.0, 86400.0))->group(dp);
+  cmd->add_option("--bucket-cap-mb", c.bucket_cap_mb, "Gradient bucket size in MiB")->capture_default_str()
+      ->check(CLI::Range(0.001, 4096.0))->group(dp);
+  cmd->add_flag("!--no-broadcast-buffers", c.broadcast_buffers,
+                "Keep each rank's own buffers (BatchNorm statistics) instead of rank 0's before every forward")->group(dp);
+  cmd->add_option("--grad-compression", c.grad_compression, "none | fp16 | bf16: all-reduce gradients in that type")
+      ->capture_default_str()->check(CLI::IsMember({"none", "fp16", "bf16"}))->group(dp);
   cmd->add_option("--crash-after-step", c.crash_after_step, "Test aid: exit 137 after this step")->group("");
   add_common_train_flags(cmd, c);
   add_dump_flags(cmd, args->dump, /*with_dir=*/true);

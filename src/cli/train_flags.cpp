@@ -39,7 +39,7 @@ void add_common_train_flags(CLI::App* cmd, tools::TrainConfig& c) {
       ->check(CLI::IsMember({"sgd", "adamw"}))->group(opt);
   cmd->add_option("--optimizer-kernels", c.optimizer_kernels, "auto | fused | foreach")
       ->capture_default_str()->check(CLI::IsMember({"auto", "fused", "foreach"}))->group(opt);
-  cmd->add_option("--lr", c.lr, "Base learning rate (default: 0.1 x batch size / 256)")->check(CLI::NonNegativeNumber)->group(opt);
+  cmd->add_option("--lr", c.lr, "Base learning rate (default: 0.1 x global batch / 256; global batch = batch size x accumulate steps x ranks)")->check(CLI::NonNegativeNumber)->group(opt);
   cmd->add_option("--momentum", c.momentum, "SGD momentum")->capture_default_str()->group(opt);
   cmd->add_flag("--nesterov", c.nesterov, "Nesterov momentum (SGD)")->group(opt);
   cmd->add_option("--weight-decay", c.weight_decay, "Weight decay")->capture_default_str()->group(opt);

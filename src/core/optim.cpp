@@ -87,9 +87,13 @@ std::vector<at::Tensor> MultiTensorOptimizer::gradients() const {
   return out;
 }
 
-void MultiTensorOptimizer::zero_grad() {
+void MultiTensorOptimizer::zero_grad(bool set_to_none) {
+  at::NoGradGuard no_grad;
   for (auto& g : groups_)
-    for (auto& p : g.group.params) p.mutable_grad().reset();
+    for (auto& p : g.group.params) {
+      if (set_to_none) p.mutable_grad().reset();
+      else if (p.grad().defined()) p.mutable_grad().zero_();
+    }
 }
 
 void MultiTensorOptimizer::step() {

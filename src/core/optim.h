@@ -51,8 +51,9 @@ class MultiTensorOptimizer {
   // Applies one update with the gradients currently in .grad(); parameters without a gradient are
   // left alone (as torch.optim does).
   void step();
-  // Sets gradients to undefined (set_to_none semantics: no memset, less memory).
-  void zero_grad();
+  // set_to_none: drop the gradients (the default, as torch); else zero them in place, which keeps
+  // gradients that are views into a communication bucket (data-parallel training) attached.
+  void zero_grad(bool set_to_none = true);
   // Every defined gradient, for the loss scaler and clipping.
   std::vector<at::Tensor> gradients() const;
   bool uses_fused_kernels() const { return fused_; }

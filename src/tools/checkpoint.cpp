@@ -93,7 +93,10 @@ std::vector<std::pair<std::string, std::string>> checkpoint_fingerprint(const Tr
           {"--no-flip", c.hflip ? "false" : "true"},
           {"--keep-last", c.drop_last ? "false" : "true"},
           {"--normalize-on-device", c.normalize_on_device ? "true" : "false"},
-          {"world size", std::to_string(c.world_size)}};
+          {"world size", std::to_string(c.world_size)},
+          {"--accumulate-steps", std::to_string(c.accumulate_steps)},
+          {"--grad-compression", c.grad_compression},
+          {"--no-broadcast-buffers", c.broadcast_buffers ? "false" : "true"}};
 }
 
 std::vector<fs::path> list_checkpoints(const fs::path& dir) {

@@ -51,6 +51,11 @@ void validate_config(const TrainConfig& c) {
   if (c.label_smoothing < 0 || c.label_smoothing >= 1) throw std::invalid_argument("--label-smoothing must be in [0, 1)");
   if (c.clip_grad_norm < 0) throw std::invalid_argument("--clip-grad-norm must be >= 0");
   if (c.threads < 0) throw std::invalid_argument("--threads must be >= 0");
+  if (c.accumulate_steps < 1) throw std::invalid_argument("--accumulate-steps must be >= 1");
+  if (c.world_size < 1 || c.rank < 0 || c.rank >= c.world_size) throw std::invalid_argument("rank outside the world size");
+  if (!(c.dist_timeout_s >= 1)) throw std::invalid_argument("--dist-timeout must be >= 1 second");
+  if (!(c.bucket_cap_mb > 0) || !std::isfinite(c.bucket_cap_mb)) throw std::invalid_argument("--bucket-cap-mb must be > 0");
+  pick<int>("--grad-compression", c.grad_compression, {{"none", 0}, {"fp16", 1}, {"bf16", 2}});
   if (c.checkpoint_every < 0 || c.checkpoint_every_epochs < 0)
     throw std::invalid_argument("--checkpoint-every must be >= 0");
   if (c.checkpoint_keep < 1) throw std::invalid_argument("--checkpoint-keep must be >= 1");
@@ -75,8 +80,14 @@ void validate_config(const TrainConfig& c) {
   (void)core::model_names();
 }
 
+int64_t global_batch(const TrainConfig& c) { return c.batch_size * c.accumulate_steps * c.world_size; }
+
 double effective_lr(const TrainConfig& c) {
-  return c.lr >= 0 ? c.lr : 0.1 * static_cast<double>(c.batch_size) / 256.0;
+  return c.lr >= 0 ? c.lr : 0.1 * static_cast<double>(global_batch(c)) / 256.0;
+}
+
+int64_t steps_per_epoch(const TrainConfig& c, const DataFacts& data) {
+  return data.batches_per_epoch / std::max<int64_t>(1, c.accumulate_steps);
 }
 
 RunPlan resolve(const TrainConfig& asked, const core::DeviceContext& device, const std::optional<DataFacts>& data) {
@@ -92,7 +103,10 @@ RunPlan resolve(const TrainConfig& asked, const core::DeviceContext& device, con
       throw std::invalid_argument("--num-classes " + std::to_string(c.num_classes) + " is less than the " +
                                   std::to_string(data->num_classes) + " classes of " + c.data);
     c.image_size = data->image_size;
-    if (c.epochs > 0) c.steps = c.epochs * data->batches_per_epoch;
+    if (data->batches_per_epoch < c.accumulate_steps)
+      throw std::invalid_argument("an epoch of " + c.data + " holds " + std::to_string(data->batches_per_epoch) +
+                                  " batches per rank, fewer than --accumulate-steps " + std::to_string(c.accumulate_steps));
+    if (c.epochs > 0) c.steps = c.epochs * steps_per_epoch(c, *data);
     if (c.steps < 1) throw std::invalid_argument("the dataset holds less than one batch");
     if (!data->has_val_split) {
       if (c.eval_every_steps > 0 || c.eval_every_epochs > 0)

@@ -50,6 +50,11 @@ struct RunPlan {
 RunPlan resolve(const TrainConfig& config, const core::DeviceContext& device,
                 const std::optional<DataFacts>& data = std::nullopt);
 
+// Optimizer steps per epoch of the data: batches per rank / --accumulate-steps.
+int64_t steps_per_epoch(const TrainConfig& config, const DataFacts& data);
+// Samples per optimizer step over all ranks.
+int64_t global_batch(const TrainConfig& config);
+
 // The parts' options as the plan says.
 core::GradScalerOptions scaler_options(const RunPlan& plan);
 core::OptimizerOptions optimizer_options(const RunPlan& plan);

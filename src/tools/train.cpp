@@ -6,7 +6,9 @@
 
 #include <csignal>
 #include <cstdlib>
+#include <filesystem>
 #include <iostream>
+#include <sstream>
 
 #include "core/batch_source.h"
 #include "core/cpu_allocator.h"
@@ -16,6 +18,8 @@
 #include "tools/precision.h"
 #include "tools/train_data.h"
 #include "tools/checkpoint.h"
+#include "tools/dist/data_parallel.h"
+#include "tools/dist/group.h"
 #include "tools/run_plan.h"
 #include "tools/train_observers.h"
 #include "tools/trainer.h"
@@ -61,13 +65,14 @@ std::unique_ptr<core::BatchSource> make_source(const TrainConfig& c, const Train
   so.batch_size = c.batch_size;
   so.image_size = c.image_size;
   so.num_classes = c.num_classes;
-  so.seed = c.seed;
+  so.seed = c.seed + static_cast<uint64_t>(c.rank);  // ranks see different synthetic batches
   so.channels_last = c.channels_last;
   return core::make_synthetic_source(so, device);
 }
 
 std::unique_ptr<EvalObserver> make_evaluation(const RunPlan& plan, const OpenedData& data, core::TrainableModel& model,
-                                              c10::Device device, std::ostream& msg, report::ProgressLine& progress) {
+                                              c10::Device device, std::ostream& msg, report::ProgressLine& progress,
+                                              dist::GradientSync* sync) {
   const TrainConfig& c = plan.resolved;
   if (!data.facts || !(c.eval_every_steps > 0 || c.eval_every_epochs > 0 || c.eval_at_end)) return nullptr;
   EvalObserver::Schedule s;
@@ -75,9 +80,22 @@ std::unique_ptr<EvalObserver> make_evaluation(const RunPlan& plan, const OpenedD
   s.every_epochs = c.eval_every_epochs;
   s.at_end = c.eval_at_end;
   s.total_steps = c.steps;
-  s.batches_per_epoch = data.facts->batches_per_epoch;
+  s.batches_per_epoch = steps_per_epoch(c, *data.facts);
   auto val = make_loader_source(c, open_val_data(c, c.image_size), device, /*training=*/false);
-  return std::make_unique<EvalObserver>(model, std::move(val), plan.precision, device, s, msg, progress);
+  auto eval = std::make_unique<EvalObserver>(model, std::move(val), plan.precision, device, s, msg, progress);
+  if (sync && sync->world_size() > 1)
+    eval->set_combine([sync](EvalRecord& e) {  // each rank evaluated its shard: weight by samples
+      const double n = static_cast<double>(e.samples);
+      auto m = sync->mean_over_ranks({e.top1 * n, e.top5 * n, e.loss * n, n}, "combining the evaluation");
+      const double total = m[3] * sync->world_size();
+      e.samples = static_cast<int64_t>(std::llround(total));
+      if (m[3] > 0) {
+        e.top1 = m[0] / m[3];
+        e.top5 = m[1] / m[3];
+        e.loss = m[2] / m[3];
+      }
+    });
+  return eval;
 }
 
 void report_bad_samples(const OpenedData& data, const core::BatchSource& source, TrainResult& r) {
@@ -107,20 +125,30 @@ void finish_result(TrainResult& r, const RunPlan& plan, const core::DeviceContex
 }
 
 // Runs the steps with the observers a configuration asks for, in the order they should hear events.
+// Any rank preempted: every rank stops after the same step (a rank alone would leave the others
+// waiting in the next all-reduce).
+int agreed_stop_signal(dist::GradientSync* sync) {
+  const int sig = preemption_signal();
+  if (!sync || sync->world_size() == 1) return sig;
+  const auto m = sync->mean_over_ranks({sig ? 1.0 : 0.0, static_cast<double>(sig)}, "agreeing whether to stop");
+  return m[0] > 0 ? (sig ? sig : SIGTERM) : 0;
+}
+
 void run_steps(Trainer& trainer, const RunPlan& plan, const TrainHooks& hooks, const OpenedData& data,
-               const core::DeviceContext& dev, std::ostream& msg, TrainResult& r) {
+               const core::DeviceContext& dev, std::ostream& msg, TrainResult& r, dist::GradientSync* sync) {
   const TrainConfig& c = plan.resolved;
+  const bool leader = c.rank == 0;
   std::unique_ptr<ProfileObserver> profiler;
   if (!c.profile.dir.empty()) profiler = std::make_unique<ProfileObserver>(c.profile, dev.name());
   std::unique_ptr<JsonLinesLog> log;
-  if (!c.log_path.empty()) log = std::make_unique<JsonLinesLog>(c.log_path);
-  report::ProgressLine progress_line(c.progress && report::stderr_is_terminal());
-  auto evaluation = make_evaluation(plan, data, trainer.model(), dev.device(), msg, progress_line);
+  if (!c.log_path.empty() && leader) log = std::make_unique<JsonLinesLog>(c.log_path);
+  report::ProgressLine progress_line(c.progress && leader && report::stderr_is_terminal());
+  auto evaluation = make_evaluation(plan, data, trainer.model(), dev.device(), msg, progress_line, sync);
   ProgressObserver progress(progress_line, c.steps);
   StepStatistics stats;
   std::unique_ptr<CheckpointObserver> checkpoints;
-  const int64_t per_epoch = data.facts ? data.facts->batches_per_epoch : 1;
-  if (!c.checkpoint_dir.empty()) checkpoints = std::make_unique<CheckpointObserver>(trainer, c, per_epoch, msg);
+  const int64_t per_epoch = data.facts ? steps_per_epoch(c, *data.facts) : 1;
+  if (!c.checkpoint_dir.empty() && leader) checkpoints = std::make_unique<CheckpointObserver>(trainer, c, per_epoch, msg);
   if (profiler) trainer.add_observer(profiler.get());
   for (auto* o : hooks.train_observers) trainer.add_observer(o);
   trainer.add_observer(&stats);
@@ -135,7 +163,7 @@ void run_steps(Trainer& trainer, const RunPlan& plan, const TrainHooks& hooks, c
       if (checkpoints) checkpoints->wait();
       std::_Exit(137);
     }
-    if (const int sig = preemption_signal()) {
+    if (const int sig = c.checkpoint_dir.empty() ? 0 : agreed_stop_signal(sync)) {
       r.stop_signal = sig;
       msg << "\nstopped by " << (sig == SIGTERM ? "SIGTERM" : sig == SIGINT ? "SIGINT" : "a signal") << " after step "
           << trainer.steps_done() << (checkpoints ? ": writing a checkpoint" : "") << "\n";
@@ -145,6 +173,37 @@ void run_steps(Trainer& trainer, const RunPlan& plan, const TrainHooks& hooks, c
   trainer.end_run(r);
 }
 
+
+// Data-parallel: the process group this run joins, from torchrun's variables or --distributed.
+std::optional<dist::WorkerEnv> worker_env(const TrainConfig& c) {
+  auto env = dist::WorkerEnv::from_environment();
+  if (!env && c.distributed) {
+    env = dist::WorkerEnv::single();
+    env->master_port = 0;  // a store of its own, on any free port
+  }
+  return env;
+}
+
+// One device per local rank: "cuda" (or "auto" resolving to an accelerator) becomes cuda:LOCAL_RANK.
+core::DeviceContext open_device(const std::string& spec, const std::optional<dist::WorkerEnv>& env) {
+  auto dev = core::DeviceContext::open(spec);
+  if (!env || dev.is_cpu() || spec.find(':') != std::string::npos) return dev;
+  return core::DeviceContext::open(c10::DeviceTypeName(dev.device().type(), /*lower_case=*/true) + ":" +
+                                   std::to_string(env->local_rank));
+}
+
+// Rank 0 picks the checkpoint to resume from and every rank loads that one.
+ResumePoint agree_on_resume(const TrainConfig& c, dist::Group* group, std::ostream& msg) {
+  if (!group || group->size() == 1 || c.resume.empty()) return choose_resume(c.resume, c.checkpoint_dir, c, msg);
+  std::string path;
+  ResumePoint p;
+  if (group->rank() == 0) p = choose_resume(c.resume, c.checkpoint_dir, c, msg);
+  path = group->share_from_rank0("resume", group->rank() == 0 ? p.path + "\n" : "");
+  path.pop_back();
+  if (group->rank() != 0 && !path.empty()) p = choose_resume(path, c.checkpoint_dir, c, msg);
+  return p;
+}
+
 }  // namespace
 
 TrainResult run_training(const TrainConfig& config, const TrainHooks& hooks) {
@@ -152,16 +211,34 @@ TrainResult run_training(const TrainConfig& config, const TrainHooks& hooks) {
   std::ostream& msg = hooks.messages ? *hooks.messages : std::cerr;
   core::load_backend_libraries(config.backend_libs);
   if (config.threads > 0) at::set_num_threads(config.threads);
-  auto dev = core::DeviceContext::open(config.device);
+  const auto env = worker_env(config);
+  auto dev = open_device(config.device, env);
   if (dev.is_cpu()) {
     core::install_cpu_memory_tracking();
     core::set_cpu_block_caching(config.cpu_allocator == "caching");
   }
-  OpenedData data = open_data(config, hooks, dev.device());
-  const RunPlan plan = resolve(config, dev, data.facts);
+  std::unique_ptr<dist::Group> group;
+  TrainConfig asked = config;
+  if (env) {
+    if (!config.drop_last && env->world_size > 1)
+      throw std::invalid_argument("--keep-last cannot be used with more than one rank: every rank must take as many steps");
+    dist::GroupOptions go;
+    go.backend = config.dist_backend;
+    go.timeout = std::chrono::milliseconds(static_cast<int64_t>(config.dist_timeout_s * 1000));
+    group = dist::Group::join(*env, dev, go);
+    asked.rank = group->rank();
+    asked.world_size = group->size();
+    asked.distributed = true;
+    if (group->size() > 1 && !asked.profile.dir.empty())  // one trace folder per rank; analyze reads the parent
+      asked.profile.dir = (std::filesystem::path(asked.profile.dir) / ("rank" + std::to_string(group->rank()))).string();
+  }
+  std::ostringstream quiet;  // ranks other than 0 keep their notes to themselves
+  std::ostream& notes = asked.rank == 0 ? msg : quiet;
+  OpenedData data = open_data(asked, hooks, dev.device());
+  const RunPlan plan = resolve(asked, dev, data.facts);
   const TrainConfig& c = plan.resolved;
   apply_math_mode(plan.precision, dev);
-  for (const auto& note : plan.notes) msg << "note: " << note << "\n";
+  for (const auto& note : plan.notes) notes << "note: " << note << "\n";
 
   TrainResult r;
   r.config = c;
@@ -171,6 +248,10 @@ TrainResult run_training(const TrainConfig& config, const TrainHooks& hooks) {
   r.device_description = dev.info().description;
   r.precision = c.precision;
   r.data = data.facts ? c.data : "synthetic";
+  r.rank = c.rank;
+  r.world_size = c.world_size;
+  r.global_batch = global_batch(c);
+  if (group) r.dist_backend = group->backend_name();
   if (data.facts) r.train_samples = data.facts->train_samples;
 
   dev.synchronize();
@@ -195,20 +276,31 @@ TrainResult run_training(const TrainConfig& config, const TrainHooks& hooks) {
       msg << line << "\n";
       r.messages.push_back(line);
     };
-    Trainer trainer(plan, dev, make_trainer_parts(plan, dev.device(), model.ptr(), std::move(source), scaler_log));
+    std::unique_ptr<dist::DataParallel> data_parallel;
+    if (group) {
+      dist::DataParallelOptions dpo;
+      dpo.bucket_cap_mb = c.bucket_cap_mb;
+      dpo.broadcast_buffers = c.broadcast_buffers;
+      dpo.compression = c.grad_compression;
+      data_parallel = std::make_unique<dist::DataParallel>(*group, *model, dpo);
+    }
+    auto parts = make_trainer_parts(plan, dev.device(), model.ptr(), std::move(source), scaler_log);
+    parts.grad_sync = data_parallel.get();
+    Trainer trainer(plan, dev, std::move(parts));
     r.fused_optimizer = trainer.optimizer().uses_fused_kernels();
     r.fused_scaler = trainer.scaler() && trainer.scaler()->uses_fused_kernels();
-    const ResumePoint resume = choose_resume(c.resume, c.checkpoint_dir, c, msg);
+    const ResumePoint resume = agree_on_resume(c, group.get(), notes);
     if (!resume.path.empty()) {
-      resume_trainer(trainer, resume.state, data.facts ? data.facts->batches_per_epoch : 1);
+      resume_trainer(trainer, resume.state, data.facts ? steps_per_epoch(c, *data.facts) : 1);
       r.resumed_from = resume.path;
       r.resumed_at_step = trainer.steps_done();
-      msg << "resumed from " << resume.path << " at step " << r.resumed_at_step << "\n";
+      notes << "resumed from " << resume.path << " at step " << r.resumed_at_step << "\n";
     }
     if (!c.checkpoint_dir.empty()) install_preemption_handlers();
-    run_steps(trainer, plan, hooks, data, dev, msg, r);
+    run_steps(trainer, plan, hooks, data, dev, msg, r, data_parallel.get());
     report_bad_samples(data, trainer.source(), r);
-    if (!c.weights_out.empty()) core::save_weights(*model, c.weights_out);
+    if (!c.weights_out.empty() && c.rank == 0) core::save_weights(*model, c.weights_out);
+    if (group) group->barrier("the end of training");
   } catch (const c10::OutOfMemoryError& e) {
     rethrow_as_oom(c, dev.name(), e.what());
   } catch (const std::bad_alloc& e) {

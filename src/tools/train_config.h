@@ -36,7 +36,7 @@ struct TrainConfig {
   bool strict_data = false;         // stop at the first bad sample
   int64_t max_samples = 0;          // training subset (0 = all)
   int64_t val_max_samples = 0;      // validation subset (0 = all)
-  int rank = 0, world_size = 1;     // data sharding
+  int rank = 0, world_size = 1;     // data shard: the process group's rank and size (set by the run)
   int64_t batch_size = 32;
   int64_t image_size = 0;           // 0: 224, or the stored size of fixed-size datasets (idx, cifar)
   // how long
@@ -79,6 +79,15 @@ struct TrainConfig {
   int64_t checkpoint_every_epochs = 0;
   int64_t checkpoint_keep = 3;        // newest checkpoints kept
   std::string resume;                 // "" | "auto" (newest valid in checkpoint_dir, else fresh) | PATH
+  // data-parallel training (tools/dist, docs/DISTRIBUTED.md): joins a process group when torchrun's
+  // variables (RANK, WORLD_SIZE) are present or with --distributed
+  bool distributed = false;
+  std::string dist_backend = "auto";  // auto (gloo on the CPU, nccl on CUDA, hccl on NPUs) | gloo | nccl | hccl
+  double dist_timeout_s = 300;        // every collective and the rendezvous
+  double bucket_cap_mb = 25;          // gradient bucket size
+  bool broadcast_buffers = true;      // buffers from rank 0 before every forward
+  std::string grad_compression = "none";  // none | fp16 | bf16: all-reduce gradients in that type
+  int64_t accumulate_steps = 1;       // micro-batches per optimizer step (exchange on the last only)
   // testing hooks
   int64_t inject_inf_at_step = -1;  // make one gradient inf at this step (loss-scaler tests)
   int64_t crash_after_step = -1;    // _exit(137) once this step (and its checkpoint) is done
@@ -140,6 +149,9 @@ struct TrainResult {
   double checkpoint_write_s = 0;               // background writing, summed
   double checkpoint_stall_s = 0;               // time the step loop waited for checkpoints
   int stop_signal = 0;                         // SIGTERM / SIGINT that stopped the run early (exit 128 + it)
+  int rank = 0, world_size = 1;                // data-parallel: this process, and how many trained
+  std::string dist_backend;                    // gloo / nccl / hccl; empty on one process
+  int64_t global_batch = 0;                    // images per optimizer step over all ranks
   int64_t bad_samples = 0;                     // replaced during training
   std::vector<std::string> first_bad;          // "path: reason", the first few
 };

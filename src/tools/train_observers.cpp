@@ -12,7 +12,7 @@ namespace crosstrain::tools {
 
 void StepStatistics::on_run_begin(const RunPlan& plan) {
   warmup_ = plan.resolved.warmup_steps;
-  batch_size_ = plan.resolved.batch_size;
+  batch_size_ = global_batch(plan.resolved);  // every rank steps in lockstep: the job's images per step
 }
 
 void StepStatistics::on_step_end(const StepRecord& record) { steps_.push_back(record); }
@@ -92,6 +92,7 @@ void EvalObserver::on_step_end(const StepRecord& rec) {
   if (!(at_steps || at_epochs || at_end)) return;
   progress_.clear();
   EvalRecord e = evaluate(model_, *val_, plan_, device_);
+  if (combine_) combine_(e);
   e.step = done;
   e.epoch = static_cast<double>(done) / static_cast<double>(per_epoch);
   evals_.push_back(e);

@@ -3,6 +3,7 @@
 // the progress line, the profiler and periodic evaluation. Each is small and knows only its job.
 #include <fstream>
 #include <iosfwd>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -84,8 +85,12 @@ class EvalObserver final : public TrainObserver {
                c10::Device device, Schedule schedule, std::ostream& messages, report::ProgressLine& progress);
   void on_step_end(const StepRecord& record) override;
   void on_run_end(TrainResult& result) override;
+  // Data-parallel runs: each rank evaluates its shard, and `combine` turns the shard's record into
+  // the whole validation set's (sums over ranks).
+  void set_combine(std::function<void(EvalRecord&)> combine) { combine_ = std::move(combine); }
 
  private:
+  std::function<void(EvalRecord&)> combine_;
   core::TrainableModel& model_;
   std::unique_ptr<core::LoaderSource> val_;
   PrecisionPlan plan_;

@@ -50,6 +50,14 @@ nlohmann::json train_result_to_json(const TrainResult& r) {
       {"device_description", r.device_description},
       {"model", c.model},
       {"batch_size", c.batch_size},
+      {"accumulate_steps", c.accumulate_steps},
+      {"global_batch", r.global_batch},
+      {"distributed", r.dist_backend.empty() ? nlohmann::json(nullptr)
+                                              : nlohmann::json{{"world_size", r.world_size},
+                                                               {"backend", r.dist_backend},
+                                                               {"bucket_cap_mb", c.bucket_cap_mb},
+                                                               {"broadcast_buffers", c.broadcast_buffers},
+                                                               {"grad_compression", c.grad_compression}}},
       {"image_size", c.image_size},
       {"channels_last", c.channels_last},
       {"parameters", r.parameters},
@@ -96,9 +104,18 @@ std::string render_train_summary(const TrainResult& r) {
   t.add_row({"device", r.device + " (" + r.device_description + ")"});
   t.add_row({"precision", r.precision + (c.channels_last ? ", channels-last" : "")});
   t.add_row({"data", r.data + (r.train_samples ? " (" + report::format_count(r.train_samples) + " training samples)" : "")});
-  t.add_row({"batch", std::to_string(c.batch_size) + " x " + std::to_string(c.image_size) + "px"});
+  std::string batch = std::to_string(c.batch_size) + " x " + std::to_string(c.image_size) + "px";
+  if (c.accumulate_steps > 1 || r.world_size > 1)
+    batch += " (global " + std::to_string(r.global_batch) + ": " + std::to_string(c.accumulate_steps) +
+             " micro-batches x " + std::to_string(r.world_size) + " ranks)";
+  t.add_row({"batch", batch});
+  if (!r.dist_backend.empty())
+    t.add_row({"data-parallel", std::to_string(r.world_size) + " ranks over " + r.dist_backend + ", " +
+                                    report::format_fixed(c.bucket_cap_mb, 0) + " MiB buckets" +
+                                    (c.grad_compression != "none" ? ", " + c.grad_compression + " gradients" : "")});
   t.add_row({"steps", std::to_string(c.steps) + " (" + std::to_string(r.measured_steps) + " measured)"});
-  t.add_row({"throughput", report::format_fixed(r.throughput_img_s, 1) + " img/s"});
+  t.add_row({"throughput", report::format_fixed(r.throughput_img_s, 1) + " img/s" +
+                               (r.world_size > 1 ? " (all ranks)" : "")});
   t.add_row({"batch time median / p90",
              report::format_ms(r.batch_time_ms_median) + " / " + report::format_ms(r.batch_time_ms_p90)});
   t.add_row({"first step", report::format_ms(r.first_step_ms)});

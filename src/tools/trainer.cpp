@@ -4,6 +4,7 @@
 #include <torch/nn/functional/loss.h>
 #include <torch/nn/utils/clip_grad.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <limits>
@@ -152,29 +153,40 @@ core::Batch Trainer::data_phase() {
   return parts_.source->next();
 }
 
-at::Tensor Trainer::forward_phase(const core::Batch& batch) {
+at::Tensor Trainer::forward_phase(const core::Batch& batch, bool sync) {
   namespace F = torch::nn::functional;
-  at::Tensor loss;
-  {
-    PhaseScope scope(observers_, step_, Phase::Forward);
-    core::AutocastGuard autocast(device_.device().type(), plan_.precision.autocast_dtype);
-    at::Tensor logits = parts_.model->forward(batch.images);
-    loss = F::cross_entropy(logits.to(at::kFloat), batch.labels,
-                            F::CrossEntropyFuncOptions().label_smoothing(plan_.resolved.label_smoothing));
-  }
+  PhaseScope scope(observers_, step_, Phase::Forward);
+  if (parts_.grad_sync) parts_.grad_sync->before_forward(sync);
+  core::AutocastGuard autocast(device_.device().type(), plan_.precision.autocast_dtype);
+  at::Tensor logits = parts_.model->forward(batch.images);
+  at::Tensor loss = F::cross_entropy(logits.to(at::kFloat), batch.labels,
+                                     F::CrossEntropyFuncOptions().label_smoothing(plan_.resolved.label_smoothing));
+  if (parts_.grad_sync) parts_.grad_sync->after_forward(sync);
+  return loss;
+}
+
+void Trainer::notify_loss(const at::Tensor& loss) {
   const auto scale = parts_.scaler ? std::optional<double>(parts_.scaler->current_scale()) : std::nullopt;
   for (auto* o : observers_) o->on_loss(step_, loss, scale);
-  return loss;
 }
 
 void Trainer::backward_phase(const at::Tensor& loss) {
   PhaseScope scope(observers_, step_, Phase::Backward);
-  (parts_.scaler ? parts_.scaler->scale(loss) : loss).backward();
+  auto run = [&] { (parts_.scaler ? parts_.scaler->scale(loss) : loss).backward(); };
+  if (parts_.grad_sync) parts_.grad_sync->backward(run, step_);
+  else run();
 }
 
 void Trainer::grad_sync_phase() {
-  // One process: nothing to exchange. Data-parallel training all-reduces the gradients here.
+  // The Reducer all-reduced the buckets during the last backward and waited for them at its end;
+  // one process has nothing to exchange.
   PhaseScope scope(observers_, step_, Phase::GradSync);
+}
+
+double Trainer::reported_loss(const at::Tensor& loss) {
+  const double local = loss.item<double>();  // waits for the step's work
+  if (!parts_.grad_sync || parts_.grad_sync->world_size() == 1) return local;
+  return parts_.grad_sync->mean_over_ranks({local}, "averaging the loss of step " + std::to_string(step_))[0];
 }
 
 void Trainer::unscale_clip_phase(const std::vector<at::Tensor>& grads) {
@@ -205,11 +217,25 @@ StepRecord Trainer::step() {
   if (!running_) throw std::logic_error("trainer: call begin_run before step");
   for (auto* o : observers_) o->on_step_begin(step_);
   const auto t0 = Clock::now();
-  core::Batch batch = data_phase();
-  const double data_wait_ms = ms_since(t0);
   parts_.optimizer->set_lr(parts_.schedule.lr(step_));
-  at::Tensor loss = forward_phase(batch);
-  backward_phase(loss);
+  // K micro-batches; the loss of the step is their mean, and each backward gets loss / K, so the
+  // accumulated gradient is the gradient of that mean. K = 1 is the plain step, bit for bit.
+  const int64_t k = std::max<int64_t>(1, plan_.resolved.accumulate_steps);
+  double data_wait_ms = 0;
+  at::Tensor loss;
+  for (int64_t micro = 0; micro < k; ++micro) {
+    const auto td = Clock::now();
+    core::Batch batch = data_phase();
+    data_wait_ms += ms_since(td);
+    at::Tensor micro_loss = forward_phase(batch, /*sync=*/micro == k - 1);
+    if (k == 1) notify_loss(micro_loss);
+    backward_phase(k == 1 ? micro_loss : micro_loss / static_cast<double>(k));
+    loss = micro == 0 ? micro_loss.detach() : loss + micro_loss.detach();
+  }
+  if (k > 1) {
+    loss = loss / static_cast<double>(k);
+    notify_loss(loss);
+  }
   grad_sync_phase();
   auto grads = parts_.optimizer->gradients();
   if (step_ == plan_.resolved.inject_inf_at_step && !grads.empty())
@@ -217,10 +243,10 @@ StepRecord Trainer::step() {
   unscale_clip_phase(grads);
   const bool stepped = optimizer_phase(grads);
   scaler_update_phase();
-  parts_.optimizer->zero_grad();
+  parts_.optimizer->zero_grad(/*set_to_none=*/parts_.grad_sync == nullptr);  // buckets keep their views
   StepRecord rec;
   rec.step = step_;
-  rec.loss = loss.item<double>();  // waits for the step's work
+  rec.loss = reported_loss(loss);
   device_.synchronize();
   rec.lr = parts_.optimizer->lr();
   rec.step_ms = ms_since(t0);

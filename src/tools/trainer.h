@@ -8,8 +8,10 @@
 //   trainer.end_run(result);
 //
 // A step runs, in order: Data (next batch), Forward (under autocast, loss in fp32), Backward (of
-// the scaled loss when a scaler runs), GradSync (empty on one process: data-parallel training
-// all-reduces here), UnscaleClip (unscale when someone needs true gradients, then gradient-norm
+// the scaled loss when a scaler runs) -- these three once per micro-batch with --accumulate-steps K,
+// each loss divided by K --, GradSync (data-parallel training: the Reducer all-reduced gradient
+// buckets while the last backward ran and has waited for them at its end; the phase marks the
+// point where gradients agree on every rank), UnscaleClip (unscale when someone needs true gradients, then gradient-norm
 // clipping), OptimizerStep (skipped by the scaler on overflow), ScalerUpdate. Each phase is a
 // user scope in profiles (tools/train_observer.h has the names) and costs nothing when nobody
 // records. The step ends with loss.item() and a device synchronisation, so its time covers its
@@ -27,6 +29,7 @@
 #include "core/models.h"
 #include "core/optim.h"
 #include "core/state_dict.h"
+#include "tools/dist/gradient_sync.h"
 #include "tools/run_plan.h"
 #include "tools/train_observer.h"
 
@@ -38,6 +41,7 @@ struct TrainerParts {
   std::unique_ptr<core::MultiTensorOptimizer> optimizer;
   core::LrSchedule schedule;
   std::unique_ptr<core::GradScaler> scaler;     // null: no loss scaling
+  dist::GradientSync* grad_sync = nullptr;      // data-parallel exchange (not owned); null: one process
 };
 
 // The optimizer (decay groups as the plan says), schedule and scaler for `model`; the model and the
@@ -76,8 +80,10 @@ class Trainer {
  private:
   class ModuleEvents;
   core::Batch data_phase();
-  at::Tensor forward_phase(const core::Batch& batch);
+  at::Tensor forward_phase(const core::Batch& batch, bool sync);
+  void notify_loss(const at::Tensor& loss);
   void backward_phase(const at::Tensor& loss);
+  double reported_loss(const at::Tensor& loss);
   void grad_sync_phase();
   void unscale_clip_phase(const std::vector<at::Tensor>& grads);
   bool optimizer_phase(const std::vector<at::Tensor>& grads);

@@ -88,16 +88,27 @@ void Loader::stop_workers() {
   threads_.clear();
 }
 
-int64_t Loader::samples_per_shard() const {
-  const int64_t n = static_cast<int64_t>(dataset_->size());
-  const int64_t w = options_.world_size;
-  return options_.drop_last ? n / w : (n + w - 1) / w;
+// Sharding is by whole batches: the epoch's permutation is cut into global batches of batch_size
+// consecutive samples, and rank r takes global batches r, r+W, r+2W ... So the sequence of batches
+// does not depend on the world size: rank r's step s on W ranks sees the batch that micro-step r of
+// step s sees on one process accumulating W micro-batches.
+int64_t Loader::global_batches() const {
+  const int64_t n = static_cast<int64_t>(dataset_->size()), b = options_.batch_size;
+  return options_.drop_last ? n / b : (n + b - 1) / b;
 }
 
 int64_t Loader::batches_per_epoch() const {
-  const int64_t per_shard = samples_per_shard();
-  return options_.drop_last ? per_shard / options_.batch_size
-                            : (per_shard + options_.batch_size - 1) / options_.batch_size;
+  const int64_t g = global_batches(), w = options_.world_size, r = options_.rank;
+  if (options_.drop_last) return g / w;  // cut so every rank takes as many steps
+  return g / w + (r < g % w ? 1 : 0);
+}
+
+int64_t Loader::samples_per_shard() const {
+  const int64_t n = static_cast<int64_t>(dataset_->size()), b = options_.batch_size;
+  const int64_t batches = batches_per_epoch();
+  if (batches == 0) return 0;
+  const int64_t last_global = (batches - 1) * options_.world_size + options_.rank;
+  return (batches - 1) * b + std::min(b, n - last_global * b);
 }
 
 std::vector<size_t> Loader::epoch_order(int epoch) const {
@@ -110,10 +121,14 @@ std::vector<size_t> Loader::epoch_order(int epoch) const {
     for (size_t i = n - 1; i > 0; --i) std::swap(perm[i], perm[static_cast<size_t>(rng.randint(0, static_cast<int64_t>(i) + 1))]);
   }
   const size_t w = static_cast<size_t>(options_.world_size), r = static_cast<size_t>(options_.rank);
-  const size_t total = static_cast<size_t>(samples_per_shard()) * w;
+  const size_t b = static_cast<size_t>(options_.batch_size);
+  const size_t batches = static_cast<size_t>(batches_per_epoch());
   std::vector<size_t> shard;
-  shard.reserve(total / w);
-  for (size_t pos = r; pos < total; pos += w) shard.push_back(perm[n ? pos % n : 0]);  // pos >= n: padding
+  shard.reserve(static_cast<size_t>(samples_per_shard()));
+  for (size_t k = 0; k < batches; ++k) {
+    const size_t first = (k * w + r) * b;
+    for (size_t pos = first; pos < std::min(first + b, n); ++pos) shard.push_back(perm[pos]);
+  }
   return shard;
 }
 

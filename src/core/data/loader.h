@@ -11,8 +11,11 @@
 // Promises:
 // - Order: epoch e's sample order is a permutation drawn from (seed, e) alone, and each sample's
 //   augmentation from (seed, e, sample index): batches are bit-identical for any worker count.
-// - Sharding: like torch's DistributedSampler, the permutation is padded (by repeating its start)
-//   to a multiple of world_size, or cut to one when drop_last; rank r takes positions r, r+W, ...
+// - Sharding: by whole batches. The permutation is cut into global batches of batch_size samples and
+//   rank r takes global batches r, r+W, ... (with drop_last cut so that every rank has as many; else
+//   the first ranks may have one more, and the last global batch may be partial). Unlike torch's
+//   DistributedSampler nothing is padded, and rank r's k-th batch is the global batch k*W + r
+//   whatever W is: the batches do not change with the world size.
 // - Memory: at most `prefetch` batches are being filled or waiting; their buffers come from the
 //   BatchAllocator (e.g. pinned host memory for fast, non_blocking copies to a device), which is
 //   called from worker threads and must be thread-safe. A Batch returns its buffer when the last
@@ -111,6 +114,7 @@ class Loader {
 
   int64_t batches_per_epoch() const;
   int64_t samples_per_shard() const;
+  int64_t global_batches() const;  // of the whole epoch, over all ranks
   // This rank's dataset indices for `epoch`, in order (before bad-sample replacement).
   std::vector<size_t> epoch_order(int epoch) const;
   LoaderStats stats() const;

@@ -25,6 +25,7 @@ int train_command(const TrainArgs& args) {
     dump.close();
     std::cerr << "dump: " << dump.dir() << " (" << dump.records_written() << " records)\n";
   }
+  if (result.rank != 0) return result.stop_signal ? 128 + result.stop_signal : 0;  // rank 0 reports the job
   if (!quiet) std::cout << tools::render_train_summary(result);
   if (!args.json.empty()) report::write_json(report::with_envelope("train", tools::train_result_to_json(result)), args.json);
   // Preempted: the checkpoint is written; 128 + the signal, as if the signal had ended the process.

@@ -114,30 +114,36 @@ TEST(Loader, DropLastAndNoShuffle) {
   EXPECT_EQ(e.labels[1], (std::vector<int64_t>{4, 5, 6, 7}));
 }
 
-TEST(Loader, ShardsAreDisjointAndCoverTheEpoch) {
-  auto ds = std::make_shared<ProbeDataset>(10);
+TEST(Loader, ShardsAreWholeBatchesDisjointAndCoverTheEpoch) {
+  auto ds = std::make_shared<ProbeDataset>(11);
   for (bool drop_last : {false, true}) {
+    // One process sees the global batches in order; rank r of 3 must see batches r, r+3, ...
+    LoaderOptions one;
+    one.batch_size = 2;
+    one.seed = 3;
+    one.drop_last = drop_last;
+    const auto all = Loader(ds, one).epoch_order(0);
     std::multiset<size_t> seen;
     for (int rank = 0; rank < 3; ++rank) {
-      LoaderOptions o;
-      o.batch_size = 2;
+      LoaderOptions o = one;
       o.world_size = 3;
       o.rank = rank;
-      o.seed = 3;
-      o.drop_last = drop_last;
       Loader loader(ds, o);
       auto order = loader.epoch_order(0);
-      EXPECT_EQ(order.size(), drop_last ? 3u : 4u);
+      // 11 samples, batch 2: 5 full global batches and one of 1. drop_last: 5 / 3 = 1 batch per
+      // rank; else global batches {0,3}, {1,4}, {2,5}, the last of them partial.
+      const size_t expect_batches = drop_last ? 1u : 2u;
+      EXPECT_EQ(static_cast<size_t>(loader.batches_per_epoch()), expect_batches) << rank << drop_last;
+      EXPECT_EQ(static_cast<int64_t>(order.size()), loader.samples_per_shard());
+      for (size_t k = 0; k < order.size(); ++k) {
+        const size_t global_batch = (k / 2) * 3 + static_cast<size_t>(rank);
+        EXPECT_EQ(order[k], all[global_batch * 2 + k % 2]) << "rank " << rank << " position " << k;
+      }
       seen.insert(order.begin(), order.end());
     }
     std::set<size_t> distinct(seen.begin(), seen.end());
-    if (drop_last) {
-      EXPECT_EQ(seen.size(), 9u);
-      EXPECT_EQ(distinct.size(), 9u);  // disjoint
-    } else {
-      EXPECT_EQ(seen.size(), 12u);     // padded like DistributedSampler
-      EXPECT_EQ(distinct.size(), 10u);  // every sample somewhere
-    }
+    EXPECT_EQ(distinct.size(), seen.size());  // disjoint, nothing padded
+    EXPECT_EQ(seen.size(), drop_last ? 6u : 11u);
   }
   LoaderOptions bad;
   bad.world_size = 2;

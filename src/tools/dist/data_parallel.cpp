@@ -1,0 +1,157 @@
+#include "tools/dist/data_parallel.h"
+
+#include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
+#include <torch/csrc/distributed/c10d/comm.hpp>
+#include <torch/csrc/distributed/c10d/reducer.hpp>
+
+#include <numeric>
+#include <sstream>
+
+namespace crosstrain::dist {
+
+namespace {
+
+constexpr int64_t kFirstBucketBytes = 1 << 20;       // DDP's small first bucket
+constexpr size_t kBroadcastBucketBytes = 250u << 20;  // coalescing of the start-up broadcast
+
+uint64_t fnv1a(uint64_t h, const std::string& s) {
+  for (unsigned char c : s) h = (h ^ c) * 0x100000001b3ull;
+  return h;
+}
+
+// All-reduces each bucket in a smaller floating type: divide by the world size first (no overflow),
+// reduce, and write the result back into the bucket in its own type.
+class CompressedAllReduce final : public c10d::CppCommHookInterface<c10::intrusive_ptr<c10d::ProcessGroup>> {
+ public:
+  CompressedAllReduce(c10::intrusive_ptr<c10d::ProcessGroup> pg, at::ScalarType type)
+      : CppCommHookInterface(std::move(pg)), type_(type) {}
+
+  c10::intrusive_ptr<c10::ivalue::Future> runHook(c10d::GradBucket& bucket) override {
+    at::Tensor bucket_buffer = bucket.getBufferRef();
+    std::vector<at::Tensor> compressed{bucket_buffer.to(type_).div_(state_->getSize())};
+    auto reduced = state_->allreduce(compressed)->getFuture();
+    return reduced->then(
+        [bucket_buffer](c10::ivalue::Future& f) {
+          bucket_buffer.copy_(f.value().toTensorVector().at(0));
+          return c10::IValue(bucket_buffer);
+        },
+        c10::TensorType::get());
+  }
+
+ private:
+  at::ScalarType type_;
+};
+
+}  // namespace
+
+DataParallel::DataParallel(Group& group, core::TrainableModel& model, DataParallelOptions options)
+    : group_(group), options_(std::move(options)) {
+  if (!(options_.bucket_cap_mb > 0)) throw std::invalid_argument("--bucket-cap-mb must be > 0");
+  for (const auto& p : model.named_parameters()) {
+    if (!p.value().requires_grad()) continue;
+    params_.push_back(p.value());
+    names_.push_back(p.key());
+  }
+  for (const auto& b : model.named_buffers()) buffers_.push_back(b.value());
+  if (params_.empty()) throw std::invalid_argument("data-parallel training: the model has no trainable parameters");
+  device_ = params_.front().device();
+
+  // Same architecture everywhere, or the broadcast below would mix up tensors.
+  uint64_t h = 0xcbf29ce484222325ull;
+  double numel = 0;
+  for (size_t i = 0; i < params_.size(); ++i) {
+    std::ostringstream shape;
+    shape << names_[i] << params_[i].sizes() << params_[i].scalar_type();
+    h = fnv1a(h, shape.str());
+    numel += static_cast<double>(params_[i].numel());
+  }
+  for (const auto& b : buffers_) numel += static_cast<double>(b.numel());
+  check_same_everywhere({static_cast<double>(params_.size()), static_cast<double>(buffers_.size()), numel,
+                         static_cast<double>(h >> 12)},
+                        "the model's parameters (names, shapes, types) differ between ranks: start every worker "
+                        "with the same --model and model flags");
+  broadcast_state();
+
+  std::vector<size_t> all(params_.size());
+  std::iota(all.begin(), all.end(), size_t{0});
+  std::unordered_map<size_t, std::string> names;
+  for (size_t i = 0; i < names_.size(); ++i) names[i] = names_[i];
+  const auto cap = static_cast<int64_t>(options_.bucket_cap_mb * 1024 * 1024);
+  group_.guarded("setting up gradient buckets", [&] {
+    // One bucket until the first backward shows the order gradients arrive in (DDP's static start).
+    reducer_ = std::make_shared<c10d::Reducer>(params_, std::vector<std::vector<size_t>>{all}, group_.process_group(),
+                                               std::vector<bool>(params_.size(), false), cap,
+                                               /*find_unused_parameters=*/false, /*gradient_as_bucket_view=*/true,
+                                               names, kFirstBucketBytes, /*skip_all_reduce_unused_params=*/false,
+                                               /*use_python_reducer=*/false, std::vector<int64_t>{});
+  });
+  if (options_.compression == "fp16" || options_.compression == "bf16")
+    reducer_->register_comm_hook(std::make_unique<CompressedAllReduce>(
+        group_.process_group(), options_.compression == "fp16" ? at::kHalf : at::kBFloat16));
+  else if (options_.compression != "none")
+    throw std::invalid_argument("--grad-compression must be none, fp16 or bf16, not '" + options_.compression + "'");
+}
+
+DataParallel::~DataParallel() = default;
+
+void DataParallel::check_same_everywhere(const std::vector<double>& local, const std::string& what) {
+  auto hi = at::tensor(local, at::TensorOptions().dtype(at::kDouble)).to(device_);
+  auto lo = hi.clone();
+  group_.guarded("checking that every rank agrees", [&] {
+    c10d::AllreduceOptions o;
+    o.reduceOp = c10d::ReduceOp::MAX;
+    std::vector<at::Tensor> a{hi};
+    group_.process_group()->allreduce(a, o)->wait(group_.timeout());
+    o.reduceOp = c10d::ReduceOp::MIN;
+    std::vector<at::Tensor> b{lo};
+    group_.process_group()->allreduce(b, o)->wait(group_.timeout());
+  });
+  if (!at::equal(hi, lo)) throw std::runtime_error(what);
+}
+
+void DataParallel::broadcast_state() {
+  std::vector<at::Tensor> state = params_;
+  state.insert(state.end(), buffers_.begin(), buffers_.end());
+  {
+    at::NoGradGuard no_grad;
+    group_.guarded("broadcasting parameters and buffers from rank 0",
+                   [&] { c10d::broadcast_coalesced(group_.process_group(), state, kBroadcastBucketBytes, 0); });
+  }
+  double sum = 0, abs_sum = 0;
+  for (const auto& t : state) {
+    if (!at::isFloatingType(t.scalar_type()) && !at::isIntegralType(t.scalar_type(), false)) continue;
+    auto d = t.detach().to(at::kDouble);
+    sum += d.sum().item<double>();
+    abs_sum += d.abs().sum().item<double>();
+  }
+  check_same_everywhere({sum, abs_sum}, "parameters or buffers still differ between ranks after the broadcast from rank 0");
+}
+
+void DataParallel::before_forward(bool sync) {
+  group_.guarded("rebuilding gradient buckets", [&] { reducer_->rebuild_buckets(); });
+  if (sync) reducer_->prepare_for_forward();
+  if (options_.broadcast_buffers && !buffers_.empty() && group_.size() > 1) {
+    at::NoGradGuard no_grad;
+    group_.guarded("broadcasting buffers from rank 0",
+                   [&] { c10d::broadcast_coalesced(group_.process_group(), buffers_, kBroadcastBucketBytes, 0); });
+  }
+}
+
+void DataParallel::after_forward(bool sync) {
+  if (sync) reducer_->prepare_for_backward({});
+}
+
+void DataParallel::backward(const std::function<void()>& run_backward, int64_t step) {
+  group_.guarded("the gradient all-reduce of step " + std::to_string(step), run_backward);
+}
+
+std::vector<double> DataParallel::mean_over_ranks(std::vector<double> values, const std::string& what) {
+  if (group_.size() == 1 || values.empty()) return values;
+  auto t = at::tensor(values, at::TensorOptions().dtype(at::kDouble)).to(device_);
+  group_.all_reduce_sum(t, what);
+  t = t.cpu();
+  for (size_t i = 0; i < values.size(); ++i) values[i] = t[static_cast<int64_t>(i)].item<double>() / group_.size();
+  return values;
+}
+
+}  // namespace crosstrain::dist

@@ -1,0 +1,62 @@
+#pragma once
+// Data-parallel gradient exchange with c10d's Reducer, the C++ engine of torch's
+// DistributedDataParallel: gradients are bucketed (--bucket-cap-mb, 25 MiB by default; a 1 MiB
+// first bucket) and each bucket is all-reduced from an autograd hook as soon as its last gradient
+// is ready, so communication overlaps the rest of backward. After the first step the buckets are
+// rebuilt in the order gradients became ready, as DDP does.
+//
+//   dist::DataParallel dp(group, model, {.bucket_cap_mb = 25, .broadcast_buffers = true});
+//   trainer_parts.grad_sync = &dp;
+//
+// At construction parameters and buffers are checked to have the same shapes on every rank, then
+// broadcast from rank 0 and verified equal. Gradients are bucket views (the optimizer must zero
+// them in place). With broadcast_buffers, buffers (BatchNorm running statistics) come from rank 0
+// before every forward. `compression` fp16/bf16 all-reduces each bucket in that type, divided by the
+// world size first (torch's fp16_compress_hook; bf16 keeps fp32's range).
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <ATen/ATen.h>
+
+#include "core/models.h"
+#include "tools/dist/gradient_sync.h"
+#include "tools/dist/group.h"
+
+namespace c10d {
+class Reducer;
+}
+
+namespace crosstrain::dist {
+
+struct DataParallelOptions {
+  double bucket_cap_mb = 25;
+  bool broadcast_buffers = true;
+  std::string compression = "none";  // none | fp16 | bf16
+};
+
+class DataParallel final : public GradientSync {
+ public:
+  DataParallel(Group& group, core::TrainableModel& model, DataParallelOptions options);
+  ~DataParallel() override;
+
+  void before_forward(bool sync) override;
+  void after_forward(bool sync) override;
+  void backward(const std::function<void()>& run_backward, int64_t step) override;
+  std::vector<double> mean_over_ranks(std::vector<double> values, const std::string& what) override;
+  int rank() const override { return group_.rank(); }
+  int world_size() const override { return group_.size(); }
+
+ private:
+  void check_same_everywhere(const std::vector<double>& local, const std::string& what);
+  void broadcast_state();
+
+  Group& group_;
+  DataParallelOptions options_;
+  std::vector<at::Tensor> params_, buffers_;
+  std::vector<std::string> names_;
+  c10::Device device_ = c10::kCPU;
+  std::shared_ptr<c10d::Reducer> reducer_;
+};
+
+}  // namespace crosstrain::dist

@@ -1,0 +1,182 @@
+// Data-parallel training through the binary, on the CPU over Gloo: N processes with per-rank batch b
+// against one process accumulating N micro-batches of b over the same global samples (losses and
+// final weights within 1e-5), failures that end every rank with a message instead of a hang (a
+// killed rank, a stopped rank), and torchrun's worker contract, including an elastic restart that
+// resumes from a checkpoint.
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cmath>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "test_support.h"
+
+namespace ct = crosstrain::testing;
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+const std::string kData = "/usr/share/datasets/fashion-mnist";
+const std::string kModel =
+    " --model resnet18 --small-stem --base-width 8 --batch-size 8 --seed 7 --threads 1 --lr 0.05 --no-final-eval"
+    " --workers 1 --max-samples 512";
+
+bool have_data() { return fs::exists(kData + "/train-images-idx3-ubyte.gz"); }
+
+int free_port() {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
+  socklen_t len = sizeof a;
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+  ::close(fd);
+  return ntohs(a.sin_port);
+}
+
+std::string read_file(const fs::path& p) {
+  std::ifstream in(p);
+  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+}
+
+std::vector<double> losses_of(const fs::path& log) {
+  std::ifstream in(log);
+  std::vector<double> out;
+  for (std::string l; std::getline(in, l);)
+    if (!l.empty()) out.push_back(nlohmann::json::parse(l).at("loss").get<double>());
+  return out;
+}
+
+// N workers started as a launcher would start them (torchrun's variables), output to files.
+class Workers {
+ public:
+  Workers(const fs::path& dir, int n, const std::string& args) : dir_(dir) {
+    const int port = free_port();
+    for (int r = 0; r < n; ++r) {
+      const pid_t pid = ::fork();
+      if (pid == 0) {
+        ::setenv("RANK", std::to_string(r).c_str(), 1);
+        ::setenv("LOCAL_RANK", std::to_string(r).c_str(), 1);
+        ::setenv("WORLD_SIZE", std::to_string(n).c_str(), 1);
+        ::setenv("LOCAL_WORLD_SIZE", std::to_string(n).c_str(), 1);
+        ::setenv("MASTER_ADDR", "127.0.0.1", 1);
+        ::setenv("MASTER_PORT", std::to_string(port).c_str(), 1);
+        const std::string cmd = "exec " + ct::binary() + " train " + args + " > " + out(r).string() + " 2> " +
+                                err(r).string();
+        ::execl("/bin/sh", "sh", "-c", cmd.c_str(), static_cast<char*>(nullptr));
+        ::_exit(127);
+      }
+      pids_.push_back(pid);
+    }
+  }
+  ~Workers() {
+    for (pid_t p : pids_)
+      if (p > 0) {
+        ::kill(p, SIGKILL);
+        ::waitpid(p, nullptr, 0);
+      }
+  }
+  fs::path out(int r) const { return dir_ / ("out" + std::to_string(r) + ".txt"); }
+  fs::path err(int r) const { return dir_ / ("err" + std::to_string(r) + ".txt"); }
+  pid_t pid(int r) const { return pids_[static_cast<size_t>(r)]; }
+  // The exit code of rank r (128 + signal when killed), or -1 when it is still running at `deadline`.
+  int wait(int r, Clock::time_point deadline) {
+    pid_t& p = pids_[static_cast<size_t>(r)];
+    while (true) {
+      int status = 0;
+      if (::waitpid(p, &status, WNOHANG) == p) {
+        p = -1;
+        return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+      }
+      if (Clock::now() > deadline) return -1;
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+  }
+
+ private:
+  fs::path dir_;
+  std::vector<pid_t> pids_;
+};
+
+// Largest relative difference between the tensors of two state-dict files, by Python's torch.
+double max_weight_difference(const fs::path& a, const fs::path& b) {
+  const auto r = ct::run_command(ct::python() + " -c \"import sys, torch\n"
+                                 "a = torch.load(sys.argv[1]); b = torch.load(sys.argv[2])\n"
+                                 "assert a.keys() == b.keys()\n"
+                                 "print(max(((a[k].double() - b[k].double()).abs().max() / (a[k].double().abs().max() + 1e-12)).item()"
+                                 " for k in a if a[k].is_floating_point() and 'running' not in k))\" " +
+                                 a.string() + " " + b.string());
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  return r.exit_code == 0 ? std::stod(r.output) : 1.0;
+}
+
+// An N-process run and a 1-process run accumulating N micro-batches: the same losses and weights.
+void expect_equivalent(int n) {
+  if (!have_data()) GTEST_SKIP() << "Fashion-MNIST not installed";
+  const auto dir = ct::scratch_dir("dist_equiv_" + std::to_string(n));
+  const std::string args = "--data idx:" + kData + kModel + " --steps 5";
+  const auto one = ct::run_command(ct::binary() + " train " + args + " --accumulate-steps " + std::to_string(n) +
+                                   " --log " + (dir / "one.jsonl").string() + " --save-weights " +
+                                   (dir / "one.pt").string() + " > /dev/null");
+  ASSERT_EQ(one.exit_code, 0) << one.output;
+  {
+    Workers w(dir, n, args + " --log " + (dir / "dp.jsonl").string() + " --save-weights " + (dir / "dp.pt").string());
+    const auto deadline = Clock::now() + std::chrono::seconds(300);
+    for (int r = 0; r < n; ++r) ASSERT_EQ(w.wait(r, deadline), 0) << read_file(w.err(r));
+    EXPECT_NE(read_file(w.out(0)).find(std::to_string(n) + " ranks over gloo"), std::string::npos) << read_file(w.out(0));
+    for (int r = 1; r < n; ++r) EXPECT_EQ(read_file(w.out(r)), "") << "only rank 0 reports";
+  }
+  const auto a = losses_of(dir / "one.jsonl"), b = losses_of(dir / "dp.jsonl");
+  ASSERT_EQ(a.size(), 5u);
+  ASSERT_EQ(b.size(), a.size());
+  for (size_t i = 0; i < a.size(); ++i) EXPECT_NEAR(a[i], b[i], 1e-5 * std::abs(a[i])) << "step " << i;
+  EXPECT_LT(max_weight_difference(dir / "one.pt", dir / "dp.pt"), 1e-5);
+  fs::remove_all(dir);
+}
+
+// Starts 3 workers, lets them train, does `act` to rank 1 and expects ranks 0 and 2 to end with a
+// message containing `expect` within the timeout plus a margin.
+void expect_survivors_report(const std::string& name, int signal, const std::string& expect) {
+  const auto dir = ct::scratch_dir("dist_fail_" + name);
+  const int timeout_s = 6;
+  Workers w(dir, 3, kModel + " --num-classes 10 --image-size 16 --steps 100000 --dist-timeout " +
+                        std::to_string(timeout_s) + " --log " + (dir / "log.jsonl").string());
+  const auto started = Clock::now();
+  while (losses_of(dir / "log.jsonl").size() < 2) {  // training, so the group is up
+    ASSERT_LT(Clock::now() - started, std::chrono::seconds(120)) << read_file(w.err(0));
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  ::kill(w.pid(1), signal);
+  const auto acted = Clock::now();
+  for (int r : {0, 2}) {
+    const int code = w.wait(r, acted + std::chrono::seconds(timeout_s + 20));
+    EXPECT_NE(code, -1) << "rank " << r << " still running " << timeout_s + 20 << " s later";
+    EXPECT_NE(code, 0);
+    const std::string err = read_file(w.err(r));
+    EXPECT_NE(err.find("rank " + std::to_string(r) + " on "), std::string::npos) << err;
+    EXPECT_NE(err.find(expect), std::string::npos) << "rank " << r << ":\n" << err;
+    EXPECT_NE(err.find("failed"), std::string::npos) << err;
+  }
+  fs::remove_all(dir);
+}
+
+}  // namespace
+
+TEST(Distributed, TwoRanksMatchOneProcessAccumulatingTwo) { expect_equivalent(2); }
+TEST(Distributed, FourRanksMatchOneProcessAccumulatingFour) { expect_equivalent(4); }
+
+TEST(Distributed, AKilledRankIsNamedByTheOthers) {
+  expect_survivors_report("killed", SIGKILL, "rank 1 (");
+}
+
+TEST(Distributed, AStoppedRankIsNamedWithTheCollectiveTheOthersWaitedIn) {
+  expect_survivors_report("stopped", SIGSTOP, "is stopped");
+}
