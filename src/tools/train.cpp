@@ -298,6 +298,7 @@ TrainResult run_training(const TrainConfig& config, const TrainHooks& hooks) {
     }
     if (!c.checkpoint_dir.empty()) install_preemption_handlers();
     run_steps(trainer, plan, hooks, data, dev, msg, r, data_parallel.get());
+    if (data_parallel) data_parallel->verify_in_sync("at the end of training");
     report_bad_samples(data, trainer.source(), r);
     if (!c.weights_out.empty() && c.rank == 0) core::save_weights(*model, c.weights_out);
     if (group) group->barrier("the end of training");

@@ -23,12 +23,11 @@ using Clock = std::chrono::steady_clock;
 
 namespace {
 
-const std::string kData = "/usr/share/datasets/fashion-mnist";
 const std::string kModel =
-    " --model resnet18 --small-stem --base-width 8 --batch-size 8 --seed 7 --threads 1 --lr 0.05 --no-final-eval"
-    " --workers 1 --max-samples 512";
-
-bool have_data() { return fs::exists(kData + "/train-images-idx3-ubyte.gz"); }
+    " --model resnet18 --small-stem --base-width 8 --batch-size 8 --seed 7 --threads 1 --no-final-eval --workers 1"
+    " --num-classes 10 --image-size 16";
+// A dataset through the sharded loader (fixed synthetic batches are the same on every step).
+const std::string kData = " --data synthetic:512";
 
 int free_port() {
   const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
@@ -119,10 +118,13 @@ double max_weight_difference(const fs::path& a, const fs::path& b) {
 }
 
 // An N-process run and a 1-process run accumulating N micro-batches: the same losses and weights.
+// Both sum the same float32 gradients in another order, so they agree to rounding only while the
+// trajectory is stable: at larger learning rates or after more steps a ReLU kink crossed by a 1e-7
+// difference sends both runs apart, as running the 1-process one with 2 threads instead of 1 does.
+// This setting was checked to be stable that way (1 vs 2 threads: weights within 2.3e-6).
 void expect_equivalent(int n) {
-  if (!have_data()) GTEST_SKIP() << "Fashion-MNIST not installed";
   const auto dir = ct::scratch_dir("dist_equiv_" + std::to_string(n));
-  const std::string args = "--data idx:" + kData + kModel + " --steps 5";
+  const std::string args = kData + kModel + " --lr 0.01 --steps 4";
   const auto one = ct::run_command(ct::binary() + " train " + args + " --accumulate-steps " + std::to_string(n) +
                                    " --log " + (dir / "one.jsonl").string() + " --save-weights " +
                                    (dir / "one.pt").string() + " > /dev/null");
@@ -135,7 +137,7 @@ void expect_equivalent(int n) {
     for (int r = 1; r < n; ++r) EXPECT_EQ(read_file(w.out(r)), "") << "only rank 0 reports";
   }
   const auto a = losses_of(dir / "one.jsonl"), b = losses_of(dir / "dp.jsonl");
-  ASSERT_EQ(a.size(), 5u);
+  ASSERT_EQ(a.size(), 4u);
   ASSERT_EQ(b.size(), a.size());
   for (size_t i = 0; i < a.size(); ++i) EXPECT_NEAR(a[i], b[i], 1e-5 * std::abs(a[i])) << "step " << i;
   EXPECT_LT(max_weight_difference(dir / "one.pt", dir / "dp.pt"), 1e-5);
@@ -147,7 +149,7 @@ void expect_equivalent(int n) {
 void expect_survivors_report(const std::string& name, int signal, const std::string& expect) {
   const auto dir = ct::scratch_dir("dist_fail_" + name);
   const int timeout_s = 6;
-  Workers w(dir, 3, kModel + " --num-classes 10 --image-size 16 --steps 100000 --dist-timeout " +
+  Workers w(dir, 3, kModel + " --steps 100000 --dist-timeout " +
                         std::to_string(timeout_s) + " --log " + (dir / "log.jsonl").string());
   const auto started = Clock::now();
   while (losses_of(dir / "log.jsonl").size() < 2) {  // training, so the group is up

@@ -28,6 +28,7 @@ class CompressedAllReduce final : public c10d::CppCommHookInterface<c10::intrusi
 
   c10::intrusive_ptr<c10::ivalue::Future> runHook(c10d::GradBucket& bucket) override {
     at::Tensor bucket_buffer = bucket.getBufferRef();
+
     std::vector<at::Tensor> compressed{bucket_buffer.to(type_).div_(state_->getSize())};
     auto reduced = state_->allreduce(compressed)->getFuture();
     return reduced->then(
@@ -117,14 +118,23 @@ void DataParallel::broadcast_state() {
     group_.guarded("broadcasting parameters and buffers from rank 0",
                    [&] { c10d::broadcast_coalesced(group_.process_group(), state, kBroadcastBucketBytes, 0); });
   }
-  double sum = 0, abs_sum = 0;
-  for (const auto& t : state) {
+  check_same_everywhere(checksum(state), "parameters or buffers still differ between ranks after the broadcast from rank 0");
+}
+
+std::vector<double> DataParallel::checksum(const std::vector<at::Tensor>& tensors) {
+  double sum = 0, weighted = 0;
+  for (const auto& t : tensors) {
     if (!at::isFloatingType(t.scalar_type()) && !at::isIntegralType(t.scalar_type(), false)) continue;
-    auto d = t.detach().to(at::kDouble);
+    auto d = t.detach().to(at::kDouble).flatten();
     sum += d.sum().item<double>();
-    abs_sum += d.abs().sum().item<double>();
+    weighted += (d * at::arange(1, d.numel() + 1, d.options()).remainder(7)).sum().item<double>();
   }
-  check_same_everywhere({sum, abs_sum}, "parameters or buffers still differ between ranks after the broadcast from rank 0");
+  return {sum, weighted};
+}
+
+void DataParallel::verify_in_sync(const std::string& when) {
+  check_same_everywhere(checksum(params_), "parameters differ between ranks " + when +
+                                               ": gradients were not the same everywhere (please report this)");
 }
 
 void DataParallel::before_forward(bool sync) {

@@ -44,12 +44,16 @@ class DataParallel final : public GradientSync {
   void after_forward(bool sync) override;
   void backward(const std::function<void()>& run_backward, int64_t step) override;
   std::vector<double> mean_over_ranks(std::vector<double> values, const std::string& what) override;
+  // Checks that parameters are bitwise the same on every rank (a checksum compared by all-reduce);
+  // std::runtime_error naming `when` if they drifted apart.
+  void verify_in_sync(const std::string& when);
   int rank() const override { return group_.rank(); }
   int world_size() const override { return group_.size(); }
 
  private:
   void check_same_everywhere(const std::vector<double>& local, const std::string& what);
   void broadcast_state();
+  static std::vector<double> checksum(const std::vector<at::Tensor>& tensors);
 
   Group& group_;
   DataParallelOptions options_;

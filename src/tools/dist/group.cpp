@@ -14,6 +14,7 @@
 #include <fstream>
 #include <iostream>
 #include <sstream>
+#include <thread>
 
 #include "tools/ascend/npu/npu_plugin.h"
 
@@ -212,7 +213,12 @@ std::string Group::diagnose_peers() const {
 
 void Group::fail(const std::string& what, const std::string& error) const {
   std::string msg = "error: rank " + std::to_string(env_.rank) + " on " + host_ + ": " + what + " failed: " + first_line(error);
-  const std::string peers = diagnose_peers();
+  // A dead peer's sockets close while it is still exiting: give its state a moment to show.
+  std::string peers = diagnose_peers();
+  for (int i = 0; i < 20 && (peers.empty() || peers.find("cannot be checked") != std::string::npos); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    peers = diagnose_peers();
+  }
   if (!peers.empty()) msg += "\n  " + peers;
   msg += "\n  (collective timeout --dist-timeout " + seconds(options_.timeout) + ")\n";
   std::fflush(stdout);
