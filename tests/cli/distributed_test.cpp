@@ -12,6 +12,7 @@
 #include <chrono>
 #include <cmath>
 #include <fstream>
+#include <sstream>
 #include <nlohmann/json.hpp>
 #include <thread>
 
@@ -181,4 +182,82 @@ TEST(Distributed, AKilledRankIsNamedByTheOthers) {
 
 TEST(Distributed, AStoppedRankIsNamedWithTheCollectiveTheOthersWaitedIn) {
   expect_survivors_report("stopped", SIGSTOP, "is stopped");
+}
+
+namespace {
+
+std::string torchrun() { return ct::python() + " -m torch.distributed.run --no-python"; }
+
+double final_loss(const fs::path& json) {
+  return nlohmann::json::parse(read_file(json)).at("final_loss").get<double>();
+}
+
+}  // namespace
+
+TEST(Distributed, RunsAsTorchrunWorkersAndRank0AloneReports) {
+  const auto dir = ct::scratch_dir("dist_torchrun");
+  const auto r = ct::run_command(torchrun() + " --nproc-per-node 2 --master-port " + std::to_string(free_port()) + " " +
+                                 ct::binary() + " train" + kData + kModel + " --steps 3 --lr 0.01 --json " +
+                                 (dir / "r.json").string());
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  size_t summaries = 0;
+  for (size_t at = r.output.find("throughput"); at != std::string::npos; at = r.output.find("throughput", at + 1))
+    ++summaries;
+  EXPECT_EQ(summaries, 1u) << r.output;
+  const auto j = nlohmann::json::parse(read_file(dir / "r.json"));
+  EXPECT_EQ(j.at("distributed").at("world_size"), 2);
+  EXPECT_EQ(j.at("distributed").at("backend"), "gloo");
+  EXPECT_EQ(j.at("global_batch"), 16);
+  fs::remove_all(dir);
+}
+
+// torchrun --max-restarts 1: a worker killed mid-run brings every worker down and up again; they
+// resume from the newest checkpoint and end with the uninterrupted run's loss.
+TEST(Distributed, AnElasticRestartResumesFromTheLastCheckpoint) {
+  const auto dir = ct::scratch_dir("dist_elastic");
+  const std::string args = " train --data synthetic:4096" + kModel + " --steps 150 --lr 0.01";
+  auto r = ct::run_command(torchrun() + " --nproc-per-node 2 --master-port " + std::to_string(free_port()) + " " +
+                           ct::binary() + args + " --json " + (dir / "straight.json").string() + " > /dev/null");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+
+  const fs::path ck = dir / "ck";
+  const std::string cmd = torchrun() + " --nproc-per-node 2 --max-restarts 1 --master-port " +
+                          std::to_string(free_port()) + " " + ct::binary() + args + " --checkpoint-dir " + ck.string() +
+                          " --checkpoint-every 5 --resume auto --json " + (dir / "elastic.json").string();
+  const pid_t agent = ::fork();
+  if (agent == 0) {
+    ::execl("/bin/sh", "sh", "-c", (cmd + " > " + (dir / "elastic.txt").string() + " 2>&1").c_str(),
+            static_cast<char*>(nullptr));
+    ::_exit(127);
+  }
+  const auto started = Clock::now();
+  auto has_checkpoint = [&] {
+    std::error_code ec;
+    for (const auto& e : fs::directory_iterator(ck, ec))
+      if (e.path().filename().string().rfind("checkpoint_", 0) == 0) return true;
+    return false;
+  };
+  while (!has_checkpoint() && Clock::now() - started < std::chrono::seconds(120))
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  ASSERT_TRUE(has_checkpoint()) << read_file(dir / "elastic.txt");
+  // A worker: a crosstrain process with this test's command line (not the agent, not a shell).
+  const auto workers = ct::run_command("pgrep -f -- '--checkpoint-every 5 --resume auto' | sort -n", false).output;
+  std::vector<pid_t> pids;
+  std::istringstream in(workers);
+  for (pid_t p; in >> p;) {
+    const std::string cmdline = read_file("/proc/" + std::to_string(p) + "/cmdline");
+    const std::string program = fs::path(cmdline.substr(0, cmdline.find('\0'))).filename().string();
+    if (program.rfind("crosstrain", 0) == 0) pids.push_back(p);
+  }
+  ASSERT_FALSE(pids.empty()) << workers;
+  ASSERT_EQ(::kill(pids.back(), SIGKILL), 0) << pids.back();
+  int status = 0;
+  ::waitpid(agent, &status, 0);
+  const std::string out = read_file(dir / "elastic.txt");
+  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << out;
+  EXPECT_NE(out.find("has exited"), std::string::npos) << "the surviving worker names the dead one:\n" << out;
+  const auto j = nlohmann::json::parse(read_file(dir / "elastic.json"));
+  EXPECT_GT(j.at("checkpoints").at("resumed_at_step").get<int>(), 0) << out;
+  EXPECT_EQ(final_loss(dir / "elastic.json"), final_loss(dir / "straight.json"));
+  fs::remove_all(dir);
 }
