@@ -172,7 +172,7 @@ void add_launch_command(CLI::App& app) {
       ->type_name("SECONDS")
       ->capture_default_str();
   cmd->add_flag("--no-prefix", args->no_prefix, "Leave the workers' output as it is (no '[rankN]: ' prefix per line)");
-  cmd->add_option("command", args->command, "The worker command, after '--'")->type_name("COMMAND");
+  cmd->add_option("command", args->command, "The worker command and its arguments, after '--' (required)")->type_name("COMMAND");
   const CLI::App* top = &app;
   cmd->callback([top, args]() { run(*top, *args); });
 }
