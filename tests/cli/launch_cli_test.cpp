@@ -264,3 +264,29 @@ TEST(Launch, ElasticNodeCountsGoToTorchrun) {
   EXPECT_EQ(none.exit_code, 2) << none.output;
   EXPECT_NE(none.output.find("needs torchrun on PATH"), std::string::npos) << none.output;
 }
+
+TEST(Launch, WorkersLeaveNothingRunning) {
+  const auto dir = crosstrain::testing::scratch_dir("launch_leftovers");
+  const auto pid_file = dir / "pid";
+  // The worker exits at once and leaves a background child that holds its stdout open.
+  auto t = timed(launch("--nproc-per-node 1 -- /bin/sh -c 'sleep 1000 & echo $! > " + pid_file.string() + "; exit 0'"));
+  EXPECT_EQ(t.result.exit_code, 0) << t.result.output;
+  EXPECT_LT(t.seconds, 5.0);
+  std::string pid = read_file(pid_file);
+  ASSERT_FALSE(pid.empty());
+  pid.erase(pid.find_last_not_of("\n") + 1);
+  // Gone, or a zombie its new parent has not reaped yet: "PID (sleep) Z ...".
+  const std::string stat = read_file("/proc/" + pid + "/stat");
+  EXPECT_TRUE(stat.empty() || stat.find(") Z ") != std::string::npos) << "the worker's child is still running: " << stat;
+}
+
+#ifdef CROSSTRAIN_CLI_WITH_TORCH
+// A libtorch command as the worker: the front hands each worker over to the engine.
+TEST(Launch, EngineCommandsRunAsWorkers) {
+  auto r = run_command(launch("--nproc-per-node 2 -- models"), false);
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("[rank0]: "), std::string::npos) << r.output;
+  EXPECT_EQ(count_of(r.output, "resnet18"), 2 * count_of(run_command(binary() + " models", false).output, "resnet18"))
+      << r.output;
+}
+#endif
