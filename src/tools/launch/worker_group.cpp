@@ -164,7 +164,8 @@ class GroupRun {
       }
       if (!any_running && (open_streams() == 0 || Clock::now() >= drain_until)) break;
       if (any_running && kill_at != kNever && Clock::now() >= kill_at) {
-        note("workers still running " + seconds(options_.kill_timeout_s) + " after SIGTERM: sending SIGKILL");
+        note("workers still running " + seconds(options_.kill_timeout_s) + " after " + signal_name(stop_sent_) +
+             ": sending SIGKILL");
         kill_all();
         kill_at = kNever;
       }
@@ -261,6 +262,7 @@ class GroupRun {
       if (end.failed() && !stopping_) {
         result_.first_failure = end;
         stopping_ = true;
+        stop_sent_ = SIGTERM;
         if (running_count() > 0)
           note("rank " + std::to_string(end.rank) + " failed (" + end.describe() + "): stopping the other workers");
         for (auto& other : workers_) signal_group(other, SIGTERM);
@@ -273,6 +275,7 @@ class GroupRun {
     if (result_.stop_signal == 0 && !killed_sent_) {
       result_.stop_signal = sig;
       stopping_ = true;
+      stop_sent_ = sig;
       note("got " + signal_name(sig) + ": forwarding it to the workers (again to kill them)");
       for (auto& w : workers_) signal_group(w, sig);
       kill_at = Clock::now() + timeout();
@@ -322,6 +325,7 @@ class GroupRun {
   std::vector<Worker> workers_;
   GroupResult result_;
   bool stopping_ = false;
+  int stop_sent_ = SIGTERM;  // what the workers were asked to stop with
   bool killed_sent_ = false;
   bool finished_ = false;
 };
