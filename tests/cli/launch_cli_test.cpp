@@ -10,6 +10,7 @@
 #include <regex>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "test_support.h"
@@ -275,18 +276,13 @@ TEST(Launch, WorkersLeaveNothingRunning) {
   std::string pid = read_file(pid_file);
   ASSERT_FALSE(pid.empty());
   pid.erase(pid.find_last_not_of("\n") + 1);
-  // Gone, or a zombie its new parent has not reaped yet: "PID (sleep) Z ...".
-  const std::string stat = read_file("/proc/" + pid + "/stat");
-  EXPECT_TRUE(stat.empty() || stat.find(") Z ") != std::string::npos) << "the worker's child is still running: " << stat;
+  // Gone, or a zombie its new parent has not reaped yet ("PID (sleep) Z ..."), within moments: the
+  // SIGKILL was sent before the launcher returned, the kernel ends the process right after.
+  auto dead = [&] {
+    const std::string stat = read_file("/proc/" + pid + "/stat");
+    return stat.empty() || stat.find(") Z ") != std::string::npos;
+  };
+  for (int i = 0; i < 100 && !dead(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  EXPECT_TRUE(dead()) << "the worker's child is still running: " << read_file("/proc/" + pid + "/stat");
 }
 
-#ifdef CROSSTRAIN_CLI_WITH_TORCH
-// A libtorch command as the worker: the front hands each worker over to the engine.
-TEST(Launch, EngineCommandsRunAsWorkers) {
-  auto r = run_command(launch("--nproc-per-node 2 -- models"), false);
-  EXPECT_EQ(r.exit_code, 0) << r.output;
-  EXPECT_NE(r.output.find("[rank0]: "), std::string::npos) << r.output;
-  EXPECT_EQ(count_of(r.output, "resnet18"), 2 * count_of(run_command(binary() + " models", false).output, "resnet18"))
-      << r.output;
-}
-#endif
