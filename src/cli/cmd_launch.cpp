@@ -1,0 +1,180 @@
+// `crosstrain launch`: runs N workers per node with torchrun's environment (RANK, WORLD_SIZE,
+// MASTER_ADDR, ...), without Python. The worker command follows `--`: a crosstrain command name
+// (`-- train ...`) runs this same executable, anything else is a program run as is.
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <iostream>
+#include <memory>
+
+#include "cli/command.h"
+#include "report/envelope.h"
+#include "tools/launch/launcher.h"
+
+namespace crosstrain::cli {
+
+namespace {
+
+struct LaunchArgs {
+  int nproc_per_node = 1;
+  std::string nnodes = "1";
+  int node_rank = 0;
+  std::string master_addr = launch::kDefaultMasterAddr;
+  int master_port = launch::kDefaultMasterPort;
+  int max_restarts = 0;
+  std::string run_id = launch::kDefaultRunId;
+  double kill_timeout_s = 30;
+  bool no_prefix = false;
+  std::vector<std::string> command;
+};
+
+const char* kExamples = R"(
+Examples:
+  crosstrain launch --nproc-per-node 4 -- train --model resnet18 --steps 100
+  crosstrain launch --nproc-per-node 2 -- python train.py --epochs 1
+  crosstrain launch --nproc-per-node 8 --nnodes 2 --node-rank 0 --master-addr 10.0.0.1 -- train ...
+  crosstrain launch --nproc-per-node 2 --max-restarts 3 --master-port 0 -- ./worker.sh
+
+A first word after '--' that names a crosstrain command runs this crosstrain; any other is a
+program found as the shell would (a '/' in it, or on PATH), run without an interpreter in front.
+Each worker gets RANK, LOCAL_RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT and torchrun's other
+variables (docs/DISTRIBUTED.md). Exit status: 0, the first failing worker's status (128+N for
+signal N), or 128+N when the launcher was stopped by signal N.
+)";
+
+// The words after `--` must be the whole worker command: a positional word before `--` would be
+// read as one too, and flags meant for the worker would be taken as the launcher's.
+void check_separator(const std::vector<std::string>& command) {
+  const auto& line = report::command_line();
+  size_t sep = line.size();
+  for (size_t i = 1; i < line.size(); ++i)
+    if (line[i] == "--") {
+      sep = i;
+      break;
+    }
+  const std::string usage = " (usage: crosstrain launch [OPTIONS] -- COMMAND [ARGS...])";
+  if (sep == line.size() || sep + 1 == line.size())
+    throw std::invalid_argument("launch needs the worker command after '--'" + usage);
+  if (command.size() != line.size() - sep - 1)
+    throw std::invalid_argument("launch: put the whole worker command after '--'" + usage);
+}
+
+bool is_crosstrain_command(const CLI::App& top, const std::string& word) {
+  for (const CLI::App* sub : top.get_subcommands([](const CLI::App*) { return true; }))
+    if (sub->check_name(word)) return true;
+  return false;
+}
+
+launch::Program worker_program(const CLI::App& top, const std::vector<std::string>& command) {
+  launch::Program program;
+  const std::string& first = command.front();
+  if (first == "launch") throw std::invalid_argument("launch cannot launch itself ('-- launch ...')");
+  if (is_crosstrain_command(top, first)) {
+    std::error_code ec;
+    const auto self = std::filesystem::read_symlink("/proc/self/exe", ec);
+    if (ec) throw std::runtime_error("launch: cannot locate this executable through /proc/self/exe: " + ec.message());
+    program.path = self.string();
+    program.argv.push_back(program.path);
+    program.argv.insert(program.argv.end(), command.begin(), command.end());
+    return program;
+  }
+  const char* path_variable = std::getenv("PATH");
+  program.path = launch::find_program(first, path_variable ? path_variable : "/usr/bin:/bin");
+  if (program.path.empty())
+    throw std::invalid_argument("launch: '" + first + "' is neither a crosstrain command nor " +
+                                (first.find('/') != std::string::npos ? "an executable file" : "a program on PATH"));
+  program.argv = command;
+  return program;
+}
+
+// Elastic node counts are torchrun's: the process becomes torchrun, which runs this command.
+[[noreturn]] void hand_over_to_torchrun(const LaunchArgs& args, const launch::NodeCount& nodes,
+                                        const launch::Program& program) {
+  launch::LaunchShape shape;  // checks what both kinds of launch share
+  shape.nproc_per_node = args.nproc_per_node;
+  shape.nnodes = nodes.max;
+  shape.master_addr = args.master_addr;
+  shape.master_port = args.master_port;
+  shape.max_restarts = args.max_restarts;
+  shape.run_id = args.run_id;
+  launch::validate(shape);
+  const char* path_variable = std::getenv("PATH");
+  const std::string torchrun = launch::find_program("torchrun", path_variable ? path_variable : "");
+  if (torchrun.empty())
+    throw std::invalid_argument("launch: --nnodes " + args.nnodes +
+                                " asks for elastic rendezvous, which needs torchrun on PATH (not found); "
+                                "use a fixed --nnodes N with --node-rank on each node");
+  launch::ElasticRequest request;
+  request.nodes = nodes;
+  request.nproc_per_node = args.nproc_per_node;
+  request.rdzv_endpoint = args.master_addr + ":" + std::to_string(args.master_port);
+  request.run_id = args.run_id;
+  request.max_restarts = args.max_restarts;
+  const auto line = launch::torchrun_argv(torchrun, request, program);
+  std::cerr << "crosstrain launch: elastic --nnodes " << args.nnodes << ": handing over to " << torchrun << std::endl;
+  std::vector<char*> argv;
+  for (const auto& a : line) argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  std::cout.flush();
+  ::execv(torchrun.c_str(), argv.data());
+  throw std::runtime_error("launch: cannot run " + torchrun + ": " + std::strerror(errno));
+}
+
+void run(const CLI::App& top, const LaunchArgs& args) {
+  check_separator(args.command);
+  const launch::NodeCount nodes = launch::parse_nnodes(args.nnodes);
+  if (!(args.kill_timeout_s >= 0 && args.kill_timeout_s <= 1e6))
+    throw std::invalid_argument("launch: --kill-timeout must be between 0 and 1000000 seconds");
+  const launch::Program program = worker_program(top, args.command);
+  if (nodes.elastic) hand_over_to_torchrun(args, nodes, program);
+
+  launch::LaunchRequest request;
+  request.shape.nproc_per_node = args.nproc_per_node;
+  request.shape.nnodes = nodes.min;
+  request.shape.node_rank = args.node_rank;
+  request.shape.master_addr = args.master_addr;
+  request.shape.master_port = args.master_port;
+  request.shape.max_restarts = args.max_restarts;
+  request.shape.run_id = args.run_id;
+  request.program = program;
+  request.prefix_output = !args.no_prefix;
+  request.kill_timeout_s = args.kill_timeout_s;
+  exit_with(launch::run_launch(request));
+}
+
+}  // namespace
+
+void add_launch_command(CLI::App& app) {
+  auto args = std::make_shared<LaunchArgs>();
+  CLI::App* cmd = app.add_subcommand(
+      "launch", "Run N workers per node with torchrun's environment (RANK, WORLD_SIZE, ...), without Python");
+  cmd->footer(kExamples);
+  cmd->add_option("--nproc-per-node", args->nproc_per_node, "Workers on this node")->type_name("N")->capture_default_str();
+  cmd->add_option("--nnodes", args->nnodes, "Nodes: N (static), or MIN:MAX for elastic rendezvous through torchrun")
+      ->type_name("N|MIN:MAX")
+      ->capture_default_str();
+  cmd->add_option("--node-rank", args->node_rank, "This node's rank, 0 <= R < nnodes")->type_name("R")->capture_default_str();
+  cmd->add_option("--master-addr", args->master_addr, "Address of rank 0's node (MASTER_ADDR)")
+      ->type_name("ADDR")
+      ->capture_default_str();
+  cmd->add_option("--master-port", args->master_port, "Port of rank 0's TCPStore (MASTER_PORT); 0 picks a free one")
+      ->type_name("PORT")
+      ->capture_default_str();
+  cmd->add_option("--max-restarts", args->max_restarts, "Restart all local workers up to K times when one fails")
+      ->type_name("K")
+      ->capture_default_str();
+  cmd->add_option("--rdzv-id", args->run_id, "Job id (TORCHELASTIC_RUN_ID)")->type_name("ID")->capture_default_str();
+  cmd->add_option("--kill-timeout", args->kill_timeout_s,
+                  "Seconds between SIGTERM (or a forwarded signal) and SIGKILL when stopping workers")
+      ->type_name("SECONDS")
+      ->capture_default_str();
+  cmd->add_flag("--no-prefix", args->no_prefix, "Leave the workers' output as it is (no '[rankN]: ' prefix per line)");
+  cmd->add_option("command", args->command, "The worker command and its arguments, after '--' (required)")->type_name("COMMAND");
+  const CLI::App* top = &app;
+  cmd->callback([top, args]() { run(*top, *args); });
+}
+
+}  // namespace crosstrain::cli

@@ -1,0 +1,158 @@
+#include "tools/launch/launcher.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <iostream>
+#include <stdexcept>
+
+namespace crosstrain::launch {
+
+namespace {
+
+void say(const std::string& line) {
+  std::cerr << "crosstrain launch: " << line << std::endl;
+}
+
+std::vector<std::string> environment_block(const Environment& base, const Environment& overrides) {
+  Environment all = base;
+  for (const auto& [name, value] : overrides) all[name] = value;
+  std::vector<std::string> block;
+  block.reserve(all.size());
+  for (const auto& [name, value] : all) block.push_back(name + "=" + value);
+  return block;
+}
+
+int parse_count(const std::string& text, const std::string& what) {
+  size_t used = 0;
+  long value = -1;
+  try {
+    value = std::stol(text, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used == 0 || used != text.size() || value < 1 || value > kMaxNodes)
+    throw std::invalid_argument("launch: --nnodes takes N or MIN:MAX with whole numbers from 1 to " +
+                                std::to_string(kMaxNodes) + ", got '" + what + "'");
+  return static_cast<int>(value);
+}
+
+}  // namespace
+
+int pick_free_port() {
+  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) throw std::runtime_error(std::string("launch: cannot open a socket: ") + std::strerror(errno));
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_ANY);
+  addr.sin_port = 0;
+  socklen_t len = sizeof addr;
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 ||
+      ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
+    const int saved = errno;
+    ::close(fd);
+    throw std::runtime_error(std::string("launch: cannot find a free port: ") + std::strerror(saved));
+  }
+  ::close(fd);
+  return ntohs(addr.sin_port);
+}
+
+std::string find_program(const std::string& name, const std::string& path_variable) {
+  if (name.empty()) return {};
+  if (name.find('/') != std::string::npos) return ::access(name.c_str(), X_OK) == 0 ? name : std::string();
+  size_t start = 0;
+  for (;;) {
+    const size_t end = path_variable.find(':', start);
+    std::string dir = path_variable.substr(start, end == std::string::npos ? std::string::npos : end - start);
+    if (dir.empty()) dir = ".";  // an empty PATH entry is the current directory
+    const std::string candidate = dir + "/" + name;
+    if (::access(candidate.c_str(), X_OK) == 0) return candidate;
+    if (end == std::string::npos) return {};
+    start = end + 1;
+  }
+}
+
+NodeCount parse_nnodes(const std::string& text) {
+  NodeCount n;
+  const size_t colon = text.find(':');
+  if (colon == std::string::npos) {
+    n.min = n.max = parse_count(text, text);
+    return n;
+  }
+  n.min = parse_count(text.substr(0, colon), text);
+  n.max = parse_count(text.substr(colon + 1), text);
+  if (n.min > n.max) throw std::invalid_argument("launch: --nnodes MIN:MAX needs MIN <= MAX, got '" + text + "'");
+  n.elastic = true;
+  return n;
+}
+
+std::vector<std::string> torchrun_argv(const std::string& torchrun, const ElasticRequest& r, const Program& program) {
+  std::vector<std::string> argv{torchrun,
+                                "--nnodes=" + std::to_string(r.nodes.min) + ":" + std::to_string(r.nodes.max),
+                                "--nproc-per-node=" + std::to_string(r.nproc_per_node),
+                                "--rdzv-backend=c10d",
+                                "--rdzv-endpoint=" + r.rdzv_endpoint,
+                                "--rdzv-id=" + r.run_id,
+                                "--max-restarts=" + std::to_string(r.max_restarts),
+                                "--no-python",
+                                program.path};
+  argv.insert(argv.end(), program.argv.begin() + (program.argv.empty() ? 0 : 1), program.argv.end());
+  return argv;
+}
+
+int run_launch(LaunchRequest request) {
+  LaunchShape& shape = request.shape;
+  validate(shape);
+  if (shape.master_port == 0) {
+    shape.master_port = pick_free_port();
+    say("MASTER_PORT=" + std::to_string(shape.master_port) + " (a free port)");
+  }
+  const Environment inherited = current_environment();
+  if (sets_omp_threads(shape, inherited))
+    say("OMP_NUM_THREADS=1 for each worker, since it is not set: tune it for your workload");
+
+  GroupOptions options;
+  options.prefix_output = request.prefix_output;
+  options.kill_timeout_s = request.kill_timeout_s;
+  options.note = say;
+  SignalWatch signals;
+  for (int attempt = 0;; ++attempt) {
+    std::vector<WorkerSpec> workers;
+    for (int i = 0; i < shape.nproc_per_node; ++i) {
+      WorkerSpec w;
+      w.local_rank = i;
+      w.rank = shape.node_rank * shape.nproc_per_node + i;
+      w.env = environment_block(inherited, worker_environment(shape, i, attempt, inherited));
+      workers.push_back(std::move(w));
+    }
+    const GroupResult result = run_worker_group(request.program, workers, options, signals);
+    if (result.stop_signal != 0) {
+      say("stopped by " + signal_name(result.stop_signal) + "; exiting with " + std::to_string(128 + result.stop_signal));
+      return 128 + result.stop_signal;
+    }
+    if (!result.first_failure) return 0;
+    const WorkerEnd& failure = *result.first_failure;
+    const std::string what = "rank " + std::to_string(failure.rank) + " (local rank " +
+                             std::to_string(failure.local_rank) + ") failed: " + failure.describe();
+    if (attempt >= shape.max_restarts) {
+      say(what + (shape.max_restarts > 0 ? " after " + std::to_string(attempt) + " restart(s)" : std::string()) +
+          "; exiting with " + std::to_string(failure.status()));
+      return failure.status();
+    }
+    // A stop signal that arrived while the group was ending: do not start again.
+    for (int sig : signals.take())
+      if (sig == SIGINT || sig == SIGTERM || sig == SIGHUP) {
+        say("stopped by " + signal_name(sig) + "; exiting with " + std::to_string(128 + sig));
+        return 128 + sig;
+      }
+    say(what + "; restarting all " + std::to_string(shape.nproc_per_node) + " local workers (restart " +
+        std::to_string(attempt + 1) + " of " + std::to_string(shape.max_restarts) + ")");
+  }
+}
+
+}  // namespace crosstrain::launch

@@ -1,0 +1,288 @@
+// `crosstrain launch` through the binary: the worker environment, rank-prefixed output, failures,
+// signals, restarts, free ports, crosstrain commands and Python as workers, usage errors.
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <regex>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "test_support.h"
+
+namespace fs = std::filesystem;
+using crosstrain::testing::binary;
+using crosstrain::testing::run_command;
+
+namespace {
+
+std::string launch(const std::string& args) { return binary() + " launch " + args; }
+
+// Single quotes for the shell around a worker script.
+std::string quoted(const std::string& s) {
+  std::string out = "'";
+  for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return out + "'";
+}
+
+std::vector<std::string> lines_of(const std::string& text) {
+  std::vector<std::string> out;
+  std::istringstream in(text);
+  std::string line;
+  while (std::getline(in, line)) out.push_back(line);
+  return out;
+}
+
+size_t count_of(const std::string& text, const std::string& what) {
+  size_t n = 0;
+  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+  return n;
+}
+
+std::string read_file(const fs::path& p) {
+  std::ifstream in(p);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+struct Timed {
+  crosstrain::testing::CommandResult result;
+  double seconds;
+};
+Timed timed(const std::string& cmd) {
+  const auto t0 = std::chrono::steady_clock::now();
+  auto r = run_command(cmd);
+  return {r, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count()};
+}
+
+}  // namespace
+
+TEST(Launch, EveryWorkerGetsTorchrunsEnvironment) {
+  const std::string script =
+      "echo $RANK $LOCAL_RANK $WORLD_SIZE $LOCAL_WORLD_SIZE $GROUP_RANK $GROUP_WORLD_SIZE $ROLE_NAME $ROLE_RANK "
+      "$ROLE_WORLD_SIZE $MASTER_ADDR $MASTER_PORT $TORCHELASTIC_RESTART_COUNT $TORCHELASTIC_MAX_RESTARTS "
+      "$TORCHELASTIC_RUN_ID $TORCHELASTIC_USE_AGENT_STORE $TORCH_NCCL_ASYNC_ERROR_HANDLING $OMP_NUM_THREADS "
+      "${KEPT}";
+  // Node 1 of 2 (a static multi-node launch starts its workers without the other node).
+  auto r = run_command("env -u OMP_NUM_THREADS KEPT=inherited " +
+                       launch("--nproc-per-node 3 --nnodes 2 --node-rank 1 --master-addr 10.1.2.3 --master-port 4567 "
+                              "--max-restarts 2 --rdzv-id job42 -- /bin/sh -c " + quoted(script)));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  for (int local = 0; local < 3; ++local) {
+    const int rank = 3 + local;
+    const std::string expected = "[rank" + std::to_string(rank) + "]: " + std::to_string(rank) + " " +
+                                 std::to_string(local) + " 6 3 1 2 default " + std::to_string(rank) +
+                                 " 6 10.1.2.3 4567 0 2 job42 False 1 1 inherited\n";
+    EXPECT_EQ(count_of(r.output, expected), 1u) << expected << r.output;
+  }
+  EXPECT_NE(r.output.find("OMP_NUM_THREADS=1"), std::string::npos) << r.output;  // said once
+  EXPECT_EQ(count_of(r.output, "OMP_NUM_THREADS"), 1u) << r.output;
+
+  // Defaults; the user's OMP_NUM_THREADS wins and nothing is said about it.
+  auto d = run_command("OMP_NUM_THREADS=3 RANK=99 " + launch("--nproc-per-node 2 -- /bin/sh -c " + quoted(script)));
+  ASSERT_EQ(d.exit_code, 0) << d.output;
+  EXPECT_EQ(count_of(d.output, "[rank0]: 0 0 2 2 0 1 default 0 2 127.0.0.1 29500 0 0 none False 1 3\n"), 1u) << d.output;
+  EXPECT_EQ(count_of(d.output, "[rank1]: 1 1 2 2 0 1 default 1 2 127.0.0.1 29500 0 0 none False 1 3\n"), 1u) << d.output;
+  EXPECT_EQ(d.output.find("crosstrain launch:"), std::string::npos) << d.output;
+}
+
+TEST(Launch, ConcurrentOutputArrivesAsWholePrefixedLines) {
+  const auto dir = crosstrain::testing::scratch_dir("launch_lines");
+  // Every line is written in three pieces (three write(2) calls), on stdout and on stderr.
+  const std::string script =
+      "i=0; while [ $i -lt 300 ]; do printf 'head-%s-' $RANK; printf 'middle-%s-' $i; printf 'tail-%s\\n' $RANK; "
+      "printf 'err-%s-' $RANK >&2; printf 'end-%s\\n' $RANK >&2; i=$((i+1)); done; printf 'no-newline-%s' $RANK";
+  auto r = run_command("(" + launch("--nproc-per-node 4 -- /bin/sh -c " + quoted(script)) + " 2>" +
+                           (dir / "err").string() + ")",
+                       false);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const std::regex out_line(R"(\[rank(\d)\]: (head-(\d)-middle-\d+-tail-(\d)|no-newline-(\d)))");
+  std::map<std::string, int> per_rank;
+  for (const auto& line : lines_of(r.output)) {
+    std::smatch m;
+    ASSERT_TRUE(std::regex_match(line, m, out_line)) << "mixed or unprefixed line: " << line;
+    if (m[3].matched) {
+      EXPECT_EQ(m[1], m[3]) << line;
+      EXPECT_EQ(m[1], m[4]) << line;
+    } else {
+      EXPECT_EQ(m[1], m[5]) << line;  // the last, unterminated line still arrives, on a line of its own
+    }
+    ++per_rank[m[1]];
+  }
+  EXPECT_EQ(per_rank, (std::map<std::string, int>{{"0", 301}, {"1", 301}, {"2", 301}, {"3", 301}}));
+
+  const std::regex err_line(R"(\[rank(\d)\]: err-(\d)-end-(\d))");
+  std::map<std::string, int> err_per_rank;
+  for (const auto& line : lines_of(read_file(dir / "err"))) {
+    if (line.rfind("crosstrain launch: ", 0) == 0) continue;  // the launcher's own note
+    std::smatch m;
+    ASSERT_TRUE(std::regex_match(line, m, err_line)) << "mixed or unprefixed line: " << line;
+    EXPECT_EQ(m[1], m[2]) << line;
+    EXPECT_EQ(m[1], m[3]) << line;
+    ++err_per_rank[m[1]];
+  }
+  EXPECT_EQ(err_per_rank, (std::map<std::string, int>{{"0", 300}, {"1", 300}, {"2", 300}, {"3", 300}}));
+
+  auto plain = run_command(launch("--no-prefix --nproc-per-node 2 -- /bin/sh -c 'echo plain-$RANK'"), false);
+  EXPECT_EQ(plain.exit_code, 0);
+  EXPECT_EQ(count_of(plain.output, "plain-0\n"), 1u) << plain.output;
+  EXPECT_EQ(count_of(plain.output, "plain-1\n"), 1u) << plain.output;
+  EXPECT_EQ(plain.output.find("[rank"), std::string::npos) << plain.output;
+}
+
+TEST(Launch, FirstFailureStopsTheOthersAndGivesItsStatus) {
+  // Rank 1 fails; the others would sleep for 1000 s and are stopped by SIGTERM.
+  auto t = timed(launch("--nproc-per-node 3 -- /bin/sh -c "
+                        "'if [ $RANK = 1 ]; then sleep 0.2; exit 3; fi; exec sleep 1000'"));
+  EXPECT_EQ(t.result.exit_code, 3) << t.result.output;
+  EXPECT_LT(t.seconds, 5.0) << t.result.output;
+  EXPECT_NE(t.result.output.find("rank 1 (local rank 1) failed: exit code 3; exiting with 3"), std::string::npos)
+      << t.result.output;
+
+  // Workers that ignore SIGTERM get SIGKILL once the grace time is over.
+  t = timed(launch("--nproc-per-node 2 --kill-timeout 1 -- /bin/sh -c "
+                   "'trap \"\" TERM; if [ $RANK = 0 ]; then sleep 0.2; kill -9 $$; fi; sleep 1000'"));
+  EXPECT_EQ(t.result.exit_code, 128 + 9) << t.result.output;
+  EXPECT_GE(t.seconds, 1.0) << t.result.output;
+  EXPECT_LT(t.seconds, 5.0) << t.result.output;
+  EXPECT_NE(t.result.output.find("rank 0 (local rank 0) failed: killed by SIGKILL"), std::string::npos)
+      << t.result.output;
+  EXPECT_NE(t.result.output.find("sending SIGKILL"), std::string::npos) << t.result.output;
+}
+
+TEST(Launch, SignalsAreForwardedToEveryWorker) {
+  const auto dir = crosstrain::testing::scratch_dir("launch_signal");
+  const std::string d = dir.string();
+  const std::string worker = "trap 'echo got > " + d + "/term.$RANK; exit 9' TERM; touch " + d +
+                             "/ready.$RANK; sleep 1000 & wait";
+  // The launcher in the background; SIGTERM once both workers are ready.
+  const std::string script =
+      launch("--nproc-per-node 2 -- /bin/sh -c " + quoted(worker)) + " & pid=$!; " +
+      "for i in $(seq 200); do [ -f " + d + "/ready.0 ] && [ -f " + d + "/ready.1 ] && break; sleep 0.05; done; " +
+      "kill -TERM $pid; wait $pid; echo status=$?";
+  auto t = timed("/bin/sh -c " + quoted(script));
+  EXPECT_NE(t.result.output.find("status=143"), std::string::npos) << t.result.output;
+  EXPECT_EQ(read_file(dir / "term.0"), "got\n");
+  EXPECT_EQ(read_file(dir / "term.1"), "got\n");
+  EXPECT_LT(t.seconds, 10.0);
+  EXPECT_NE(t.result.output.find("got SIGTERM: forwarding it to the workers"), std::string::npos) << t.result.output;
+
+  // Workers that ignore it: a second signal kills them at once, long before --kill-timeout.
+  fs::remove(dir / "ready.0");
+  fs::remove(dir / "ready.1");
+  const std::string stubborn = "trap '' TERM; touch " + d + "/ready.$RANK; sleep 1000";
+  const std::string twice =
+      launch("--nproc-per-node 2 --kill-timeout 60 -- /bin/sh -c " + quoted(stubborn)) + " & pid=$!; " +
+      "for i in $(seq 200); do [ -f " + d + "/ready.0 ] && [ -f " + d + "/ready.1 ] && break; sleep 0.05; done; " +
+      "kill -TERM $pid; sleep 0.3; kill -TERM $pid; wait $pid; echo status=$?";
+  t = timed("/bin/sh -c " + quoted(twice));
+  EXPECT_NE(t.result.output.find("status=143"), std::string::npos) << t.result.output;
+  EXPECT_NE(t.result.output.find("again: sending SIGKILL"), std::string::npos) << t.result.output;
+  EXPECT_LT(t.seconds, 10.0);
+}
+
+TEST(Launch, RestartsAllWorkersUpToMaxRestarts) {
+  // Fails on the first attempt, succeeds on the second.
+  auto r = run_command(launch("--nproc-per-node 2 --max-restarts 3 -- /bin/sh -c "
+                              "'echo attempt $TORCHELASTIC_RESTART_COUNT of $TORCHELASTIC_MAX_RESTARTS; "
+                              "[ $TORCHELASTIC_RESTART_COUNT = 1 ] || exit 5'"));
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("failed: exit code 5; restarting all 2 local workers (restart 1 of 3)"), std::string::npos)
+      << r.output;
+  EXPECT_EQ(count_of(r.output, "]: attempt 1 of 3\n"), 2u) << r.output;
+  EXPECT_EQ(count_of(r.output, "]: attempt 2"), 0u) << r.output;
+
+  // Out of restarts: the last failure's status.
+  r = run_command(launch("--nproc-per-node 1 --max-restarts 1 -- /bin/sh -c 'echo try; exit 4'"));
+  EXPECT_EQ(r.exit_code, 4) << r.output;
+  EXPECT_EQ(count_of(r.output, "[rank0]: try\n"), 2u) << r.output;
+  EXPECT_NE(r.output.find("exit code 4 after 1 restart(s); exiting with 4"), std::string::npos) << r.output;
+}
+
+TEST(Launch, MasterPortZeroPicksOneFreePortForAll) {
+  auto r = run_command(launch("--nproc-per-node 2 --master-port 0 -- /bin/sh -c 'echo port=$MASTER_PORT'"));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(r.output, m, std::regex(R"(\[rank0\]: port=(\d+))"))) << r.output;
+  const int port = std::stoi(m[1]);
+  EXPECT_GT(port, 0);
+  EXPECT_LE(port, 65535);
+  EXPECT_EQ(count_of(r.output, "[rank1]: port=" + m[1].str() + "\n"), 1u) << r.output;
+  EXPECT_NE(r.output.find("MASTER_PORT=" + m[1].str() + " (a free port)"), std::string::npos) << r.output;
+}
+
+TEST(Launch, RunsCrosstrainCommandsAndPython) {
+  // A crosstrain command name after '--' runs this same crosstrain.
+  auto r = run_command(launch("--nproc-per-node 2 -- analyze --help"), false);
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(count_of(r.output, "[rank1]: Usage:"), 1u) << r.output;
+
+  auto py = run_command(launch("--nproc-per-node 2 -- " + crosstrain::testing::python() +
+                               " -c 'import os; print(os.environ[\"RANK\"], os.environ[\"WORLD_SIZE\"])'"),
+                        false);
+  EXPECT_EQ(py.exit_code, 0) << py.output;
+  EXPECT_EQ(count_of(py.output, "[rank0]: 0 2\n"), 1u) << py.output;
+  EXPECT_EQ(count_of(py.output, "[rank1]: 1 2\n"), 1u) << py.output;
+}
+
+TEST(Launch, UsageErrorsAreOneLineAndExitTwo) {
+  for (const std::string& args : std::vector<std::string>{
+           "--nproc-per-node 2", "--nproc-per-node 2 --", "--nproc-per-node 0 -- true", "--nproc-per-node 1025 -- true",
+           "--nnodes 2 --node-rank 2 -- true", "--master-port 70000 -- true", "--nnodes 2 --master-port 0 -- true",
+           "--nnodes 0 -- true", "--max-restarts -1 -- true", "--kill-timeout -1 -- true", "-- no-such-program-xyz",
+           "-- ./no/such/file", "-- launch -- true", "extra -- true"}) {
+    auto r = run_command(launch(args));
+    EXPECT_EQ(r.exit_code, 2) << args << "\n" << r.output;
+    EXPECT_EQ(count_of(r.output, "\n"), 1u) << args << "\n" << r.output;
+    EXPECT_EQ(r.output.rfind("crosstrain: error: ", 0), 0u) << args << "\n" << r.output;
+  }
+  auto missing = run_command(launch("--nproc-per-node 2 --"));
+  EXPECT_NE(missing.output.find("after '--'"), std::string::npos) << missing.output;
+}
+
+TEST(Launch, ElasticNodeCountsGoToTorchrun) {
+  const auto dir = crosstrain::testing::scratch_dir("launch_torchrun");
+  const auto fake = dir / "torchrun";
+  std::ofstream(fake) << "#!/bin/sh\necho torchrun \"$@\"\nexit 6\n";
+  ::chmod(fake.c_str(), 0755);
+  auto r = run_command("PATH=" + dir.string() + ":/usr/bin:/bin " +
+                       launch("--nnodes 1:4 --nproc-per-node 2 --master-addr node0 --master-port 29400 "
+                              "--rdzv-id job --max-restarts 1 -- train --steps 5"));
+  EXPECT_EQ(r.exit_code, 6) << r.output;  // torchrun's own status
+  const std::string self = fs::canonical(binary()).string();
+  EXPECT_NE(r.output.find("torchrun --nnodes=1:4 --nproc-per-node=2 --rdzv-backend=c10d --rdzv-endpoint=node0:29400 "
+                          "--rdzv-id=job --max-restarts=1 --no-python " + self + " train --steps 5\n"),
+            std::string::npos)
+      << r.output;
+
+  auto none = run_command("PATH=/nonexistent " + launch("--nnodes 1:4 -- /bin/true"));
+  EXPECT_EQ(none.exit_code, 2) << none.output;
+  EXPECT_NE(none.output.find("needs torchrun on PATH"), std::string::npos) << none.output;
+}
+
+TEST(Launch, WorkersLeaveNothingRunning) {
+  const auto dir = crosstrain::testing::scratch_dir("launch_leftovers");
+  const auto pid_file = dir / "pid";
+  // The worker exits at once and leaves a background child that holds its stdout open.
+  auto t = timed(launch("--nproc-per-node 1 -- /bin/sh -c 'sleep 1000 & echo $! > " + pid_file.string() + "; exit 0'"));
+  EXPECT_EQ(t.result.exit_code, 0) << t.result.output;
+  EXPECT_LT(t.seconds, 5.0);
+  std::string pid = read_file(pid_file);
+  ASSERT_FALSE(pid.empty());
+  pid.erase(pid.find_last_not_of("\n") + 1);
+  // Gone, or a zombie its new parent has not reaped yet ("PID (sleep) Z ..."), within moments: the
+  // SIGKILL was sent before the launcher returned, the kernel ends the process right after.
+  auto dead = [&] {
+    const std::string stat = read_file("/proc/" + pid + "/stat");
+    return stat.empty() || stat.find(") Z ") != std::string::npos;
+  };
+  for (int i = 0; i < 100 && !dead(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  EXPECT_TRUE(dead()) << "the worker's child is still running: " << read_file("/proc/" + pid + "/stat");
+}
+

@@ -1,0 +1,146 @@
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+
+#include <fstream>
+#include <stdexcept>
+
+#include "test_support.h"
+#include "tools/launch/launcher.h"
+#include "tools/launch/line_prefixer.h"
+#include "tools/launch/worker_env.h"
+
+using namespace crosstrain::launch;
+
+namespace {
+LaunchShape two_nodes_of_four() {
+  LaunchShape s;
+  s.nproc_per_node = 4;
+  s.nnodes = 2;
+  s.node_rank = 1;
+  s.master_addr = "10.0.0.1";
+  s.master_port = 1234;
+  s.max_restarts = 3;
+  s.run_id = "job7";
+  return s;
+}
+}  // namespace
+
+TEST(WorkerEnvironment, FollowsTorchrunsContract) {
+  const Environment env = worker_environment(two_nodes_of_four(), 2, 1, {});
+  const Environment expected{
+      {"RANK", "6"}, {"LOCAL_RANK", "2"}, {"WORLD_SIZE", "8"}, {"LOCAL_WORLD_SIZE", "4"},
+      {"GROUP_RANK", "1"}, {"GROUP_WORLD_SIZE", "2"}, {"ROLE_NAME", "default"}, {"ROLE_RANK", "6"},
+      {"ROLE_WORLD_SIZE", "8"}, {"MASTER_ADDR", "10.0.0.1"}, {"MASTER_PORT", "1234"},
+      {"TORCHELASTIC_RESTART_COUNT", "1"}, {"TORCHELASTIC_MAX_RESTARTS", "3"}, {"TORCHELASTIC_RUN_ID", "job7"},
+      {"TORCHELASTIC_USE_AGENT_STORE", "False"}, {"TORCH_NCCL_ASYNC_ERROR_HANDLING", "1"}, {"OMP_NUM_THREADS", "1"}};
+  EXPECT_EQ(env, expected);
+}
+
+TEST(WorkerEnvironment, UserSettingsWin) {
+  const Environment user{{"OMP_NUM_THREADS", "8"}, {"TORCH_NCCL_ASYNC_ERROR_HANDLING", "0"}};
+  EXPECT_FALSE(sets_omp_threads(two_nodes_of_four(), user));
+  const Environment env = worker_environment(two_nodes_of_four(), 0, 0, user);
+  EXPECT_EQ(env.count("OMP_NUM_THREADS"), 0u);  // inherited, not set again
+  EXPECT_EQ(env.at("TORCH_NCCL_ASYNC_ERROR_HANDLING"), "0");
+  LaunchShape one;
+  EXPECT_FALSE(sets_omp_threads(one, {}));  // one worker per node: torchrun leaves it alone too
+  EXPECT_EQ(worker_environment(one, 0, 0, {}).count("OMP_NUM_THREADS"), 0u);
+}
+
+TEST(WorkerEnvironment, ValidateNamesTheFlag) {
+  auto fails_with = [](LaunchShape s, const std::string& flag) {
+    try {
+      validate(s);
+      ADD_FAILURE() << "accepted, expected a complaint about " << flag;
+    } catch (const std::invalid_argument& e) {
+      EXPECT_NE(std::string(e.what()).find(flag), std::string::npos) << e.what();
+    }
+  };
+  LaunchShape s = two_nodes_of_four();
+  EXPECT_NO_THROW(validate(s));
+  s.nproc_per_node = 0;
+  fails_with(s, "--nproc-per-node");
+  s.nproc_per_node = kMaxProcPerNode + 1;
+  fails_with(s, "--nproc-per-node");
+  s = two_nodes_of_four();
+  s.node_rank = 2;
+  fails_with(s, "--node-rank");
+  s.node_rank = -1;
+  fails_with(s, "--node-rank");
+  s = two_nodes_of_four();
+  s.master_port = 65536;
+  fails_with(s, "--master-port");
+  s.master_port = 0;  // a free port cannot be agreed between nodes
+  fails_with(s, "--master-port 0");
+  s.nnodes = 1;
+  s.node_rank = 0;
+  EXPECT_NO_THROW(validate(s));
+  s.max_restarts = -1;
+  fails_with(s, "--max-restarts");
+}
+
+TEST(LinePrefixer, EmitsOnlyWholeLines) {
+  LinePrefixer p("[rank3]: ");
+  EXPECT_EQ(p.feed("hel"), "");
+  EXPECT_TRUE(p.has_partial_line());
+  EXPECT_EQ(p.feed("lo\nwor"), "[rank3]: hello\n");
+  EXPECT_EQ(p.feed("ld\n\nx"), "[rank3]: world\n[rank3]: \n");
+  EXPECT_EQ(p.finish(), "[rank3]: x\n");
+  EXPECT_EQ(p.finish(), "");
+  EXPECT_FALSE(p.has_partial_line());
+}
+
+TEST(LinePrefixer, CutsOverlongLines) {
+  LinePrefixer p("> ", 4);
+  EXPECT_EQ(p.feed("abcdefghij"), "> abcd\n> efgh\n");
+  EXPECT_EQ(p.feed("k\n"), "> ijk\n");
+  EXPECT_EQ(p.feed("wxyz\n"), "> wxyz\n");  // exactly max_line bytes stays one line
+}
+
+TEST(NodeCount, StaticAndElastic) {
+  auto n = parse_nnodes("3");
+  EXPECT_EQ(n.min, 3);
+  EXPECT_EQ(n.max, 3);
+  EXPECT_FALSE(n.elastic);
+  n = parse_nnodes("1:4");
+  EXPECT_EQ(n.min, 1);
+  EXPECT_EQ(n.max, 4);
+  EXPECT_TRUE(n.elastic);
+  for (const char* bad : {"", "0", "x", "2:", ":2", "3:2", "1:2:3", "1.5", "99999999999"})
+    EXPECT_THROW(parse_nnodes(bad), std::invalid_argument) << bad;
+}
+
+TEST(Torchrun, ArgumentsRunTheProgramWithoutPython) {
+  ElasticRequest r;
+  r.nodes = parse_nnodes("2:4");
+  r.nproc_per_node = 8;
+  r.rdzv_endpoint = "host:29400";
+  r.run_id = "job";
+  r.max_restarts = 2;
+  Program program{"/opt/crosstrain", {"/opt/crosstrain", "train", "--steps", "5"}};
+  const std::vector<std::string> expected{"/usr/bin/torchrun", "--nnodes=2:4", "--nproc-per-node=8",
+                                          "--rdzv-backend=c10d", "--rdzv-endpoint=host:29400", "--rdzv-id=job",
+                                          "--max-restarts=2", "--no-python", "/opt/crosstrain", "train", "--steps",
+                                          "5"};
+  EXPECT_EQ(torchrun_argv("/usr/bin/torchrun", r, program), expected);
+}
+
+TEST(FindProgram, SearchesPathLikeTheShell) {
+  const auto dir = crosstrain::testing::scratch_dir("find_program");
+  const auto exe = dir / "tool";
+  std::ofstream(exe) << "#!/bin/sh\n";
+  const auto plain = dir / "plain";
+  std::ofstream(plain) << "not executable\n";
+  ::chmod(exe.c_str(), 0755);
+  EXPECT_EQ(find_program("tool", "/nonexistent:" + dir.string()), exe.string());
+  EXPECT_EQ(find_program("plain", dir.string()), "");
+  EXPECT_EQ(find_program("tool", "/nonexistent"), "");
+  EXPECT_EQ(find_program(exe.string(), ""), exe.string());
+  EXPECT_EQ(find_program((dir / "missing").string(), dir.string()), "");
+}
+
+TEST(FreePort, IsBindable) {
+  const int port = pick_free_port();
+  EXPECT_GT(port, 0);
+  EXPECT_LE(port, 65535);
+}
