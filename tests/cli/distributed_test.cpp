@@ -261,3 +261,28 @@ TEST(Distributed, AnElasticRestartResumesFromTheLastCheckpoint) {
   EXPECT_EQ(final_loss(dir / "elastic.json"), final_loss(dir / "straight.json"));
   fs::remove_all(dir);
 }
+
+// --profile on 2 ranks: one trace folder per rank, which analyze reads as one job: both ranks, the
+// Gloo collectives as communication, and how much of them ran under compute on the other thread.
+TEST(Distributed, ProfilesOneTracePerRankThatAnalyzeReadsTogether) {
+  const auto dir = ct::scratch_dir("dist_profile");
+  Workers w(dir, 2, kData + kModel + " --steps 6 --lr 0.01 --profile " + (dir / "prof").string());
+  const auto deadline = Clock::now() + std::chrono::seconds(300);
+  for (int r = 0; r < 2; ++r) ASSERT_EQ(w.wait(r, deadline), 0) << read_file(w.err(r));
+  EXPECT_TRUE(fs::exists(dir / "prof" / "rank0")) << read_file(w.out(0));
+  EXPECT_TRUE(fs::exists(dir / "prof" / "rank1"));
+  const auto r = ct::run_command(ct::binary() + " analyze " + (dir / "prof").string() + " --json " +
+                                 (dir / "a.json").string() + " > /dev/null");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const auto j = nlohmann::json::parse(read_file(dir / "a.json"));
+  ASSERT_EQ(j.at("traces").size(), 2u);
+  for (int rank = 0; rank < 2; ++rank) {
+    const auto& t = j.at("traces").at(static_cast<size_t>(rank));
+    EXPECT_EQ(t.at("rank"), rank);
+    const double comm = t.at("total").at("comm_us"), hidden = t.at("total").at("comm_overlapped_us");
+    EXPECT_GT(comm, 0) << "the gloo:all_reduce spans count as communication";
+    EXPECT_GE(hidden, 0);
+    EXPECT_LE(hidden, comm);
+  }
+  fs::remove_all(dir);
+}

@@ -125,6 +125,9 @@ std::string render_console(const TraceAnalysis& a, const RenderOptions& opt) {
     out << render_device_views_console(a, std::min<size_t>(opt.top, 10));
   }
   out << "Data loading: " << format_percent(a.share(a.total.data_wait_us)) << " of step time\n";
+  if (a.total.comm_us > 0)
+    out << "Communication: " << format_us(a.total.comm_us) << " in steps, " << format_percent(a.total.comm_overlapped_us / a.total.comm_us)
+        << " of it overlapped with " << (device ? "compute kernels" : "operators on other threads") << "\n";
   if (!a.host_syncs.empty()) {
     out << "Host syncs in steps:";
     for (const auto& s : a.host_syncs) out << " " << s.name << " x" << s.count << " (" << format_us(s.total_us) << ")";

@@ -87,6 +87,8 @@ void compute_step_timeline(const Trace& t, const SpanLinks& links, const std::ve
       case SpanKind::Runtime: add(s, StepCategory::Runtime); break;
       case SpanKind::Annotation:
         if (names(s.name).data_loading) add(s, StepCategory::DataLoading);
+        // Host collectives (Gloo) are annotated on the backend's worker thread: "gloo:all_reduce".
+        else if (!out.has_device && names(s.name).communication) add(s, StepCategory::Communication);
         break;
       case SpanKind::CpuOp: {
         // Only outermost operators: the union is the same and the sweep stays small.
@@ -131,7 +133,9 @@ void compute_step_timeline(const Trace& t, const SpanLinks& links, const std::ve
     bool device = active[0] + active[1] + active[2] + active[3] > 0;
     bool data = active[static_cast<int>(StepCategory::DataLoading)] > 0;
     bool comm = active[static_cast<int>(StepCategory::Communication)] > 0;
-    bool overlap = comm && active[0] > 0;
+    // Overlapped: a collective runs while compute does, on the device (kernels), or, in host-only
+    // traces (CPU training over Gloo), on another thread (operators).
+    bool overlap = comm && (out.has_device ? active[0] > 0 : active[static_cast<int>(StepCategory::CpuExec)] > 0);
     while (w < windows.size() && windows[w].end <= a) {
       close_idle(windows[w].end);
       ++w;

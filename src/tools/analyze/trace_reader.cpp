@@ -302,8 +302,16 @@ namespace fs = std::filesystem;
 
 bool is_json_name(const std::string& name) { return has_suffix(name, ".json") || has_suffix(name, ".json.gz"); }
 
+// "rank<N>" (crosstrain train --profile on several ranks writes one such folder per rank): N, else -1.
+int rank_folder_number(const std::string& name) {
+  if (name.size() <= 4 || name.size() > 11 || name.compare(0, 4, "rank") != 0) return -1;
+  const std::string digits = name.substr(4);
+  return digits.find_first_not_of("0123456789") == std::string::npos ? std::stoi(digits) : -1;
+}
+
 // Trace candidates in a folder: its JSON files, or, for an Ascend output folder, the JSON files of
-// its ASCEND_PROFILER_OUTPUT/; sub-folders that are Ascend output folders (one per rank) too.
+// its ASCEND_PROFILER_OUTPUT/; sub-folders that are Ascend output folders or rank<N>/ folders (one
+// per rank) too.
 void collect_candidates(const fs::path& dir, std::vector<std::string>& files, int depth) {
   std::error_code ec;
   fs::path ascend = dir / "ASCEND_PROFILER_OUTPUT";
@@ -313,7 +321,8 @@ void collect_candidates(const fs::path& dir, std::vector<std::string>& files, in
     std::string name = entry.path().filename().string();
     std::error_code e2;
     if (entry.is_regular_file(e2) && is_json_name(name)) files.push_back(entry.path().string());
-    else if (depth == 0 && entry.is_directory(e2) && fs::is_directory(entry.path() / "ASCEND_PROFILER_OUTPUT", e2))
+    else if (depth == 0 && entry.is_directory(e2) &&
+             (fs::is_directory(entry.path() / "ASCEND_PROFILER_OUTPUT", e2) || rank_folder_number(name) >= 0))
       subdirs.push_back(entry.path());
   }
   if (ec) throw std::runtime_error(dir.string() + ": cannot list: " + ec.message());
@@ -352,13 +361,15 @@ std::vector<Trace> read_traces(const std::string& path, const ReadOptions& optio
   std::vector<std::string> files;
   collect_candidates(path, files, 0);
   if (files.empty())
-    throw std::runtime_error(path + ": no trace files (*.json, *.json.gz, or an Ascend ASCEND_PROFILER_OUTPUT/) in this folder");
+    throw std::runtime_error(path + ": no trace files (*.json, *.json.gz, rank<N>/ folders of them, or an Ascend "
+                             "ASCEND_PROFILER_OUTPUT/) in this folder");
   std::sort(files.begin(), files.end());
   std::vector<Trace> traces;
   for (const auto& f : files) {
     try {
       traces.push_back(read_trace_file(f, options));
       if (traces.back().rank < 0) traces.back().rank = ascend_rank_of(f);
+      if (traces.back().rank < 0) traces.back().rank = rank_folder_number(fs::path(f).parent_path().filename().string());
     } catch (const NotATraceError& e) {
       if (notes != nullptr) notes->push_back("skipped " + std::string(e.what()));
     }
