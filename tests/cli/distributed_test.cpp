@@ -286,3 +286,26 @@ TEST(Distributed, ProfilesOneTracePerRankThatAnalyzeReadsTogether) {
   }
   fs::remove_all(dir);
 }
+
+// SIGTERM to one rank only (a preempted node): every rank stops after the same step, rank 0 writes
+// the checkpoint, and all exit with 128 + SIGTERM.
+TEST(Distributed, APreemptedRankStopsEveryRankAfterTheSameStepWithACheckpoint) {
+  const auto dir = ct::scratch_dir("dist_preempt");
+  Workers w(dir, 2, kData + kModel + " --steps 100000 --lr 0.01 --checkpoint-dir " + (dir / "ck").string() +
+                        " --log " + (dir / "log.jsonl").string());
+  const auto started = Clock::now();
+  while (losses_of(dir / "log.jsonl").size() < 2) {
+    ASSERT_LT(Clock::now() - started, std::chrono::seconds(120)) << read_file(w.err(0));
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  ::kill(w.pid(1), SIGTERM);
+  const auto deadline = Clock::now() + std::chrono::seconds(60);
+  for (int r = 0; r < 2; ++r) EXPECT_EQ(w.wait(r, deadline), 128 + SIGTERM) << read_file(w.err(r));
+  const std::string err0 = read_file(w.err(0));
+  EXPECT_NE(err0.find("stopped by SIGTERM after step"), std::string::npos) << err0;
+  const auto steps = losses_of(dir / "log.jsonl").size();
+  EXPECT_TRUE(fs::exists(dir / "ck" / ("checkpoint_" + std::string(9 - std::to_string(steps).size(), '0') +
+                                       std::to_string(steps) + ".pt")))
+      << "rank 0 checkpoints the step every rank stopped after (" << steps << ")";
+  fs::remove_all(dir);
+}
