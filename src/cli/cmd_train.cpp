@@ -76,6 +76,8 @@ void add_train_command(CLI::App& app) {
       ->check(CLI::Range(0.001, 4096.0))->group(dp);
   cmd->add_flag("!--no-broadcast-buffers", c.broadcast_buffers,
                 "Keep each rank's own buffers (BatchNorm statistics) instead of rank 0's before every forward")->group(dp);
+  cmd->add_flag("--sync-bn", c.sync_bn, "BatchNorm statistics over the global batch, all ranks together (SyncBatchNorm)")
+      ->group(dp);
   cmd->add_option("--grad-compression", c.grad_compression, "none | fp16 | bf16: all-reduce gradients in that type")
       ->capture_default_str()->check(CLI::IsMember({"none", "fp16", "bf16"}))->group(dp);
   cmd->add_option("--crash-after-step", c.crash_after_step, "Test aid: exit 137 after this step")->group("");

@@ -52,25 +52,25 @@ class BlockImpl : public nn::Module {
   nn::BatchNorm2d last_bn() const { return bottleneck_ ? bn3 : bn2; }
 
   // `run(name, fn)` evaluates one named module; the observer (if any) sees it enter and exit.
-  template <typename Run>
-  at::Tensor forward(at::Tensor x, const std::string& p, Run&& run, bool in_place) {
+  template <typename Run, typename Norm>
+  at::Tensor forward(at::Tensor x, const std::string& p, Run&& run, Norm&& norm, bool in_place) {
     // In place, BN outputs are overwritten by ReLU (BN's backward needs its input, not its output).
     auto relu = [in_place](at::Tensor& t) { return in_place ? t.relu_() : at::relu(t); };
     at::Tensor identity = x;
     at::Tensor out = run(p + "conv1", [&] { return conv1(x); });
-    out = run(p + "bn1", [&] { return bn1(out); });
+    out = run(p + "bn1", [&] { return norm(*bn1, out); });
     out = run(p + "relu", [&] { return relu(out); });
     out = run(p + "conv2", [&] { return conv2(out); });
-    out = run(p + "bn2", [&] { return bn2(out); });
+    out = run(p + "bn2", [&] { return norm(*bn2, out); });
     if (bottleneck_) {
       out = run(p + "relu", [&] { return relu(out); });
       out = run(p + "conv3", [&] { return conv3(out); });
-      out = run(p + "bn3", [&] { return bn3(out); });
+      out = run(p + "bn3", [&] { return norm(*bn3, out); });
     }
     if (downsample) {
       identity = run(p + "downsample", [&] {
         at::Tensor d = run(p + "downsample.0", [&] { return downsample[0]->as<nn::Conv2d>()->forward(x); });
-        return run(p + "downsample.1", [&] { return downsample[1]->as<nn::BatchNorm2d>()->forward(d); });
+        return run(p + "downsample.1", [&] { return norm(*downsample[1]->as<nn::BatchNorm2d>(), d); });
       });
     }
     return run(p + "relu", [&] {
@@ -151,8 +151,11 @@ at::Tensor ResNetImpl::run(const std::string& name, F&& f) {
 
 at::Tensor ResNetImpl::forward(at::Tensor x) {
   auto runner = [this](const std::string& name, auto&& f) { return run(name, f); };
+  auto norm = [this](nn::BatchNorm2dImpl& bn, const at::Tensor& t) {
+    return batch_norm_ ? batch_norm_(bn, t) : bn.forward(t);
+  };
   x = run("conv1", [&] { return conv1(x); });
-  x = run("bn1", [&] { return bn1(x); });
+  x = run("bn1", [&] { return norm(*bn1, x); });
   x = run("relu", [&] { return in_place() ? x.relu_() : at::relu(x); });
   if (!options_.small_stem) x = run("maxpool", [&] { return at::max_pool2d(x, {3, 3}, {2, 2}, {1, 1}); });
   for (size_t s = 0; s < stages_.size(); ++s) {
@@ -161,7 +164,7 @@ at::Tensor ResNetImpl::forward(at::Tensor x) {
       size_t b = 0;
       for (auto& child : stages_[s]->children()) {
         const std::string block_name = stage_name + "." + std::to_string(b++);
-        x = run(block_name, [&] { return child->as<BlockImpl>()->forward(x, block_name + ".", runner, in_place()); });
+        x = run(block_name, [&] { return child->as<BlockImpl>()->forward(x, block_name + ".", runner, norm, in_place()); });
       }
       return x;
     });

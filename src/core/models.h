@@ -19,6 +19,7 @@
 
 #include <map>
 #include <memory>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -56,10 +57,16 @@ struct ResNetSpec {
 
 // What the trainer runs: one forward pass over an NCHW batch, observable module by module. The
 // ResNets implement it; tests use smaller models behind the same interface.
+// Runs one BatchNorm layer on an input in place of its own forward (data-parallel training's
+// synchronised BatchNorm); empty: the layer's own.
+using BatchNormFn = std::function<at::Tensor(torch::nn::BatchNorm2dImpl& layer, const at::Tensor& input)>;
+
 class TrainableModel : public torch::nn::Module {
  public:
   virtual at::Tensor forward(at::Tensor x) = 0;
   virtual void set_observer(ForwardObserver* observer) = 0;
+  // Every BatchNorm layer runs through `fn` from now on (models without BatchNorm ignore it).
+  virtual void set_batch_norm(BatchNormFn fn) {}
 };
 
 class ResNetImpl : public TrainableModel {
@@ -67,6 +74,7 @@ class ResNetImpl : public TrainableModel {
   ResNetImpl(const ResNetSpec& spec, const ModelOptions& options);
   at::Tensor forward(at::Tensor x) override;
   void set_observer(ForwardObserver* observer) override { observer_ = observer; }
+  void set_batch_norm(BatchNormFn fn) override { batch_norm_ = std::move(fn); }
   const ResNetSpec& spec() const { return spec_; }
   const ModelOptions& options() const { return options_; }
 
@@ -82,6 +90,7 @@ class ResNetImpl : public TrainableModel {
   std::vector<torch::nn::ModuleList> stages_;
   torch::nn::Linear fc{nullptr};
   ForwardObserver* observer_ = nullptr;
+  BatchNormFn batch_norm_;
 };
 TORCH_MODULE(ResNet);
 

@@ -96,7 +96,8 @@ std::vector<std::pair<std::string, std::string>> checkpoint_fingerprint(const Tr
           {"world size", std::to_string(c.world_size)},
           {"--accumulate-steps", std::to_string(c.accumulate_steps)},
           {"--grad-compression", c.grad_compression},
-          {"--no-broadcast-buffers", c.broadcast_buffers ? "false" : "true"}};
+          {"--no-broadcast-buffers", c.broadcast_buffers ? "false" : "true"},
+          {"--sync-bn", c.sync_bn ? "true" : "false"}};
 }
 
 std::vector<fs::path> list_checkpoints(const fs::path& dir) {

@@ -20,6 +20,7 @@
 #include "tools/checkpoint.h"
 #include "tools/dist/data_parallel.h"
 #include "tools/dist/group.h"
+#include "tools/dist/sync_batch_norm.h"
 #include "tools/run_plan.h"
 #include "tools/train_observers.h"
 #include "tools/trainer.h"
@@ -212,6 +213,8 @@ TrainResult run_training(const TrainConfig& config, const TrainHooks& hooks) {
   core::load_backend_libraries(config.backend_libs);
   if (config.threads > 0) at::set_num_threads(config.threads);
   const auto env = worker_env(config);
+  if (config.sync_bn && !env)
+    throw std::invalid_argument("--sync-bn needs a process group: run under torchrun or crosstrain launch, or add --distributed");
   auto dev = open_device(config.device, env);
   if (dev.is_cpu()) {
     core::install_cpu_memory_tracking();
@@ -283,6 +286,7 @@ TrainResult run_training(const TrainConfig& config, const TrainHooks& hooks) {
       dpo.broadcast_buffers = c.broadcast_buffers;
       dpo.compression = c.grad_compression;
       data_parallel = std::make_unique<dist::DataParallel>(*group, *model, dpo);
+      if (c.sync_bn) model->set_batch_norm(dist::sync_batch_norm(*group));
     }
     auto parts = make_trainer_parts(plan, dev.device(), model.ptr(), std::move(source), scaler_log);
     parts.grad_sync = data_parallel.get();

@@ -86,6 +86,7 @@ struct TrainConfig {
   double dist_timeout_s = 300;        // every collective and the rendezvous
   double bucket_cap_mb = 25;          // gradient bucket size
   bool broadcast_buffers = true;      // buffers from rank 0 before every forward
+  bool sync_bn = false;               // BatchNorm statistics over all ranks
   std::string grad_compression = "none";  // none | fp16 | bf16: all-reduce gradients in that type
   int64_t accumulate_steps = 1;       // micro-batches per optimizer step (exchange on the last only)
   // testing hooks

@@ -57,6 +57,7 @@ nlohmann::json train_result_to_json(const TrainResult& r) {
                                                                {"backend", r.dist_backend},
                                                                {"bucket_cap_mb", c.bucket_cap_mb},
                                                                {"broadcast_buffers", c.broadcast_buffers},
+                                                               {"sync_bn", c.sync_bn},
                                                                {"grad_compression", c.grad_compression}}},
       {"image_size", c.image_size},
       {"channels_last", c.channels_last},
@@ -112,7 +113,8 @@ std::string render_train_summary(const TrainResult& r) {
   if (!r.dist_backend.empty())
     t.add_row({"data-parallel", std::to_string(r.world_size) + " ranks over " + r.dist_backend + ", " +
                                     report::format_fixed(c.bucket_cap_mb, 0) + " MiB buckets" +
-                                    (c.grad_compression != "none" ? ", " + c.grad_compression + " gradients" : "")});
+                                    (c.grad_compression != "none" ? ", " + c.grad_compression + " gradients" : "") +
+                                    (c.sync_bn ? ", SyncBatchNorm" : "")});
   t.add_row({"steps", std::to_string(c.steps) + " (" + std::to_string(r.measured_steps) + " measured)"});
   t.add_row({"throughput", report::format_fixed(r.throughput_img_s, 1) + " img/s" +
                                (r.world_size > 1 ? " (all ranks)" : "")});

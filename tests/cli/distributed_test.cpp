@@ -309,3 +309,37 @@ TEST(Distributed, APreemptedRankStopsEveryRankAfterTheSameStepWithACheckpoint) {
       << "rank 0 checkpoints the step every rank stopped after (" << steps << ")";
   fs::remove_all(dir);
 }
+
+// --sync-bn: 2 ranks x batch 8 normalise over the 16 samples together, so they train as one
+// process with batch 16 on the same samples: losses, weights and running statistics agree.
+TEST(Distributed, SyncBatchNormOnTwoRanksMatchesOneProcessWithTheGlobalBatch) {
+  const auto dir = ct::scratch_dir("dist_syncbn");
+  std::string args = kData + kModel + " --lr 0.01 --steps 4";
+  args.replace(args.find(" --batch-size 8"), 15, "");
+  const auto one = ct::run_command(ct::binary() + " train " + args + " --batch-size 16 --log " +
+                                   (dir / "one.jsonl").string() + " --save-weights " + (dir / "one.pt").string() +
+                                   " > /dev/null");
+  ASSERT_EQ(one.exit_code, 0) << one.output;
+  {
+    Workers w(dir, 2, args + " --batch-size 8 --sync-bn --log " + (dir / "dp.jsonl").string() + " --save-weights " +
+                          (dir / "dp.pt").string());
+    const auto deadline = Clock::now() + std::chrono::seconds(300);
+    for (int r = 0; r < 2; ++r) ASSERT_EQ(w.wait(r, deadline), 0) << read_file(w.err(r));
+  }
+  const auto a = losses_of(dir / "one.jsonl"), b = losses_of(dir / "dp.jsonl");
+  ASSERT_EQ(a.size(), 4u);
+  ASSERT_EQ(b.size(), a.size());
+  for (size_t i = 0; i < a.size(); ++i) EXPECT_NEAR(a[i], b[i], 1e-5 * std::abs(a[i])) << "step " << i;
+  EXPECT_LT(max_weight_difference(dir / "one.pt", dir / "dp.pt"), 1e-5);
+  // Running statistics too: rank 0's came from the global batch.
+  const auto r = ct::run_command(ct::python() + " -c \"import sys, torch\n"
+                                 "a = torch.load(sys.argv[1]); b = torch.load(sys.argv[2])\n"
+                                 "print(max(((a[k] - b[k]).abs().max() / (a[k].abs().max() + 1e-12)).item() for k in a if 'running' in k))\" " +
+                                 (dir / "one.pt").string() + " " + (dir / "dp.pt").string());
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_LT(std::stod(r.output), 1e-5);
+  const auto no_group = ct::run_command(ct::binary() + " train " + kData + " --batch-size 8 --sync-bn --steps 1");
+  EXPECT_EQ(no_group.exit_code, 2) << no_group.output;
+  EXPECT_NE(no_group.output.find("--sync-bn needs a process group"), std::string::npos) << no_group.output;
+  fs::remove_all(dir);
+}
