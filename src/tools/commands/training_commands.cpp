@@ -1,4 +1,5 @@
 // `train` and `bench` in the engine: run, print the summary, write the JSON report.
+#include <filesystem>
 #include <iostream>
 
 #include "report/envelope.h"
@@ -6,6 +7,7 @@
 #include "tools/bench.h"
 #include "tools/bench_report.h"
 #include "tools/commands/commands.h"
+#include "tools/dist/worker_env.h"
 #include "tools/train.h"
 #include "tools/train_report.h"
 
@@ -19,7 +21,11 @@ int train_command(const TrainArgs& args) {
   // A typo in an output path must not cost the run: every output location is checked first.
   for (const auto* path : {&args.json, &args.config.weights_out, &args.config.log_path})
     if (!path->empty()) report::check_writable(*path);
-  DumpAttachment dump = attach_dump(args.dump, args.dump.dir, args.config, hooks, /*host_batches=*/false);
+  // Data-parallel workers dump one folder each: DIR/rank<N> (as --profile does).
+  std::string dump_dir = args.dump.dir;
+  if (const auto env = dist::WorkerEnv::from_environment(); env && env->world_size > 1 && !dump_dir.empty())
+    dump_dir = (std::filesystem::path(dump_dir) / ("rank" + std::to_string(env->rank))).string();
+  DumpAttachment dump = attach_dump(args.dump, dump_dir, args.config, hooks, /*host_batches=*/false);
   const auto result = tools::run_training(args.config, hooks);
   if (dump.dumping()) {
     dump.close();
