@@ -17,6 +17,7 @@
 #include <thread>
 
 #include "tools/ascend/npu/npu_plugin.h"
+#include "tools/dist/nccl_backend.h"
 
 namespace crosstrain::dist {
 
@@ -125,9 +126,11 @@ std::unique_ptr<Group> Group::join(const WorkerEnv& env, const core::DeviceConte
   g->backend_ = resolve_backend(options.backend, device);
   const auto type = device.device().type();
   const CrosstrainNpuApi* npu = nullptr;
-  if (g->backend_ == "nccl")
+  if (g->backend_ == "nccl" && !device.is_cuda())
+    throw std::runtime_error("--dist-backend nccl needs a CUDA device (--device cuda); on " + device.name() + " use gloo");
+  if (g->backend_ == "nccl" && !nccl_available())
     throw std::runtime_error("this build of crosstrain has no NCCL process group; use --dist-backend gloo");
-  if (g->backend_ != "gloo") {
+  if (g->backend_ != "gloo" && g->backend_ != "nccl") {
     if (type != c10::DeviceType::PrivateUse1)
       throw std::runtime_error("--dist-backend " + g->backend_ + " does not run on " + device.name() +
                                " (gloo on the CPU, nccl on CUDA, hccl on Ascend NPUs)");
@@ -141,6 +144,12 @@ std::unique_ptr<Group> Group::join(const WorkerEnv& env, const core::DeviceConte
     if (npu) {
       g->pg_->setDefaultBackend(BT::CUSTOM);
       g->pg_->setBackend(type, BT::CUSTOM, make_hccl(*npu, g->store_, env, options.timeout));
+      return;
+    }
+    if (g->backend_ == "nccl") {
+      g->pg_->setDefaultBackend(BT::NCCL);
+      g->pg_->setBackend(type, BT::NCCL, make_nccl_backend(g->store_, env.rank, env.world_size, options.timeout));
+      // CPU tensors (the loss and evaluation sums travel on the device; nothing else) would need Gloo.
       return;
     }
     auto b = make_gloo(g->store_, env, options.timeout);
