@@ -1,5 +1,6 @@
-// comm-bench through the binary: workers started with torchrun's variables on the loopback (Gloo on
-// the CPU).
+// comm-bench and doctor --distributed through the binary: workers started with torchrun's variables
+// on the loopback (Gloo on the CPU), and each misconfiguration doctor names, produced on one host,
+// ending with exit 1 and a message within a bounded time.
 #include <netinet/in.h>
 #include <signal.h>
 #include <sys/socket.h>
@@ -96,6 +97,20 @@ class Workers {
 
 Clock::time_point in_seconds(int s) { return Clock::now() + std::chrono::seconds(s); }
 
+// One doctor --distributed process with `env`: exit 1 within `limit_s`, output naming `expect`.
+void expect_doctor_problem(const std::string& name, const Env& env, const std::string& flags,
+                           const std::vector<std::string>& expect, int limit_s) {
+  const auto dir = ct::scratch_dir("doctor_" + name);
+  Workers w(dir);
+  const auto started = Clock::now();
+  const int i = w.start(env, "doctor --distributed " + flags);
+  const int code = w.wait(i, started + std::chrono::seconds(limit_s));
+  ASSERT_NE(code, -1) << name << ": still running after " << limit_s << " s\n" << w.output(i);
+  EXPECT_EQ(code, 1) << w.output(i);
+  for (const auto& e : expect) EXPECT_NE(w.output(i).find(e), std::string::npos) << "'" << e << "' in:\n" << w.output(i);
+  fs::remove_all(dir);
+}
+
 }  // namespace
 
 #ifdef CROSSTRAIN_CLI_WITH_TORCH
@@ -154,6 +169,89 @@ TEST(CommBench, WithoutALauncherRunsOneRankAndRejectsBadSizes) {
   const auto bad = ct::run_command(ct::binary() + " comm-bench --min-bytes 1M --max-bytes 1K");
   EXPECT_EQ(bad.exit_code, 2) << bad.output;
   EXPECT_NE(bad.output.find("--max-bytes"), std::string::npos) << bad.output;
+}
+
+TEST(DoctorDistributed, TwoRanksListBothRanksWithTheirInterface) {
+  const auto dir = ct::scratch_dir("doctor_2");
+  const int port = free_port();
+  const std::string json = (dir / "doctor.json").string();
+  Workers w(dir);
+  for (int r = 0; r < 2; ++r) w.start(Workers::torchrun(r, 2, port), "doctor --distributed --dist-timeout 20 --json " + json);
+  for (int r = 0; r < 2; ++r) ASSERT_EQ(w.wait(r, in_seconds(60)), 0) << w.output(r);
+  EXPECT_EQ(read_file(w.out(1)), "") << "only rank 0 reports";
+  const std::string out = read_file(w.out(0));
+  EXPECT_NE(out.find("2 ranks over gloo"), std::string::npos) << out;
+  EXPECT_NE(out.find("interface lo (127.0.0.1)"), std::string::npos) << out;
+  std::ifstream in(json);
+  const auto doc = nlohmann::json::parse(in);
+  EXPECT_TRUE(doc.at("ok").get<bool>());
+  const auto& ranks = doc.at("distributed").at("ranks");
+  ASSERT_EQ(ranks.size(), 2u);
+  for (int r = 0; r < 2; ++r) {
+    EXPECT_EQ(ranks[r].at("rank"), r);
+    EXPECT_EQ(ranks[r].at("interface"), "lo");
+    EXPECT_EQ(ranks[r].at("address"), "127.0.0.1");
+    EXPECT_GT(ranks[r].at("latency_us").get<double>(), 0);
+  }
+  fs::remove_all(dir);
+}
+
+TEST(DoctorDistributed, AnAddressThatDoesNotResolveIsNamedAtOnce) {
+  expect_doctor_problem("resolve", Workers::torchrun(1, 2, free_port(), {{"MASTER_ADDR", "no-such-host.invalid"}}),
+                        "--dist-timeout 60", {"MASTER_ADDR", "'no-such-host.invalid' does not resolve"}, 20);
+}
+
+TEST(DoctorDistributed, AnUnreachableAddressEndsWithinTheTimeout) {
+  expect_doctor_problem("unreachable", Workers::torchrun(1, 2, free_port(), {{"MASTER_ADDR", "10.255.255.1"}}),
+                        "--dist-timeout 2", {"cannot reach the rendezvous store at 10.255.255.1"}, 25);
+}
+
+TEST(DoctorDistributed, NoRankZeroListeningIsNamed) {
+  const int port = free_port();
+  expect_doctor_problem("closed_port", Workers::torchrun(1, 2, port), "--dist-timeout 2",
+                        {"nothing listens on 127.0.0.1:" + std::to_string(port)}, 25);
+}
+
+TEST(DoctorDistributed, AMismatchedWorldSizeIsNamed) {
+  const auto dir = ct::scratch_dir("doctor_world");
+  const int port = free_port();
+  Workers w(dir);
+  w.start(Workers::torchrun(0, 2, port), "doctor --distributed --dist-timeout 5");
+  w.start(Workers::torchrun(1, 3, port), "doctor --distributed --dist-timeout 5");
+  for (int i = 0; i < 2; ++i) {
+    const int code = w.wait(i, in_seconds(30));
+    ASSERT_NE(code, -1) << w.output(i);
+    EXPECT_EQ(code, 1) << w.output(i);
+  }
+  EXPECT_NE(w.output(0).find("has WORLD_SIZE=3, this rank (0) has 2"), std::string::npos) << w.output(0);
+  fs::remove_all(dir);
+}
+
+TEST(DoctorDistributed, InterfaceVariablesNamingNoInterfaceAreProblems) {
+  expect_doctor_problem("ifname",
+                        Workers::torchrun(0, 1, free_port(), {{"GLOO_SOCKET_IFNAME", "nosuchif0"},
+                                                              {"NCCL_SOCKET_IFNAME", "nosuch"},
+                                                              {"HCCL_SOCKET_IFNAME", "=lo,nosuchif1"}}),
+                        "", {"GLOO_SOCKET_IFNAME=nosuchif0: no interface 'nosuchif0'",
+                             "NCCL_SOCKET_IFNAME=nosuch: no interface starting with 'nosuch'",
+                             "HCCL_SOCKET_IFNAME==lo,nosuchif1: no interface 'nosuchif1'", "not attempted"},
+                        20);
+}
+
+TEST(DoctorDistributed, AnInterfaceWithoutARouteToTheStoreIsAProblem) {
+  expect_doctor_problem("no_route",
+                        Workers::torchrun(1, 2, free_port(), {{"MASTER_ADDR", "10.255.255.1"}, {"GLOO_SOCKET_IFNAME", "lo"}}),
+                        "--dist-timeout 60", {"GLOO_SOCKET_IFNAME=lo: lo has no route to MASTER_ADDR 10.255.255.1"}, 20);
+}
+
+TEST(DoctorDistributed, AnInterfaceVariableThatFitsPasses) {
+  const auto dir = ct::scratch_dir("doctor_ifname_ok");
+  Workers w(dir);
+  const int i = w.start(Workers::torchrun(0, 1, free_port(), {{"GLOO_SOCKET_IFNAME", "lo"}, {"NCCL_SOCKET_IFNAME", "l"}}),
+                        "doctor --distributed --dist-timeout 20");
+  ASSERT_EQ(w.wait(i, in_seconds(30)), 0) << w.output(i);
+  EXPECT_NE(w.output(i).find("NCCL_SOCKET_IFNAME=l -> lo"), std::string::npos) << w.output(i);
+  fs::remove_all(dir);
 }
 
 #endif  // CROSSTRAIN_CLI_WITH_TORCH

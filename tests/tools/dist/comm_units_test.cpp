@@ -1,7 +1,12 @@
-// comm-bench's sizes, bus factors and report.
+// comm-bench's sizes and bus factors, and the network checks doctor --distributed runs before a
+// rendezvous, on values and on this host's loopback.
 #include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include "tools/dist/comm_bench.h"
+#include "tools/dist/net_check.h"
 
 namespace dist = crosstrain::dist;
 
@@ -45,4 +50,51 @@ TEST(CommBenchReport, UnsupportedRowsSayWhyAndDoNotFail) {
   EXPECT_FALSE(j.at("ok").get<bool>());
   EXPECT_FALSE(j.at("rows")[1].at("supported").get<bool>());
   EXPECT_EQ(j.at("rows")[1].at("note"), "not implemented");
+}
+
+TEST(InterfaceSelection, GlooExactNcclPrefixesEqualsAndCaret) {
+  const std::vector<std::string> all = {"eth0", "eth1", "ib0", "lo"};
+  auto g = dist::parse_interface_selection("GLOO_SOCKET_IFNAME", "eth,lo");
+  EXPECT_EQ(g.names, (std::vector<std::string>{"eth", "lo"}));
+  EXPECT_TRUE(dist::interfaces_matching(g, "eth", all).empty());
+  EXPECT_EQ(dist::interfaces_matching(g, "lo", all), (std::vector<std::string>{"lo"}));
+  auto n = dist::parse_interface_selection("NCCL_SOCKET_IFNAME", "eth");
+  EXPECT_EQ(dist::interfaces_matching(n, "eth", all), (std::vector<std::string>{"eth0", "eth1"}));
+  auto e = dist::parse_interface_selection("NCCL_SOCKET_IFNAME", "=eth");
+  EXPECT_TRUE(e.exact);
+  EXPECT_TRUE(dist::interfaces_matching(e, "eth", all).empty());
+  auto x = dist::parse_interface_selection("HCCL_SOCKET_IFNAME", "^docker,lo");
+  EXPECT_TRUE(x.exclude);
+  EXPECT_EQ(x.names, (std::vector<std::string>{"docker", "lo"}));
+}
+
+TEST(NetCheck, LoopbackResolvesRoutesAndIsLocal) {
+  const auto ifs = dist::local_interfaces();
+  const auto r = dist::resolve_host("localhost");
+  ASSERT_TRUE(r.error.empty()) << r.error;
+  EXPECT_TRUE(dist::is_local_address(r.address, ifs));
+  const auto route = dist::route_to("127.0.0.1", 29500, ifs);
+  ASSERT_TRUE(route.error.empty()) << route.error;
+  EXPECT_EQ(route.local_address, "127.0.0.1");
+  EXPECT_EQ(route.interface, "lo");
+  EXPECT_TRUE(dist::on_link("127.1.2.3", "lo", ifs));
+  EXPECT_FALSE(dist::is_local_address("192.0.2.200", {}));
+  EXPECT_FALSE(dist::resolve_host("no-such-host.invalid").error.empty());
+}
+
+TEST(NetCheck, AProbeTellsRefusedFromAccepting) {
+  // A port nobody listens on refuses at once; a listening port accepts.
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+  socklen_t len = sizeof a;
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+  const int port = ntohs(a.sin_port);
+  EXPECT_EQ(dist::probe_tcp("127.0.0.1", port, std::chrono::milliseconds(1000)).result, dist::Reachability::Refused);
+  ASSERT_EQ(::listen(fd, 1), 0);
+  EXPECT_EQ(dist::probe_tcp("127.0.0.1", port, std::chrono::milliseconds(1000)).result, dist::Reachability::Accepts);
+  EXPECT_FALSE(dist::port_unavailable(port).empty()) << "a listening port is taken";
+  ::close(fd);
 }
