@@ -219,9 +219,15 @@ DistributedDoctorReport run_distributed_doctor(const DoctorOptions& o) {
   } catch (const std::exception& e) {
     FLAGS_caffe2_log_level = log_level;
     std::string why = e.what();
+    why = why.substr(0, why.find('\n'));  // c10's exceptions carry a stack after the first line
     for (const std::string advice : {"; `crosstrain doctor --distributed` checks the connection"})
       if (const auto at = why.find(advice); at != std::string::npos) why.erase(at, advice.size());
-    if (env->rank != 0 || env->use_agent_store) why += "; " + diagnose_store(resolved.address, env->master_port);
+    const bool dropped = why.find("closed") != std::string::npos || why.find("reset by peer") != std::string::npos;
+    if (dropped)  // the store was there, then went away
+      why += "; the store at " + r.store + " closed the connection during the rendezvous: rank 0 stopped (its " +
+             "report says why, e.g. a different WORLD_SIZE)";
+    else if (env->rank != 0 || env->use_agent_store)
+      why += "; " + diagnose_store(resolved.address, env->master_port);
     f.problem("rendezvous", why, "every worker needs the same MASTER_ADDR, MASTER_PORT and WORLD_SIZE, and rank 0 running");
     return r;
   }

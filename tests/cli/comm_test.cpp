@@ -224,6 +224,8 @@ TEST(DoctorDistributed, AMismatchedWorldSizeIsNamed) {
     EXPECT_EQ(code, 1) << w.output(i);
   }
   EXPECT_NE(w.output(0).find("has WORLD_SIZE=3, this rank (0) has 2"), std::string::npos) << w.output(0);
+  EXPECT_NE(w.output(1).find("PROBLEM  rendezvous"), std::string::npos) << w.output(1);
+  EXPECT_EQ(w.output(1).find("Exception raised from"), std::string::npos) << "no c10 stacks:\n" << w.output(1);
   fs::remove_all(dir);
 }
 

@@ -12,6 +12,7 @@
 #include <memory>
 
 #include "core/device.h"
+#include "report/terminal.h"
 #include "report/units.h"
 #include "tools/dist/group.h"
 #include "tools/dist/worker_env.h"
@@ -231,9 +232,11 @@ CommBenchResult run_comm_bench(const CommBenchOptions& opt) {
   if (opt.memcpy_bytes > 0) r.memcpy_gbps = shared.item<double>();
 
   const auto refused = probe_support(*g, opt.ops, o);
+  report::ProgressLine progress(g->rank() == 0 && report::stderr_is_terminal());
   for (const auto& op : comm_bench_ops()) {
     if (std::find(opt.ops.begin(), opt.ops.end(), op) == opt.ops.end()) continue;
     for (const int64_t bytes : sizes) {
+      progress.update("comm-bench: " + op + " " + report::format_bytes(bytes), true);
       if (row_elements(op, bytes, elem, r.world_size) == 0) continue;  // less than one element per rank
       if (const auto it = refused.find(op); it != refused.end()) {
         CommBenchRow row;
@@ -248,6 +251,7 @@ CommBenchResult run_comm_bench(const CommBenchOptions& opt) {
       r.rows.push_back(measure(*g, dev, op, bytes, opt, o));
     }
   }
+  progress.clear();
   g->barrier("the final barrier");
   return r;
 }
