@@ -171,6 +171,20 @@ TEST(CommBench, WithoutALauncherRunsOneRankAndRejectsBadSizes) {
   EXPECT_NE(bad.output.find("--max-bytes"), std::string::npos) << bad.output;
 }
 
+TEST(CommBench, IntegerAndSixteenBitTypesAreCheckedExactly) {
+  for (const std::string dtype : {"int64", "bfloat16"}) {
+    const auto dir = ct::scratch_dir("comm_bench_" + dtype);
+    const int port = free_port();
+    Workers w(dir);
+    for (int r = 0; r < 2; ++r)
+      w.start(Workers::torchrun(r, 2, port), "comm-bench --dtype " + dtype + " --max-bytes 1K --iters 1 --memcpy-bytes 0");
+    for (int r = 0; r < 2; ++r) ASSERT_EQ(w.wait(r, in_seconds(60)), 0) << dtype << "\n" << w.output(r);
+    EXPECT_NE(read_file(w.out(0)).find("every result exact"), std::string::npos) << read_file(w.out(0));
+    EXPECT_NE(read_file(w.out(0)).find(", " + dtype + ", "), std::string::npos) << read_file(w.out(0));
+    fs::remove_all(dir);
+  }
+}
+
 TEST(DoctorDistributed, TwoRanksListBothRanksWithTheirInterface) {
   const auto dir = ct::scratch_dir("doctor_2");
   const int port = free_port();
@@ -210,6 +224,25 @@ TEST(DoctorDistributed, NoRankZeroListeningIsNamed) {
   const int port = free_port();
   expect_doctor_problem("closed_port", Workers::torchrun(1, 2, port), "--dist-timeout 2",
                         {"nothing listens on 127.0.0.1:" + std::to_string(port)}, 25);
+}
+
+TEST(DoctorDistributed, ATakenPortOnRankZeroIsNamedAtOnce) {
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_ANY);
+  ASSERT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a), 0);
+  ASSERT_EQ(::listen(fd, 1), 0);
+  socklen_t len = sizeof a;
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+  const int port = ntohs(a.sin_port);
+  expect_doctor_problem("port_taken", Workers::torchrun(0, 2, port), "--dist-timeout 60",
+                        {"MASTER_PORT", std::to_string(port) + " cannot be listened on"}, 20);
+  ::close(fd);
+}
+
+TEST(DoctorDistributed, MalformedLauncherVariablesAreNamed) {
+  expect_doctor_problem("bad_env", Workers::torchrun(0, 2, 99999), "", {"MASTER_PORT='99999'"}, 20);
 }
 
 TEST(DoctorDistributed, AMismatchedWorldSizeIsNamed) {

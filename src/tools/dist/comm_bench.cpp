@@ -36,8 +36,8 @@ at::ScalarType parse_dtype(const std::string& name) {
 // The values each rank contributes: (rank + 1) * (i % 3 + 1), so a sum, a misplaced chunk or a
 // stale buffer shows. Every expected value is a small integer, exact in every supported dtype for
 // the world sizes a host runs (bfloat16: sums up to 256).
-at::Tensor pattern(int64_t n, int64_t offset, const at::TensorOptions& o) {
-  return at::arange(offset, offset + n, at::kLong).remainder_(3).add_(1).to(o);
+at::Tensor pattern(int64_t n, int64_t offset, int64_t scale, const at::TensorOptions& o) {
+  return at::arange(offset, offset + n, at::kLong).remainder_(3).add_(1).mul_(scale).to(o);
 }
 
 // One collective on its buffers: `in` and `out` are the same tensor for the in-place ones.
@@ -69,24 +69,24 @@ struct Case {
 };
 
 Case make_case(const std::string& op, int64_t elements, int rank, int n, const at::TensorOptions& o) {
-  const double r1 = rank + 1, sum = n * (n + 1) / 2.0;
+  const int64_t r1 = rank + 1, sum = static_cast<int64_t>(n) * (n + 1) / 2;
   Case c;
   if (op == "all-reduce" || op == "broadcast") {
-    c.buffers.in = pattern(elements, 0, o).mul_(r1);
+    c.buffers.in = pattern(elements, 0, r1, o);
     c.buffers.out = c.buffers.in;
-    c.expected = pattern(elements, 0, o).mul_(op == "all-reduce" ? sum : 1.0);
+    c.expected = pattern(elements, 0, op == "all-reduce" ? sum : 1, o);
   } else if (op == "all-gather") {
     const int64_t chunk = elements / n;
-    c.buffers.in = pattern(chunk, 0, o).mul_(r1);
+    c.buffers.in = pattern(chunk, 0, r1, o);
     c.buffers.out = at::zeros({chunk * n}, o);
     std::vector<at::Tensor> parts;
-    for (int q = 0; q < n; ++q) parts.push_back(pattern(chunk, 0, o).mul_(q + 1.0));
+    for (int q = 0; q < n; ++q) parts.push_back(pattern(chunk, 0, q + 1, o));
     c.expected = at::cat(parts);
   } else {  // reduce-scatter
     const int64_t chunk = elements / n;
-    c.buffers.in = pattern(chunk * n, 0, o).mul_(r1);
+    c.buffers.in = pattern(chunk * n, 0, r1, o);
     c.buffers.out = at::zeros({chunk}, o);
-    c.expected = pattern(chunk, chunk * rank, o).mul_(sum);
+    c.expected = pattern(chunk, chunk * rank, sum, o);
   }
   return c;
 }
