@@ -196,6 +196,8 @@ DistributedDoctorReport run_distributed_doctor(const DoctorOptions& o) {
       else
         f.ok("MASTER_PORT", std::to_string(env->master_port) + " free on this host");
     }
+    if (env->use_agent_store)
+      f.info("MASTER_PORT", std::to_string(env->master_port) + ": the launcher's agent hosts the store");
     check_interface_variables(f, resolved.address, route, ifs);
   }
   if (f.problems() > 0) {
