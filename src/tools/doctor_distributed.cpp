@@ -111,6 +111,45 @@ void check_interface_variables(Findings& f, const std::string& master, const dis
   }
 }
 
+// A job over several nodes (WORLD_SIZE > LOCAL_WORLD_SIZE) cannot meet over the loopback: not at
+// MASTER_ADDR, and not at the address Gloo gives its peers (GLOO_SOCKET_IFNAME's interface, else
+// the address this host's name resolves to, else the loopback).
+void check_across_nodes(Findings& f, const dist::WorkerEnv& env, const std::string& master, bool gloo,
+                        const std::vector<dist::InterfaceAddress>& ifs) {
+  const auto loopback_address = [&](const std::string& a) {
+    return a.rfind("127.", 0) == 0 || a == "::1" ||
+           std::any_of(ifs.begin(), ifs.end(), [&](const dist::InterfaceAddress& i) { return i.address == a && i.loopback; });
+  };
+  const int nodes = (env.world_size + env.local_world_size - 1) / env.local_world_size;
+  const std::string across = "the job has " + std::to_string(nodes) + " nodes (WORLD_SIZE " +
+                             std::to_string(env.world_size) + ", LOCAL_WORLD_SIZE " + std::to_string(env.local_world_size) + ")";
+  if (nodes > 1 && loopback_address(master))
+    f.problem("MASTER_ADDR", across + " but MASTER_ADDR " + master + " is a loopback address: each node would meet only itself",
+              "set MASTER_ADDR to rank 0's address on the network between the nodes");
+  if (!gloo) return;
+  const char* ifname = std::getenv("GLOO_SOCKET_IFNAME");
+  if (ifname && *ifname) {
+    const auto sel = dist::parse_interface_selection("GLOO_SOCKET_IFNAME", ifname);
+    for (const auto& name : sel.names)
+      if (nodes > 1 && std::any_of(ifs.begin(), ifs.end(),
+                                   [&](const dist::InterfaceAddress& i) { return i.name == name && i.loopback; }))
+        f.problem("GLOO_SOCKET_IFNAME", across + " but GLOO_SOCKET_IFNAME names the loopback (" + name + ")",
+                  "name the interface on the network between the nodes");
+    return;
+  }
+  const std::string host = host_name();
+  const auto self = dist::resolve_host(host);
+  const std::string address = self.error.empty() ? self.address : "127.0.0.1";
+  const std::string how = self.error.empty() ? "host name '" + host + "' -> " + address
+                                             : "host name '" + host + "' does not resolve, so the loopback";
+  if (nodes > 1 && loopback_address(address))
+    f.problem("Gloo's address", across + " but Gloo would give its peers " + address + " (" + how +
+                                    ", GLOO_SOCKET_IFNAME unset): the other nodes cannot reach it",
+              "set GLOO_SOCKET_IFNAME to the interface on the network between the nodes, on every node");
+  else
+    f.info("Gloo's address", how + " (GLOO_SOCKET_IFNAME unset)");
+}
+
 // Why the rendezvous store could not be reached, from a direct connection attempt.
 std::string diagnose_store(const std::string& address, int port) {
   const auto p = dist::probe_tcp(address, port, std::chrono::milliseconds(2000));
@@ -199,6 +238,8 @@ DistributedDoctorReport run_distributed_doctor(const DoctorOptions& o) {
     if (env->use_agent_store)
       f.info("MASTER_PORT", std::to_string(env->master_port) + ": the launcher's agent hosts the store");
     check_interface_variables(f, resolved.address, route, ifs);
+    const bool gloo = o.dist_backend == "gloo" || (o.dist_backend == "auto" && (o.device == "auto" || o.device == "cpu"));
+    check_across_nodes(f, *env, resolved.address, gloo, ifs);
   }
   if (f.problems() > 0) {
     f.info("rendezvous", "not attempted: fix the problems above first");

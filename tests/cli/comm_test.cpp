@@ -245,6 +245,17 @@ TEST(DoctorDistributed, MalformedLauncherVariablesAreNamed) {
   expect_doctor_problem("bad_env", Workers::torchrun(0, 2, 99999), "", {"MASTER_PORT='99999'"}, 20);
 }
 
+TEST(DoctorDistributed, SeveralNodesOverTheLoopbackAreAProblem) {
+  // Two nodes of one process each (LOCAL_WORLD_SIZE 1) cannot meet at 127.0.0.1.
+  expect_doctor_problem("loopback_nodes", Workers::torchrun(0, 2, free_port(), {{"LOCAL_WORLD_SIZE", "1"}}), "",
+                        {"the job has 2 nodes", "MASTER_ADDR 127.0.0.1 is a loopback address", "not attempted"}, 20);
+  expect_doctor_problem("loopback_gloo",
+                        Workers::torchrun(1, 2, free_port(),
+                                          {{"LOCAL_RANK", "0"}, {"LOCAL_WORLD_SIZE", "1"}, {"GLOO_SOCKET_IFNAME", "lo"}}),
+                        "",
+                        {"GLOO_SOCKET_IFNAME names the loopback (lo)"}, 20);
+}
+
 TEST(DoctorDistributed, AMismatchedWorldSizeIsNamed) {
   const auto dir = ct::scratch_dir("doctor_world");
   const int port = free_port();
