@@ -1,4 +1,5 @@
-// `crosstrain doctor`: environment check; exits 1 when a required part is missing.
+// `crosstrain doctor`: environment check; exits 1 when a required part is missing. --distributed
+// checks a job's network and rendezvous instead, from every worker.
 #include <memory>
 
 #include "cli/command.h"
@@ -16,6 +17,14 @@ void add_doctor_command(CLI::App& app) {
       ->capture_default_str();
   cmd->add_flag("--ascend", args->options.ascend,
                 "Check the Ascend stack (CANN, driver, torch_npu, environment); automatic where Ascend is installed");
+  const char* dp = "Distributed (run by every worker, under torchrun or crosstrain launch; docs/DISTRIBUTED.md)";
+  cmd->add_flag("--distributed", args->options.distributed,
+                "Check the job's network instead: MASTER_ADDR, routes, interfaces, the rendezvous, an all-reduce, "
+                "latency per rank")->group(dp);
+  cmd->add_option("--dist-timeout", args->options.dist_timeout_s, "Seconds the rendezvous and each collective may take")
+      ->capture_default_str()->check(CLI::Range(0.1, 86400.0))->group(dp);
+  cmd->add_option("--dist-backend", args->options.dist_backend, "auto (gloo on the CPU) | gloo | nccl | hccl")
+      ->capture_default_str()->group(dp);
   add_json_option(cmd, args->json);
   cmd->callback([args] { exit_with(commands::doctor_command(*args)); });
 }

@@ -58,5 +58,6 @@ int doctor_command(const DoctorArgs&) { hand_off("doctor"); }
 int models_command(const ModelsArgs&) { hand_off("models"); }
 int op_check_command(const OpCheckArgs&) { hand_off("op-check"); }
 int align_command(const AlignArgs&) { hand_off("align"); }
+int comm_bench_command(const CommBenchArgs&) { hand_off("comm-bench"); }
 
 }  // namespace crosstrain::commands

@@ -19,6 +19,7 @@ int main(int argc, char** argv) {
   crosstrain::cli::add_migrate_command(app);
   crosstrain::cli::add_align_command(app);
   crosstrain::cli::add_op_check_command(app);
+  crosstrain::cli::add_comm_bench_command(app);
   crosstrain::cli::add_compare_command(app);
   crosstrain::cli::add_analyze_command(app);
   crosstrain::cli::add_data_bench_command(app);

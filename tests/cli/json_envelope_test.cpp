@@ -73,6 +73,7 @@ class JsonEnvelope : public ::testing::Test {
         {"models", {"", true}},
         {"doctor", {"--python ''", true}},
         {"op-check", {"--op relu", true}},
+        {"comm-bench", {"--ops all-reduce --max-bytes 64 --iters 1 --warmup 0 --memcpy-bytes 1M", true}},
         {"train", {kTiny + " --steps 2 --warmup-steps 1", true}},
         {"bench", {kTiny + " --steps 2 --warmup-steps 1 --precisions fp32", true}},
         {"align", {kTiny + " --steps 1 --a device=cpu --b device=cpu --out " + path("align"), true}},

@@ -19,6 +19,7 @@
 #include "tools/bench.h"
 #include "tools/commands/align_run.h"
 #include "tools/commands/dump_attachment.h"
+#include "tools/dist/comm_bench.h"
 #include "tools/doctor.h"
 #include "tools/opcheck/op_check_options.h"
 #include "tools/train_config.h"
@@ -58,11 +59,17 @@ struct AlignArgs {
   std::string json, html;
 };
 
+struct CommBenchArgs {
+  dist::CommBenchOptions options;
+  std::string json;
+};
+
 int train_command(const TrainArgs& args);
 int bench_command(const BenchArgs& args);
 int doctor_command(const DoctorArgs& args);
 int models_command(const ModelsArgs& args);
 int op_check_command(const OpCheckArgs& args);
 int align_command(const AlignArgs& args);
+int comm_bench_command(const CommBenchArgs& args);
 
 }  // namespace crosstrain::commands

@@ -13,6 +13,14 @@
 namespace crosstrain::commands {
 
 int doctor_command(const DoctorArgs& args) {
+  if (args.options.distributed) {  // rank 0 reports for the job; another rank only what stopped it alone
+    const auto r = tools::run_distributed_doctor(args.options);
+    if (r.rank != 0 && r.joined) return r.ok() ? 0 : 1;
+    if (!report::json_to_stdout(args.json)) std::cout << tools::render_distributed_doctor(r);
+    if (!args.json.empty())
+      report::write_json(report::with_envelope("doctor", tools::distributed_doctor_to_json(r)), args.json);
+    return r.ok() ? 0 : 1;
+  }
   const auto r = tools::run_doctor(args.options);
   if (!report::json_to_stdout(args.json)) std::cout << tools::render_doctor(r);
   if (!args.json.empty()) report::write_json(report::with_envelope("doctor", tools::doctor_to_json(r)), args.json);
