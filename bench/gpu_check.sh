@@ -3,7 +3,8 @@
 # network): builds crosstrain against that PyTorch, then runs
 #   1. bench: ResNet-50, batch 256, 224 px, channels-last, fp32 / tf32 / fp16 / bf16;
 #   2. the same loop in Python eager (bench/train_vs_python.sh on the GPU configs);
-#   3. the loss-scaler and optimizer checks on CUDA (fused kernels) and a profile with Kineto.
+#   3. the loss-scaler and optimizer checks on CUDA (fused kernels) and a profile with Kineto;
+#   4. data-parallel training through NCCL at world size 1 (the code path of N GPUs) and comm-bench.
 # Writes everything under ${OUT:-gpu-results}/. usage: bash bench/gpu_check.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -24,6 +25,12 @@ $BIN train --device cuda --model resnet50 --batch-size 256 --precision fp16 --ch
   --warmup-steps 2 --profile "$OUT/profile" --profile-wait 4 --profile-warmup 2 --profile-active 3 --no-progress \
   --json "$OUT/train_profiled.json" > /dev/null
 $BIN analyze "$OUT"/profile/trace_cycle0.pt.trace.json --json "$OUT/analyze.json" | tee "$OUT/analyze.txt"
+# 4. NCCL at world size 1: the same Reducer, buckets and rank-0 reporting as on N GPUs.
+$BIN launch --nproc-per-node 1 --master-port 0 -- train --device cuda --dist-backend nccl --model resnet50 \
+  --batch-size 256 --precision bf16 --channels-last --steps 20 --warmup-steps 5 --no-progress \
+  --json "$OUT/train_nccl_world1.json" | tee "$OUT/train_nccl_world1.txt" || true
+$BIN launch --nproc-per-node 1 --master-port 0 -- comm-bench --device cuda --dist-backend nccl --max-bytes 256M \
+  --json "$OUT/comm_bench_nccl.json" | tee "$OUT/comm_bench_nccl.txt" || true
 sed -i "s#^PY=.venv/bin/python#PY=${PY}#; s#^BIN=build/crosstrain#BIN=${BIN}#" bench/train_vs_python.sh
 bash bench/train_vs_python.sh 3 cuda | tee "$OUT/train_vs_python.txt"
 git checkout -- bench/train_vs_python.sh 2>/dev/null || true

@@ -6,7 +6,6 @@
 
 #include <torch/csrc/distributed/c10d/PrefixStore.hpp>
 #include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
-#include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
 
 #include <cerrno>
@@ -17,6 +16,7 @@
 #include <thread>
 
 #include "tools/ascend/npu/npu_plugin.h"
+#include "tools/dist/gloo_backend.h"
 #include "tools/dist/nccl_backend.h"
 
 namespace crosstrain::dist {
@@ -88,14 +88,6 @@ std::string resolve_backend(const std::string& asked, const core::DeviceContext&
   return "gloo";
 }
 
-c10::intrusive_ptr<c10d::Backend> make_gloo(const c10::intrusive_ptr<c10d::Store>& store, const WorkerEnv& env,
-                                            std::chrono::milliseconds timeout) {
-  // create_default reads GLOO_SOCKET_IFNAME (comma-separated interfaces), else uses the host name.
-  auto options = c10d::ProcessGroupGloo::Options::create_default(timeout);
-  return c10::make_intrusive<c10d::ProcessGroupGloo>(c10::make_intrusive<c10d::PrefixStore>("gloo/", store), env.rank,
-                                                     env.world_size, options);
-}
-
 // torch_npu's HCCL backend, through crosstrain's NPU plugin (loaded with --backend-lib).
 const CrosstrainNpuApi* npu_api() {
   using ApiFn = const CrosstrainNpuApi* (*)();
@@ -152,7 +144,7 @@ std::unique_ptr<Group> Group::join(const WorkerEnv& env, const core::DeviceConte
       // CPU tensors (the loss and evaluation sums travel on the device; nothing else) would need Gloo.
       return;
     }
-    auto b = make_gloo(g->store_, env, options.timeout);
+    auto b = make_gloo_backend(g->store_, env.rank, env.world_size, options.timeout);
     g->pg_->setDefaultBackend(BT::GLOO);
     g->pg_->setBackend(c10::DeviceType::CPU, BT::GLOO, b);
     if (type != c10::DeviceType::CPU) g->pg_->setBackend(type, BT::GLOO, b);
