@@ -5,7 +5,7 @@
 //
 //   auto model = create_model("resnet50", ModelOptions{.num_classes = 1000});
 //   auto logits = model->forward(images);                  // NCHW float
-//   load_weights(*model, "resnet50.pt");                    // torch.save(dict(m.state_dict()), f)
+//   load_weights(*model, "resnet50.pt");                    // torch.save(m.state_dict(), f)
 //
 // A ForwardObserver sees every module's output by torchvision-style name, in execution order, at
 // block and leaf level ("layer3.2.conv2", "layer3.2"); it is how dumps and profiler annotations see
@@ -105,9 +105,9 @@ std::vector<std::pair<std::string, at::Tensor>> model_state_dict(const torch::nn
 void load_model_state_dict(torch::nn::Module& model, const std::map<std::string, at::Tensor>& state,
                            const std::string& source);
 
-// State dicts as plain {name: tensor} pickles, the format of torch.save(dict(m.state_dict()), f).
-// load_weights throws std::runtime_error naming the file and the first missing, unexpected or
-// mis-shaped key.
+// State dicts as {name: tensor} pickles, the format of torch.save(m.state_dict(), f) (an
+// OrderedDict, or a plain dict). load_weights throws std::runtime_error naming the file and the
+// first missing, unexpected or mis-shaped key, or the tensor whose data is truncated.
 void load_weights(torch::nn::Module& model, const std::string& path);
 void save_weights(const torch::nn::Module& model, const std::string& path);
 
