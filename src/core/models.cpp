@@ -243,6 +243,13 @@ void load_model_state_dict(torch::nn::Module& model, const std::map<std::string,
       os << source << ": key '" << key << "' has shape " << it->second.sizes() << ", model expects " << tensor.sizes();
       throw std::runtime_error(os.str());
     }
+    // Floating point converts to the model's floating type (fp16/bf16 exactly, fp64 rounded), as
+    // Python's load_state_dict does; integers, bools and complex numbers into a floating parameter,
+    // or anything but the same type into an integer buffer, are refused.
+    const auto have = it->second.scalar_type(), want = tensor.scalar_type();
+    if (have != want && !(at::isFloatingType(have) && at::isFloatingType(want)))
+      throw std::runtime_error(source + ": key '" + key + "' holds " + c10::getDtypeNames(have).first +
+                               ", model expects " + c10::getDtypeNames(want).first);
   }
   std::set<std::string> known;
   for (const auto& entry : state) known.insert(entry.first);

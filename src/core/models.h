@@ -100,14 +100,15 @@ void to_channels_last(torch::nn::Module& model);
 
 // The model's state dict: parameters then buffers, in module order, under torchvision's names.
 std::vector<std::pair<std::string, at::Tensor>> model_state_dict(const torch::nn::Module& model);
-// Copies `state` into the model. Every key must be present with the model's shape, and no other key
-// may appear: std::runtime_error naming `source` and the first offending key otherwise.
+// Copies `state` into the model. Every key must be present with the model's shape and a compatible
+// type (the same, or floating point into floating point: fp16/bf16/fp64 are converted), and no
+// other key may appear: std::runtime_error naming `source` and the first offending key otherwise.
 void load_model_state_dict(torch::nn::Module& model, const std::map<std::string, at::Tensor>& state,
                            const std::string& source);
 
 // State dicts as {name: tensor} pickles, the format of torch.save(m.state_dict(), f) (an
 // OrderedDict, or a plain dict). load_weights throws std::runtime_error naming the file and the
-// first missing, unexpected or mis-shaped key, or the tensor whose data is truncated.
+// first missing, unexpected, mis-shaped or mis-typed key, or the tensor whose data is truncated.
 void load_weights(torch::nn::Module& model, const std::string& path);
 void save_weights(const torch::nn::Module& model, const std::string& path);
 
