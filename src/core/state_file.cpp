@@ -27,7 +27,13 @@ void save_state_file(const c10::IValue& state, const std::string& path) {
   pickler.stop();
   // The archive is built in memory, then written by the one crash-safe writer reports use too
   // (report/output.h): temporary file, fsync, rename, directory fsync; special files in place.
+  // Reserved up front: growing a string of a few hundred MB by doubling copies it several times.
   std::string archive;
+  {
+    size_t bytes = pkl.size() + 4096;
+    for (const auto& t : pickler.tensorData()) bytes += t.storage().nbytes() + 256;  // + header, padding
+    archive.reserve(bytes);
+  }
   {
     caffe2::serialize::PyTorchStreamWriter writer([&](const void* data, size_t n) {
       archive.append(static_cast<const char*>(data), n);
