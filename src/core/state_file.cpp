@@ -25,30 +25,33 @@ void save_state_file(const c10::IValue& state, const std::string& path) {
   pickler.protocol();
   pickler.pushIValue(state);
   pickler.stop();
-  // The archive is built in memory, then written by the one crash-safe writer reports use too
-  // (report/output.h): temporary file, fsync, rename, directory fsync; special files in place.
-  // Reserved up front: growing a string of a few hundred MB by doubling copies it several times.
-  std::string archive;
-  {
-    size_t bytes = pkl.size() + 4096;
-    for (const auto& t : pickler.tensorData()) bytes += t.storage().nbytes() + 256;  // + header, padding
-    archive.reserve(bytes);
-  }
-  {
-    caffe2::serialize::PyTorchStreamWriter writer([&](const void* data, size_t n) {
-      archive.append(static_cast<const char*>(data), n);
-      return n;
-    });
-    writer.writeRecord("data.pkl", pkl.data(), pkl.size());
-    writer.writeRecord("byteorder", "little", 6);
-    const auto& tensors = pickler.tensorData();
-    for (size_t i = 0; i < tensors.size(); ++i) {
-      auto data = torch::jit::getWriteableTensorData(tensors[i]);
-      writer.writeRecord("data/" + std::to_string(i), data.data(), data.sizeInBytes());
+  // The archive streams into the one crash-safe writer reports use too (report/output.h):
+  // temporary file, fsync, rename, directory fsync; special files in place. Nothing is thrown
+  // through the zip writer: a failed write is kept, the rest discarded, and thrown at the end, so
+  // the temporary file is removed and the old file stays.
+  report::write_file_atomic(path, [&](const report::ByteSink& sink) {
+    std::string error;
+    {
+      caffe2::serialize::PyTorchStreamWriter writer([&](const void* data, size_t n) {
+        if (!error.empty()) return n;
+        try {
+          sink(static_cast<const char*>(data), n);
+        } catch (const std::exception& e) {
+          error = e.what();
+        }
+        return n;
+      });
+      writer.writeRecord("data.pkl", pkl.data(), pkl.size());
+      writer.writeRecord("byteorder", "little", 6);
+      const auto& tensors = pickler.tensorData();
+      for (size_t i = 0; i < tensors.size(); ++i) {
+        auto data = torch::jit::getWriteableTensorData(tensors[i]);
+        writer.writeRecord("data/" + std::to_string(i), data.data(), data.sizeInBytes());
+      }
+      writer.writeEndOfFile();
     }
-    writer.writeEndOfFile();
-  }
-  report::write_file_atomic(path, archive);
+    if (!error.empty()) throw std::runtime_error(error);
+  });
 }
 
 namespace {
