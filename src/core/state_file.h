@@ -3,7 +3,7 @@
 // what crosstrain writes and crosstrain reads what a Python script torch.save()d (dicts, including
 // model.state_dict()'s OrderedDict, lists, tuples, numbers, strings, tensors; no other classes).
 //
-// Writing is crash-safe: the archive is built in memory and written by report::write_file_atomic
+// Writing is crash-safe: the archive streams into report::write_file_atomic
 // (temporary file, fsync, rename, directory fsync; special files in place; links to regular files
 // refused). A crash at any moment leaves either the old file or the new one. A failed write (full
 // disk) throws std::runtime_error naming the target; the old file stays as it was.
