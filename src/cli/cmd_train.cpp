@@ -15,7 +15,7 @@ void add_train_command(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand("train", "Train a ResNet (synthetic or real data) and report speed, memory and accuracy");
   const char* model = "Model";
   cmd->add_option("--model", c.model, "resnet18 | resnet34 | resnet50 | resnet101 | resnet152")->capture_default_str()->group(model);
-  cmd->add_option("--weights", c.weights_in, "Load a state dict saved with torch.save(dict(m.state_dict()), PATH)")
+  cmd->add_option("--weights", c.weights_in, "Load a state dict saved with torch.save(m.state_dict(), PATH)")
       ->type_name("PATH")->group(model);
   cmd->add_option("--save-weights", c.weights_out, "Write the trained state dict (torch.load reads it)")
       ->type_name("PATH")->group(model);

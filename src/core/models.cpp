@@ -3,10 +3,7 @@
 #include <torch/nn/init.h>
 #include <torch/nn/modules/container/modulelist.h>
 #include <torch/nn/functional/pooling.h>
-#include <torch/serialize.h>
 
-#include <fstream>
-#include <iterator>
 #include <map>
 #include <set>
 #include <sstream>
@@ -249,6 +246,13 @@ void load_model_state_dict(torch::nn::Module& model, const std::map<std::string,
       os << source << ": key '" << key << "' has shape " << it->second.sizes() << ", model expects " << tensor.sizes();
       throw std::runtime_error(os.str());
     }
+    // Floating point converts to the model's floating type (fp16/bf16 exactly, fp64 rounded), as
+    // Python's load_state_dict does; integers, bools and complex numbers into a floating parameter,
+    // or anything but the same type into an integer buffer, are refused.
+    const auto have = it->second.scalar_type(), want = tensor.scalar_type();
+    if (have != want && !(at::isFloatingType(have) && at::isFloatingType(want)))
+      throw std::runtime_error(source + ": key '" + key + "' holds " + c10::getDtypeNames(have).first +
+                               ", model expects " + c10::getDtypeNames(want).first);
   }
   std::set<std::string> known;
   for (const auto& entry : state) known.insert(entry.first);
@@ -259,20 +263,15 @@ void load_model_state_dict(torch::nn::Module& model, const std::map<std::string,
 }
 
 void load_weights(torch::nn::Module& model, const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw std::runtime_error("cannot open weights file " + path);
-  std::vector<char> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
   c10::IValue value;
   try {
-    value = torch::pickle_load(bytes);
-  } catch (const std::exception& e) {
-    std::string msg = e.what();
-    throw std::runtime_error("weights file " + path + " is not a torch.save()d state dict: " +
-                             msg.substr(0, msg.find('\n')));
+    value = load_state_file(path);  // names the file and, for a bad tensor, its key
+  } catch (const std::runtime_error& e) {
+    throw std::runtime_error(std::string("weights file ") + e.what());
   }
   if (!value.isGenericDict())
     throw std::runtime_error("weights file " + path +
-                             " does not hold a dict; save it with torch.save(dict(model.state_dict()), path)");
+                             " does not hold a dict; save it with torch.save(model.state_dict(), path)");
   std::map<std::string, at::Tensor> loaded;
   for (const auto& item : value.toGenericDict()) {
     if (!item.key().isString() || !item.value().isTensor())

@@ -5,7 +5,7 @@
 //
 //   auto model = create_model("resnet50", ModelOptions{.num_classes = 1000});
 //   auto logits = model->forward(images);                  // NCHW float
-//   load_weights(*model, "resnet50.pt");                    // torch.save(dict(m.state_dict()), f)
+//   load_weights(*model, "resnet50.pt");                    // torch.save(m.state_dict(), f)
 //
 // A ForwardObserver sees every module's output by torchvision-style name, in execution order, at
 // block and leaf level ("layer3.2.conv2", "layer3.2"); it is how dumps and profiler annotations see
@@ -109,14 +109,15 @@ void to_channels_last(torch::nn::Module& model);
 
 // The model's state dict: parameters then buffers, in module order, under torchvision's names.
 std::vector<std::pair<std::string, at::Tensor>> model_state_dict(const torch::nn::Module& model);
-// Copies `state` into the model. Every key must be present with the model's shape, and no other key
-// may appear: std::runtime_error naming `source` and the first offending key otherwise.
+// Copies `state` into the model. Every key must be present with the model's shape and a compatible
+// type (the same, or floating point into floating point: fp16/bf16/fp64 are converted), and no
+// other key may appear: std::runtime_error naming `source` and the first offending key otherwise.
 void load_model_state_dict(torch::nn::Module& model, const std::map<std::string, at::Tensor>& state,
                            const std::string& source);
 
-// State dicts as plain {name: tensor} pickles, the format of torch.save(dict(m.state_dict()), f).
-// load_weights throws std::runtime_error naming the file and the first missing, unexpected or
-// mis-shaped key.
+// State dicts as {name: tensor} pickles, the format of torch.save(m.state_dict(), f) (an
+// OrderedDict, or a plain dict). load_weights throws std::runtime_error naming the file and the
+// first missing, unexpected, mis-shaped or mis-typed key, or the tensor whose data is truncated.
 void load_weights(torch::nn::Module& model, const std::string& path);
 void save_weights(const torch::nn::Module& model, const std::string& path);
 

@@ -1,7 +1,7 @@
 #pragma once
 // State dicts the way PyTorch lays them out: nested dicts of strings, numbers, lists and tensors, so
 // what crosstrain saves reads in Python as a torch.optim / torch.amp / lr_scheduler state_dict()
-// and what Python saved reads back here (torch::pickle_load yields the same IValue tree).
+// and what Python saved reads back here (core::load_state_file yields the same IValue tree).
 //
 //   StateDict d = make_state_dict();
 //   d.insert("scale", 65536.0);

@@ -1,12 +1,13 @@
 #pragma once
 // State dicts on disk in torch.save's layout, so Python's torch.load(path, weights_only=True) opens
-// what crosstrain writes and crosstrain reads what a Python script torch.save()d (plain dicts,
-// lists, tuples, numbers, strings, tensors; no classes).
+// what crosstrain writes and crosstrain reads what a Python script torch.save()d (dicts, including
+// model.state_dict()'s OrderedDict, lists, tuples, numbers, strings, tensors; no other classes).
 //
-// Writing is crash-safe: the archive is built in memory and written by report::write_file_atomic
+// Writing is crash-safe: the archive streams into report::write_file_atomic
 // (temporary file, fsync, rename, directory fsync; special files in place; links to regular files
 // refused). A crash at any moment leaves either the old file or the new one. A failed write (full
 // disk) throws std::runtime_error naming the target; the old file stays as it was.
+#include <cstdint>
 #include <string>
 
 #include "core/state_dict.h"
@@ -14,7 +15,11 @@
 namespace crosstrain::core {
 
 void save_state_file(const c10::IValue& state, const std::string& path);
-// std::runtime_error naming the file when it is missing, truncated or not a torch.save() archive.
+// Reads a torch.save() archive (core/torchsave: zip and pickle checked before use; plain dicts and
+// collections.OrderedDict, lists, tuples, numbers, strings, tensors). std::runtime_error naming
+// the file when it is missing, not a regular file, larger than kMaxStateFileBytes, truncated,
+// corrupt or holds anything else; a bad tensor is named by its keys.
+inline constexpr uint64_t kMaxStateFileBytes = uint64_t{64} << 30;
 c10::IValue load_state_file(const std::string& path);
 
 }  // namespace crosstrain::core

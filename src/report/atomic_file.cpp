@@ -73,10 +73,10 @@ void split_path(const std::string& path, std::string& dir, std::string& base) {
   }
 }
 
-void write_all(int fd, const std::string& bytes, const std::string& path) {
+void write_all(int fd, const char* data, size_t size, const std::string& path) {
   size_t done = 0;
-  while (done < bytes.size()) {
-    const ssize_t n = ::write(fd, bytes.data() + done, bytes.size() - done);
+  while (done < size) {
+    const ssize_t n = ::write(fd, data + done, size - done);
     if (n < 0) {
       if (errno == EINTR) continue;
       fail(path, errno_text(errno));
@@ -85,9 +85,16 @@ void write_all(int fd, const std::string& bytes, const std::string& path) {
   }
 }
 
+// What a writer does with the open file: stream its content through the sink.
+using Producer = std::function<void(const ByteSink&)>;
+
+void produce_into(int fd, const Producer& produce, const std::string& path) {
+  produce([&](const char* data, size_t size) { write_all(fd, data, size, path); });
+}
+
 // A character device, FIFO or socket: written in place. O_NONBLOCK on open makes a FIFO without
 // a reader fail (ENXIO) instead of blocking; the writes themselves block as usual.
-void write_special(const std::string& shown, const std::string& path, const std::string& bytes) {
+void write_special(const std::string& shown, const std::string& path, const Producer& produce) {
   const int fd = ::open(path.c_str(), O_WRONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
   if (fd < 0) {
     if (errno == ENXIO) fail(shown, "it is a FIFO that no process reads");
@@ -96,7 +103,7 @@ void write_special(const std::string& shown, const std::string& path, const std:
   const int flags = ::fcntl(fd, F_GETFL);
   if (flags >= 0) ::fcntl(fd, F_SETFL, flags & ~O_NONBLOCK);
   try {
-    write_all(fd, bytes, shown);
+    produce_into(fd, produce, shown);
   } catch (...) {
     ::close(fd);
     throw;
@@ -140,7 +147,7 @@ int create_temp(const std::string& dir, const std::string& base, const std::stri
   fail(shown, "cannot create a temporary file in " + dir);
 }
 
-void write_replacing(const std::string& shown, const Target& t, const std::string& bytes) {
+void write_replacing(const std::string& shown, const Target& t, const Producer& produce) {
   std::string dir, base;
   split_path(t.path, dir, base);
   if (base.empty()) fail(shown, "no file name");
@@ -149,7 +156,7 @@ void write_replacing(const std::string& shown, const Target& t, const std::strin
   const int fd = create_temp(dir, base, shown, tmp);
   try {
     if (t.exists && ::fchmod(fd, t.st.st_mode & 07777) != 0) fail(shown, errno_text(errno));
-    write_all(fd, bytes, shown);
+    produce_into(fd, produce, shown);
     if (::fsync(fd) != 0) fail(shown, errno_text(errno));
   } catch (...) {
     ::close(fd);
@@ -184,14 +191,18 @@ bool is_special(const struct stat& st) {
 
 }  // namespace
 
-void write_file_atomic(const std::string& path, const std::string& bytes) {
+void write_file_atomic(const std::string& path, const std::function<void(const ByteSink&)>& produce) {
   const Target t = resolve(path);
   if (t.exists && is_special(t.st)) {
-    write_special(path, t.path, bytes);
+    write_special(path, t.path, produce);
     return;
   }
   if (t.exists && !S_ISREG(t.st.st_mode)) fail(path, "it is not a regular file");
-  write_replacing(path, t, bytes);
+  write_replacing(path, t, produce);
+}
+
+void write_file_atomic(const std::string& path, const std::string& bytes) {
+  write_file_atomic(path, [&](const ByteSink& sink) { sink(bytes.data(), bytes.size()); });
 }
 
 void check_writable(const std::string& path) {

@@ -19,6 +19,7 @@
 //   a directory                refused.
 // Temporary files of earlier writers to the same target whose process no longer runs (a crash,
 // kill -9) are removed before writing.
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -33,6 +34,12 @@ void write_json(const nlohmann::json& doc, const std::string& path);
 
 // Writes `bytes` to `path` as described above.
 void write_file_atomic(const std::string& path, const std::string& bytes);
+// The same for content produced piece by piece (a checkpoint of hundreds of MB need not exist in
+// memory twice): `produce` is called once with a sink that writes its bytes on; a failed write
+// throws std::runtime_error naming the path from the sink, and anything `produce` throws leaves
+// the old file in place, as any failure does.
+using ByteSink = std::function<void(const char* data, size_t size)>;
+void write_file_atomic(const std::string& path, const std::function<void(const ByteSink&)>& produce);
 
 // Writes `bytes` to standard output and flushes it (C stdio and std::cout alike); throws
 // std::runtime_error("cannot write to standard output: ...") when any of it fails (a full disk,

@@ -3,6 +3,7 @@
 #include <csignal>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <iomanip>
 #include <map>
 #include <ostream>
@@ -34,21 +35,34 @@ std::string text(double v) {
 }
 
 // A copy of a state tree whose tensors live in host memory and share nothing with the run.
-c10::IValue host_snapshot(const c10::IValue& v) {
+// Parameters (tensors that require grad) and optimizer state change only in the optimizer step, so
+// their copies are only allocated here and listed in `deferred` as (copy, source) pairs, to be
+// filled by the writer thread while the next step's forward and backward run; everything else
+// (batch-norm statistics, which forward updates, RNG and scaler state) is copied now.
+c10::IValue host_snapshot(const c10::IValue& v, bool in_optimizer,
+                          std::vector<std::pair<at::Tensor, at::Tensor>>& deferred) {
   if (v.isTensor()) {
     const at::Tensor t = v.toTensor().detach();
+    if (in_optimizer || v.toTensor().requires_grad()) {
+      at::Tensor copy = at::empty_like(t, t.options().device(at::kCPU));
+      deferred.emplace_back(copy, t);
+      return copy;
+    }
     return t.is_cpu() ? t.clone() : t.to(at::kCPU);
   }
   if (v.isGenericDict()) {
     auto src = v.toGenericDict();
     c10::impl::GenericDict out(src.keyType(), src.valueType());
-    for (const auto& item : src) out.insert(item.key(), host_snapshot(item.value()));
+    for (const auto& item : src) {
+      const bool optimizer = in_optimizer || (item.key().isString() && item.key().toStringRef() == "optimizer");
+      out.insert(item.key(), host_snapshot(item.value(), optimizer, deferred));
+    }
     return out;
   }
   if (v.isList()) {
     auto src = v.toList();
     c10::impl::GenericList out(src.elementType());
-    for (const auto& e : src) out.push_back(host_snapshot(e));
+    for (const auto& e : src) out.push_back(host_snapshot(e, in_optimizer, deferred));
     return out;
   }
   return v;
@@ -135,12 +149,23 @@ CheckpointWriter::~CheckpointWriter() {
 void CheckpointWriter::save(const c10::IValue& state, int64_t step) {
   const auto t0 = Clock::now();
   wait();
-  c10::IValue copy = host_snapshot(state);
+  std::vector<std::pair<at::Tensor, at::Tensor>> deferred;
+  c10::IValue copy = host_snapshot(state, false, deferred);
   {
     std::lock_guard<std::mutex> lock(mutex_);
     pending_.emplace(std::move(copy), step);
+    deferred_ = std::move(deferred);
+    copying_ = !deferred_.empty();
   }
   cv_.notify_all();
+  stall_s_ += seconds_since(t0);
+}
+
+void CheckpointWriter::wait_for_copies() {
+  const auto t0 = Clock::now();
+  std::unique_lock<std::mutex> lock(mutex_);
+  if (!copying_) return;
+  cv_.wait(lock, [this] { return !copying_; });
   stall_s_ += seconds_since(t0);
 }
 
@@ -154,21 +179,45 @@ void CheckpointWriter::wait() {
   }
 }
 
+void CheckpointWriter::release_copies(std::vector<std::pair<at::Tensor, at::Tensor>>& copies) {
+  copies.clear();  // drops the references to the run's tensors
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    copying_ = false;
+  }
+  cv_.notify_all();
+}
+
 void CheckpointWriter::run() {
   for (;;) {
     std::pair<c10::IValue, int64_t> job;
+    std::vector<std::pair<at::Tensor, at::Tensor>> copies;
     {
       std::unique_lock<std::mutex> lock(mutex_);
       cv_.wait(lock, [this] { return pending_ || stop_; });
       if (!pending_) return;
       job = std::move(*pending_);
       pending_.reset();
+      copies.swap(deferred_);
       busy_ = true;
     }
     const auto t0 = Clock::now();
     std::string error;
     const fs::path path = dir_ / checkpoint_name(job.second);
     try {
+      try {
+        // Tests widen the window between save() and these copies: the optimizer step must wait.
+        static const int delay_ms = [] {
+          const char* d = std::getenv("CROSSTRAIN_TEST_CHECKPOINT_COPY_DELAY_MS");
+          return d ? std::atoi(d) : 0;
+        }();
+        if (delay_ms > 0 && !copies.empty()) std::this_thread::sleep_for(std::chrono::milliseconds(delay_ms));
+        for (auto& [copy, source] : copies) copy.copy_(source);
+      } catch (...) {
+        release_copies(copies);
+        throw;
+      }
+      release_copies(copies);
       core::save_state_file(job.first, path.string());
       prune();
     } catch (const std::exception& e) {
@@ -224,8 +273,16 @@ void CheckpointObserver::on_step_end(const StepRecord& rec) {
   const bool by_epochs =
       config_.checkpoint_every_epochs > 0 && done % (config_.checkpoint_every_epochs * batches_per_epoch_) == 0;
   if (!by_steps && !by_epochs) return;
-  writer_.save(checkpoint_state(), done);
+  const auto t0 = Clock::now();
+  const c10::IValue state = checkpoint_state();
+  writer_.add_stall(seconds_since(t0));  // gathering the state is part of the loop's cost
+  writer_.save(state, done);
   last_saved_step_ = done;
+}
+
+void CheckpointObserver::on_phase_begin(int64_t step, Phase phase) {
+  // The optimizer step changes what the writer may still be copying.
+  if (phase == Phase::OptimizerStep || phase == Phase::ScalerUpdate) writer_.wait_for_copies();
 }
 
 void CheckpointObserver::save_now() {

@@ -6,8 +6,10 @@
 // settings that decide the computation, as strings) and "crosstrain" (version, format). Python's
 // torch.load(path, weights_only=True) opens it; the parts are PyTorch's own state_dict() layouts.
 //
-// Writing costs the step loop one copy of the state to host memory: a writer thread pickles and
-// writes it crash-safely (core/state_file.h) while training goes on. At most one write is in flight;
+// Writing costs the step loop a copy of the small state (batch-norm statistics, RNG) and the
+// allocation of the rest; the writer thread copies parameters and optimizer state while the next
+// step's forward and backward run (the optimizer step waits for it), then pickles and writes it
+// crash-safely (core/state_file.h) while training goes on. At most one write is in flight;
 // the next checkpoint waits for it. After a write, all but the newest `keep` checkpoints are removed.
 //
 // Resuming with "auto" takes the newest checkpoint that loads, says which ones it skipped and why,
@@ -47,8 +49,14 @@ class CheckpointWriter {
   CheckpointWriter(const CheckpointWriter&) = delete;
   CheckpointWriter& operator=(const CheckpointWriter&) = delete;
 
-  // Copies `state` to host memory (waiting first for the previous write) and queues it.
+  // Copies `state` to host memory (waiting first for the previous write) and queues it. Parameters
+  // (tensors requiring grad) and everything under "optimizer" are copied by the writer thread:
+  // call wait_for_copies() before anything changes them (the optimizer step).
   void save(const c10::IValue& state, int64_t step);
+  // Waits until the writer has copied what save() left it; counted as stall.
+  void wait_for_copies();
+  // Time the loop spent on checkpoints outside save() (gathering the state).
+  void add_stall(double seconds) { stall_s_ += seconds; }
   // Waits for the write in flight; rethrows its error.
   void wait();
 
@@ -60,6 +68,7 @@ class CheckpointWriter {
  private:
   void run();
   void prune();
+  void release_copies(std::vector<std::pair<at::Tensor, at::Tensor>>& copies);
 
   std::filesystem::path dir_;
   int64_t keep_;
@@ -67,7 +76,8 @@ class CheckpointWriter {
   std::mutex mutex_;
   std::condition_variable cv_;
   std::optional<std::pair<c10::IValue, int64_t>> pending_;
-  bool busy_ = false, stop_ = false;
+  std::vector<std::pair<at::Tensor, at::Tensor>> deferred_;  // (copy, source) for the writer
+  bool busy_ = false, stop_ = false, copying_ = false;
   std::string error_;
   std::thread thread_;
   int64_t written_ = 0;
@@ -79,6 +89,7 @@ class CheckpointWriter {
 class CheckpointObserver final : public TrainObserver {
  public:
   CheckpointObserver(Trainer& trainer, const TrainConfig& resolved, int64_t batches_per_epoch, std::ostream& messages);
+  void on_phase_begin(int64_t step, Phase phase) override;
   void on_step_end(const StepRecord& record) override;
   void on_run_end(TrainResult& result) override;
   // Writes a checkpoint of the current state now and waits for it (preemption, end of run).

@@ -41,9 +41,10 @@ std::string file_bytes(const fs::path& p) {
 
 // A straight run of `steps`, and the same run crashing after step `crash` (checkpoints every
 // `every` steps) then resumed with --resume auto: equal losses and equal final weights.
-void expect_exact_resume(const std::string& name, const std::string& flags, int steps, int every, int crash) {
+void expect_exact_resume(const std::string& name, const std::string& flags, int steps, int every, int crash,
+                         const std::string& env = "") {
   const auto dir = ct::scratch_dir("ckpt_" + name);
-  const std::string base = ct::binary() + " train" + flags + " --steps " + std::to_string(steps) + " --no-final-eval";
+  const std::string base = env + ct::binary() + " train" + flags + " --steps " + std::to_string(steps) + " --no-final-eval";
   auto r = run_quiet(base + " --log " + (dir / "a.jsonl").string() + " --save-weights " +
                            (dir / "a.pt").string());
   ASSERT_EQ(r.exit_code, 0) << r.output;
@@ -71,6 +72,11 @@ bool have_fashion_mnist() { return fs::exists("/usr/share/datasets/fashion-mnist
 }  // namespace
 
 TEST(Checkpoint, ExactResumeSyntheticFp32) { expect_exact_resume("fp32", kTiny, 7, 2, 4); }
+TEST(Checkpoint, ExactResumeWhenTheWriterCopiesParametersLate) {
+  // The writer copies parameters and optimizer state while the next step runs; delayed by 400 ms,
+  // the copy would see the next optimizer step's values unless that step waits for it.
+  expect_exact_resume("late_copy", kTiny, 7, 2, 4, "CROSSTRAIN_TEST_CHECKPOINT_COPY_DELAY_MS=400 ");
+}
 TEST(Checkpoint, ExactResumeSyntheticBf16) { expect_exact_resume("bf16", kTiny + " --precision bf16", 6, 2, 3); }
 TEST(Checkpoint, ExactResumeFp16WithDynamicScalerAfterASkippedStep) {
   // Step 1 overflows (injected) and is skipped; the scaler's state crosses the crash.

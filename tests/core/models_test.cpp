@@ -6,6 +6,7 @@
 #include <iterator>
 #include <sstream>
 
+#include "core/state_file.h"
 #include "test_support.h"
 
 using namespace crosstrain;
@@ -124,6 +125,24 @@ TEST_F(TorchvisionReference, SameWeightsGiveTorchvisionLogits) {
   // channels-last sums in another order: the same logits up to float rounding.
   core::to_channels_last(*m);
   EXPECT_LE((m->forward(x.contiguous(at::MemoryFormat::ChannelsLast)) - y).abs().max().item<double>(), 5e-4);
+}
+
+TEST(TorchvisionResnet18, ModelStateDictFileGivesTorchvisionLogits) {
+  // torch.save(model.state_dict()) as Python scripts write it: an OrderedDict with _metadata.
+  const auto dir = crosstrain::testing::scratch_dir("tv_ref18").string();
+  auto r = run_command(crosstrain::testing::python() + " " + crosstrain::testing::source_dir() +
+                       "/tests/python/torchvision_reference.py " + dir + " resnet18 10 32");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  core::ModelOptions o;
+  o.num_classes = 10;
+  auto m = core::create_model("resnet18", o);
+  core::load_weights(*m, dir + "/weights.pt");
+  m->eval();
+  auto io = core::load_state_file(dir + "/io.pt").toGenericDict();
+  torch::NoGradGuard ng;
+  const at::Tensor y = io.at("y").toTensor();
+  EXPECT_LE((m->forward(io.at("x").toTensor()) - y).abs().max().item<double>(), 1e-4);
+  EXPECT_GT(y.abs().max().item<double>(), 1e-2);  // logits that say something
 }
 
 TEST_F(TorchvisionReference, SavedWeightsLoadInTorchvision) {

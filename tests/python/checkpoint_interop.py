@@ -5,9 +5,12 @@
                                              its parts into torchvision's resnet18, torch.optim.SGD (two
                                              groups, as crosstrain splits them) and torch.amp.GradScaler
     checkpoint_interop.py write CKPT WEIGHTS a torchvision-reference-style checkpoint after one epoch
-                                             (model state as a plain dict)
-    checkpoint_interop.py same A B           two state-dict files hold equal tensors
+                                             (model.state_dict() as is: an OrderedDict with _metadata),
+                                             and torch.save(model.state_dict(), WEIGHTS)
+    checkpoint_interop.py same A B [params]  two state-dict files hold equal tensors (params: only
+                                             the keys of resnet18's parameters, not its buffers)
 """
+import collections
 import sys
 
 import torch
@@ -56,19 +59,23 @@ def write(path, weights):
         torch.nn.functional.cross_entropy(model(x), y).backward()
         opt.step()
     sched.step()
-    # Plain dicts: crosstrain's reader does not take collections.OrderedDict yet (model.state_dict()'s
-    # own type), so the script converts it as crosstrain's docs ask.
-    torch.save({"model": dict(model.state_dict()), "optimizer": opt.state_dict(), "lr_scheduler": sched.state_dict(),
+    # As torchvision's reference script saves: model.state_dict() itself, an OrderedDict.
+    sd = model.state_dict()
+    assert type(sd) is collections.OrderedDict and hasattr(sd, "_metadata")
+    torch.save({"model": sd, "optimizer": opt.state_dict(), "lr_scheduler": sched.state_dict(),
                 "epoch": 0, "args": {"model": "resnet18", "lr": 0.05}}, path)
-    torch.save(dict(model.state_dict()), weights)
+    torch.save(sd, weights)
 
 
-def same(a, b):
+def same(a, b, which="all"):
     sa, sb = torch.load(a, weights_only=True), torch.load(b, weights_only=True)
     assert sa.keys() == sb.keys()
-    for k in sa:
+    keys = list(sa)
+    if which == "params":
+        keys = [k for k, _ in torchvision.models.resnet18(num_classes=10).named_parameters()]
+    for k in keys:
         assert torch.equal(sa[k], sb[k]), k
-    print("equal", len(sa))
+    print("equal", len(keys))
 
 
 if __name__ == "__main__":

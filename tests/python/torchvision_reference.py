@@ -1,7 +1,7 @@
 """Writes a torchvision ResNet's weights, an input batch and its eval-mode logits for C++ tests.
 
 usage: torchvision_reference.py OUT_DIR MODEL NUM_CLASSES IMAGE_SIZE
-Files: OUT_DIR/weights.pt (torch.save of a plain dict state dict), OUT_DIR/io.pt ({"x", "y"}),
+Files: OUT_DIR/weights.pt (torch.save(model.state_dict()): an OrderedDict with _metadata), OUT_DIR/io.pt ({"x", "y"}),
 OUT_DIR/keys.txt (state-dict keys in order, one per line).
 """
 import os
@@ -28,7 +28,7 @@ def main():
     x = torch.randn(2, 3, size, size)
     with torch.no_grad():
         y = model(x)
-    torch.save(dict(model.state_dict()), os.path.join(out, "weights.pt"))
+    torch.save(model.state_dict(), os.path.join(out, "weights.pt"))
     torch.save({"x": x, "y": y}, os.path.join(out, "io.pt"))
     with open(os.path.join(out, "keys.txt"), "w") as f:
         for k, v in model.state_dict().items():

@@ -1,0 +1,50 @@
+#pragma once
+// The pickle programs torch.save() writes (data.pkl, protocol 2; the protocol 3-5 opcodes for
+// strings, framing and memoisation are read too) run on a restricted machine, as Python's
+// torch.load(weights_only=True) does: plain containers, numbers, strings, collections.OrderedDict
+// (its attributes, such as a state dict's `_metadata`, are dropped), tensors rebuilt by
+// torch._utils from typed storages, and nothing else. Anything outside that set is refused with
+// FormatError naming the opcode or global and its byte position; every length is checked against
+// the input before it is read.
+//
+// The result is a graph of nodes in one arena (memo references share nodes, as Python objects are
+// shared), with tensors described, not loaded: their storages are records of the zip to be checked
+// and read by the caller (torch_file.h).
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/torchsave/zip_archive.h"
+
+namespace crosstrain::torchsave {
+
+enum class DType { Float32, Float64, Float16, BFloat16, Int64, Int32, Int16, Int8, UInt8, Bool, Complex64, Complex128 };
+size_t dtype_size(DType t);
+const char* dtype_name(DType t);  // torch's names: "float32", "int64", ...
+
+enum class NodeKind { None, Bool, Int, Float, String, List, Tuple, Dict, Global, Storage, Tensor };
+
+struct Node {
+  NodeKind kind = NodeKind::None;
+  int64_t integer = 0;            // Bool, Int
+  double real = 0;                // Float
+  std::string text;               // String; Global: "module.name"; Storage: its record key
+  std::vector<uint32_t> items;    // List, Tuple; Dict: key, value, key, value, ...
+  DType dtype = DType::Float32;   // Storage
+  int64_t numel = 0;              // Storage: elements
+  uint32_t storage = 0;           // Tensor: its Storage node
+  int64_t offset = 0;             // Tensor: in elements
+  std::vector<int64_t> sizes, strides;
+  bool requires_grad = false;
+};
+
+struct Pickle {
+  std::vector<Node> nodes;
+  uint32_t root = 0;
+};
+
+// FormatError ("data.pkl: unsupported global 'os.system' at byte 2") on anything else.
+Pickle read_pickle(std::string_view program);
+
+}  // namespace crosstrain::torchsave

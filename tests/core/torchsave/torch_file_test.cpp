@@ -1,0 +1,176 @@
+// torch.save() archives read without libtorch: files written by Python's torch.save
+// (tests/python/state_file_cases.py), every truncation of one, and hand-written hostile pickles.
+#include "core/torchsave/torch_file.h"
+
+#include <fstream>
+#include <set>
+#include <iterator>
+
+#include "test_support.h"
+
+namespace ct = crosstrain::testing;
+using namespace crosstrain::torchsave;
+
+namespace {
+
+class TorchFileCases : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    dir_ = ct::scratch_dir("torchsave_cases").string();
+    auto r = ct::run_command(ct::python() + " " + ct::source_dir() + "/tests/python/state_file_cases.py " + dir_);
+    ok_ = r.exit_code == 0;
+    python_says_ = r.output;
+    if (!ok_) std::cerr << r.output;
+  }
+  static std::string bytes(const std::string& name) {
+    std::ifstream in(dir_ + "/" + name, std::ios::binary);
+    return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  }
+  static std::string error_of(std::string_view file) {
+    try {
+      read_torch_file(file);
+    } catch (const FormatError& e) {
+      return e.what();
+    }
+    return "";
+  }
+  static std::string dir_, python_says_;
+  static bool ok_;
+};
+std::string TorchFileCases::dir_, TorchFileCases::python_says_;
+bool TorchFileCases::ok_ = false;
+
+// The keys of the root dict, in order.
+std::vector<std::string> root_keys(const TorchFile& f) {
+  std::vector<std::string> keys;
+  const Node& root = f.pickle.nodes[f.pickle.root];
+  for (size_t i = 0; i < root.items.size(); i += 2) keys.push_back(f.pickle.nodes[root.items[i]].text);
+  return keys;
+}
+
+// A minimal torch.save-layout zip around `pkl` (stored records, no storages), written here so
+// the pickle can be anything.
+std::string zip_with_pickle(const std::string& pkl) {
+  std::string out, central;
+  auto u16 = [](std::string& s, uint32_t v) { s += char(v & 255), s += char(v >> 8 & 255); };
+  auto u32 = [&](std::string& s, uint32_t v) { u16(s, v & 0xFFFF), u16(s, v >> 16); };
+  const std::string name = "a/data.pkl";
+  // The CRC of the stored bytes, bit by bit (zlib's polynomial).
+  uint32_t crc = 0xFFFFFFFF;
+  for (unsigned char c : pkl) {
+    crc ^= c;
+    for (int k = 0; k < 8; ++k) crc = (crc >> 1) ^ (0xEDB88320u & (0u - (crc & 1)));
+  }
+  crc ^= 0xFFFFFFFF;
+  u32(out, 0x04034b50), u16(out, 20), u16(out, 0), u16(out, 0), u32(out, 0), u32(out, crc);
+  u32(out, pkl.size()), u32(out, pkl.size()), u16(out, name.size()), u16(out, 0);
+  out += name + pkl;
+  u32(central, 0x02014b50), u16(central, 20), u16(central, 20), u16(central, 0), u16(central, 0), u32(central, 0);
+  u32(central, crc), u32(central, pkl.size()), u32(central, pkl.size()), u16(central, name.size());
+  for (int i = 0; i < 4; ++i) u16(central, 0);
+  u32(central, 0), u32(central, 0);
+  central += name;
+  const uint32_t cd_at = out.size();
+  out += central;
+  u32(out, 0x06054b50), u16(out, 0), u16(out, 0), u16(out, 1), u16(out, 1), u32(out, central.size());
+  u32(out, cd_at), u16(out, 0);
+  return out;
+}
+
+}  // namespace
+
+TEST_F(TorchFileCases, ReadsModelStateDictAsTorchSaveWritesIt) {
+  ASSERT_TRUE(ok_);
+  // tv.pt is torch.save(model.state_dict()): an OrderedDict built by REDUCE, its _metadata by BUILD.
+  const std::string file = bytes("tv.pt");
+  const TorchFile f = read_torch_file(file);
+  const auto keys = root_keys(f);
+  ASSERT_EQ(keys.size(), 122u);  // torchvision resnet18: 62 parameters, 60 buffers
+  EXPECT_EQ(keys.front(), "conv1.weight");
+  EXPECT_EQ(keys.back(), "fc.bias");
+  EXPECT_EQ(f.tensor_names.size(), 122u);
+  for (const auto& [i, name] : f.tensor_names) {
+    const Node& t = f.pickle.nodes[i];
+    const Node& s = f.pickle.nodes[t.storage];
+    const bool counter = name.find("num_batches_tracked") != std::string::npos;
+    EXPECT_EQ(s.dtype, counter ? DType::Int64 : DType::Float32) << name;
+    EXPECT_EQ(f.storage_bytes.at(t.storage).size(), static_cast<size_t>(s.numel) * dtype_size(s.dtype)) << name;
+  }
+}
+
+TEST_F(TorchFileCases, NestedOrderedDictTensorsAreNamedByTheirKeys) {
+  ASSERT_TRUE(ok_);
+  const std::string file = bytes("nested.pt");
+  const TorchFile f = read_torch_file(file);
+  std::set<std::string> names;
+  for (const auto& entry : f.tensor_names) names.insert(entry.second);
+  EXPECT_TRUE(names.count("['model']['fc.weight']"));
+  EXPECT_TRUE(names.count("['model']['bn1.num_batches_tracked']"));
+  EXPECT_EQ(root_keys(f), (std::vector<std::string>{"model", "epoch", "optimizer"}));
+}
+
+TEST_F(TorchFileCases, StorageRecordsShorterThanTheirTensorsAreRefusedAsPythonDoes) {
+  ASSERT_TRUE(ok_);
+  EXPECT_NE(python_says_.find("short refused"), std::string::npos) << python_says_;
+  EXPECT_NE(python_says_.find("reach refused"), std::string::npos) << python_says_;
+  EXPECT_EQ(error_of(bytes("short.pt")),
+            "tensor ['fc.weight']: storage record data/120 holds 10240 bytes, fewer than its 5120 float32 elements "
+            "need (truncated or corrupt)");
+  EXPECT_EQ(error_of(bytes("reach.pt")),
+            "tensor ['conv1.weight'] of size [8], stride [1] and offset 2 reaches past its storage (data/0: 4 "
+            "float32 elements)");
+}
+
+TEST_F(TorchFileCases, EveryTruncationAndEveryPickleByteFlipIsAnErrorOrAFile) {
+  ASSERT_TRUE(ok_);
+  const std::string file = bytes("small.pt");
+  ASSERT_NO_THROW(read_torch_file(file));
+  for (size_t n = 0; n < file.size(); ++n) EXPECT_NE(error_of(std::string_view(file).substr(0, n)), "") << n;
+  // Byte flips anywhere: refused (CRC, structure) or read; never a crash (tests/fuzz goes further).
+  for (size_t at = 0; at < file.size(); ++at) {
+    std::string bad = file;
+    bad[at] = static_cast<char>(bad[at] ^ 0x5A);
+    error_of(bad);
+  }
+}
+
+TEST(TorchFile, HostilePicklesAreRefusedWithTheirReason) {
+  using namespace std::string_literals;  // "..."s keeps embedded NUL bytes
+  auto error_of = [](const std::string& pkl) {
+    try {
+      read_torch_file(zip_with_pickle(pkl));
+    } catch (const FormatError& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  auto has = [](const std::string& what, const std::string& part) {
+    const bool found = what.find(part) != std::string::npos;
+    if (!found) std::cerr << "error was: " << what << "\n";
+    return found;
+  };
+  EXPECT_TRUE(has(error_of("\x80\x02" "cos\nsystem\n."s),
+                  "unsupported global 'os.system' (only tensors, numbers, strings and containers are read) at byte 2"));
+  EXPECT_TRUE(has(error_of("\x80\x02h\x07."s), "memo entry 7 was never stored"));
+  EXPECT_TRUE(has(error_of("\x80\x02X\xff\xff\xff\x7f" "abc."s), "runs past the end"));
+  EXPECT_TRUE(has(error_of("\x80\x02]"s), "ends without STOP"));
+  EXPECT_TRUE(has(error_of("\x80\x02."s), "STOP with an empty stack"));
+  EXPECT_TRUE(has(error_of("\x80\x02(a."s), "pop from an empty stack"));
+  EXPECT_TRUE(has(error_of("\x80\x02}K\x01K\x02" "a."s), "expected a list before APPEND"));
+  EXPECT_TRUE(has(error_of("\x80\x02" "ccollections\nOrderedDict\nK\x01\x85R."s), "OrderedDict with arguments"));
+  EXPECT_TRUE(has(error_of("\x80\x02\x8a\x09" "123456789."s), "integer wider than 64 bits"));
+  EXPECT_TRUE(has(error_of("\x80\x02" "ctorch\nFloatStorage\n)R."s), "cannot be called"));
+  EXPECT_TRUE(has(error_of("\x80\x02K\x01Q."s), "expected a tuple as persistent id"));
+  EXPECT_TRUE(has(error_of(std::string("\x80\x02\xff.", 4)), "unsupported pickle opcode 0xff"));
+  // A list holding itself and deep nesting parse (conversion to values refuses them later).
+  EXPECT_EQ(error_of("\x80\x02]2a."s), "");
+  EXPECT_EQ(error_of("\x80\x02" + std::string(100000, ']') + "."), "");
+  // An OrderedDict with attributes: the attributes are dropped, the items kept.
+  const auto f = read_torch_file(zip_with_pickle(
+      "\x80\x02" "ccollections\nOrderedDict\n)R(X\x01\x00\x00\x00" "aK\x05u}X\x09\x00\x00\x00_metadataK\x01sb."s));
+  const Node& root = f.pickle.nodes[f.pickle.root];
+  ASSERT_EQ(root.kind, NodeKind::Dict);
+  ASSERT_EQ(root.items.size(), 2u);
+  EXPECT_EQ(f.pickle.nodes[root.items[0]].text, "a");
+  EXPECT_EQ(f.pickle.nodes[root.items[1]].integer, 5);
+}
