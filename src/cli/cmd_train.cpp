@@ -3,6 +3,7 @@
 #include <memory>
 
 #include "cli/command.h"
+#include "cli/flag_checks.h"
 #include "cli/dump_flags.h"
 #include "cli/train_flags.h"
 #include "tools/commands/commands.h"
@@ -12,6 +13,7 @@ namespace crosstrain::cli {
 void add_train_command(CLI::App& app) {
   auto args = std::make_shared<commands::TrainArgs>();
   auto& c = args->config;
+  namespace lim = tools::limits;
   CLI::App* cmd = app.add_subcommand("train", "Train a ResNet (synthetic or real data) and report speed, memory and accuracy");
   const char* model = "Model";
   cmd->add_option("--model", c.model, "resnet18 | resnet34 | resnet50 | resnet101 | resnet152")->capture_default_str()->group(model);
@@ -20,14 +22,14 @@ void add_train_command(CLI::App& app) {
   cmd->add_option("--save-weights", c.weights_out, "Write the trained state dict (torch.load reads it)")
       ->type_name("PATH")->group(model);
   const char* run = "Run";
-  cmd->add_option("--batch-size", c.batch_size, "Images per step")->capture_default_str()->check(CLI::PositiveNumber)->group(run);
+  cmd->add_option("--batch-size", c.batch_size, "Images per step")->capture_default_str()->check(int_range(1, lim::kMaxBatchSize))->group(run);
   cmd->add_option("--image-size", c.image_size,
                   "Square input size (default: 224; fixed-size datasets keep their stored size)")
-      ->check(CLI::Range(8, 4096))->group(run);
-  cmd->add_option("--steps", c.steps, "Training steps")->capture_default_str()->check(CLI::PositiveNumber)->group(run);
-  cmd->add_option("--epochs", c.epochs, "Train for N epochs of --data instead of --steps")->check(CLI::NonNegativeNumber)->group(run);
+      ->check(int_range(lim::kMinImageSize, lim::kMaxImageSize))->group(run);
+  cmd->add_option("--steps", c.steps, "Training steps")->capture_default_str()->check(int_range(1, lim::kMaxSteps))->group(run);
+  cmd->add_option("--epochs", c.epochs, "Train for N epochs of --data instead of --steps")->check(int_range(0, lim::kMaxSteps))->group(run);
   cmd->add_option("--warmup-steps", c.warmup_steps, "Steps excluded from timing statistics (default: 3, fewer for shorter runs)")
-      ->check(CLI::NonNegativeNumber)->group(run);
+      ->check(int_range(0, lim::kMaxSteps))->group(run);
   cmd->add_option("--precision", c.precision, "fp32 | tf32 | fp16 | bf16")->capture_default_str()
       ->check(CLI::IsMember({"fp32", "tf32", "fp16", "bf16"}))->group(run);
   cmd->add_option("--log", c.log_path, "Per-step JSON lines (step, loss, lr, loss_scale, step_ms)")->type_name("PATH")->group("Reporting");
@@ -35,36 +37,36 @@ void add_train_command(CLI::App& app) {
   cmd->add_option("--data", c.data, "KIND:PATH: synthetic[:N], idx:DIR, cifar:DIR, imagefolder:ROOT "
                                     "(default: fixed synthetic batches)")->group(data);
   cmd->add_option("--val-root", c.val_root, "imagefolder: validation root when ROOT has no train/ and val/")->group(data);
-  cmd->add_option("--workers", c.workers, "Loader threads")->capture_default_str()->check(CLI::NonNegativeNumber)->group(data);
-  cmd->add_option("--prefetch", c.prefetch, "Batches decoded ahead (0: 2 x workers)")->check(CLI::NonNegativeNumber)->group(data);
+  cmd->add_option("--workers", c.workers, "Loader threads")->capture_default_str()->check(int_range(0, lim::kMaxThreads))->group(data);
+  cmd->add_option("--prefetch", c.prefetch, "Batches decoded ahead (0: 2 x workers)")->check(int_range(0, lim::kMaxPrefetch))->group(data);
   cmd->add_flag("--normalize-on-device", c.normalize_on_device,
                 "Copy uint8 batches and normalise on the device (4x less host-to-device traffic)")->group(data);
   cmd->add_option("--min-crop-scale", c.min_crop_scale,
                   "Training crop: smallest area fraction of RandomResizedCrop (1: no crop, only resize)")
-      ->capture_default_str()->check(CLI::Range(0.01, 1.0))->group(data);
+      ->capture_default_str()->check(real_range(0.01, 1.0))->group(data);
   cmd->add_flag("!--no-flip", c.hflip, "No random horizontal flip when training")->group(data);
   cmd->add_flag("!--keep-last", c.drop_last, "Keep the last partial batch of each epoch")->group(data);
   cmd->add_flag("--strict", c.strict_data, "Stop at the first bad sample instead of skipping it")->group(data);
-  cmd->add_option("--max-samples", c.max_samples, "Use N training samples (0: all)")->check(CLI::NonNegativeNumber)->group(data);
-  cmd->add_option("--val-max-samples", c.val_max_samples, "Use N validation samples (0: all)")->check(CLI::NonNegativeNumber)->group(data);
+  cmd->add_option("--max-samples", c.max_samples, "Use N training samples (0: all)")->check(int_range(0, lim::kMaxSamples))->group(data);
+  cmd->add_option("--val-max-samples", c.val_max_samples, "Use N validation samples (0: all)")->check(int_range(0, lim::kMaxSamples))->group(data);
   cmd->add_option("--eval-every", c.eval_every_steps, "Evaluate on the validation split every N steps")
-      ->check(CLI::NonNegativeNumber)->group(data);
-  cmd->add_option("--eval-every-epochs", c.eval_every_epochs, "Evaluate every N epochs")->check(CLI::NonNegativeNumber)->group(data);
+      ->check(int_range(0, lim::kMaxSteps))->group(data);
+  cmd->add_option("--eval-every-epochs", c.eval_every_epochs, "Evaluate every N epochs")->check(int_range(0, lim::kMaxSteps))->group(data);
   cmd->add_flag("!--no-final-eval", c.eval_at_end, "No evaluation after the last step")->group(data);
-  cmd->add_option("--rank", c.rank, "Data shard of this process")->check(CLI::NonNegativeNumber)->group(data);
-  cmd->add_option("--world-size", c.world_size, "Number of data shards")->check(CLI::PositiveNumber)->group(data);
+  cmd->add_option("--rank", c.rank, "Data shard of this process")->check(int_range(0, lim::kMaxWorldSize - 1))->group(data);
+  cmd->add_option("--world-size", c.world_size, "Number of data shards")->check(int_range(1, lim::kMaxWorldSize))->group(data);
   add_json_option(cmd, args->json)->group("Reporting");
   const char* ck = "Checkpoints";
   cmd->add_option("--checkpoint-dir", c.checkpoint_dir, "Write checkpoints to DIR (always one at the end of the run)")
       ->type_name("DIR")->group(ck);
-  cmd->add_option("--checkpoint-every", c.checkpoint_every, "Also every N steps")->check(CLI::NonNegativeNumber)->group(ck);
+  cmd->add_option("--checkpoint-every", c.checkpoint_every, "Also every N steps")->check(int_range(0, lim::kMaxSteps))->group(ck);
   cmd->add_option("--checkpoint-every-epochs", c.checkpoint_every_epochs, "Also every N epochs")
-      ->check(CLI::NonNegativeNumber)->group(ck);
+      ->check(int_range(0, lim::kMaxSteps))->group(ck);
   cmd->add_option("--checkpoint-keep", c.checkpoint_keep, "Newest checkpoints kept")->capture_default_str()
-      ->check(CLI::PositiveNumber)->group(ck);
+      ->check(int_range(1, lim::kMaxSteps))->group(ck);
   cmd->add_option("--resume", c.resume, "auto (newest valid checkpoint in --checkpoint-dir, or start fresh) or PATH")
       ->group(ck);
-  cmd->add_option("--crash-after-step", c.crash_after_step, "Test aid: exit 137 after this step")->group("");
+  cmd->add_option("--crash-after-step", c.crash_after_step, "Test aid: exit 137 after this step")->check(int_range(-1, lim::kMaxSteps))->group("");
   add_common_train_flags(cmd, c);
   add_dump_flags(cmd, args->dump, /*with_dir=*/true);
   cmd->callback([args] { exit_with(commands::train_command(*args)); });

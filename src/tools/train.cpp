@@ -210,14 +210,14 @@ TrainResult run_training(const TrainConfig& config, const TrainHooks& hooks) {
     report_bad_samples(data, trainer.source(), r);
     if (!c.weights_out.empty()) core::save_weights(*model, c.weights_out);
   } catch (const c10::OutOfMemoryError& e) {
-    rethrow_as_oom(c, dev.name(), e.what());
+    rethrow_as_oom(c, dev.name(), e.what_without_backtrace());
   } catch (const std::bad_alloc& e) {
     rethrow_as_oom(c, dev.name(), "host allocation failed");
   } catch (const c10::Error& e) {
-    const std::string what = e.what();
+    const std::string what = e.what_without_backtrace();
     if (what.find("can't allocate memory") != std::string::npos || what.find("out of memory") != std::string::npos)
       rethrow_as_oom(c, dev.name(), what);
-    throw std::runtime_error(what.substr(0, what.find("\nException raised from")));
+    throw std::runtime_error(what.substr(0, what.find('\n')));
   }
   finish_result(r, plan, dev);
   return r;
