@@ -1,6 +1,5 @@
 #include "cli/flag_checks.h"
 
-#include <cerrno>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -20,7 +19,6 @@ CLI::Validator range_check(double lo, double hi, bool integer) {
   auto check = [=](std::string& text) -> std::string {
     const std::string expect = std::string("must be ") + (integer ? "an integer" : "a number") + " between " + range;
     const std::string got = " (got '" + text.substr(0, 40) + (text.size() > 40 ? "...'" : "'") + ")";
-    errno = 0;
     char* end = nullptr;
     const double v = std::strtod(text.c_str(), &end);
     if (text.empty() || end != text.c_str() + text.size() || std::isnan(v)) return expect + got;
