@@ -4,9 +4,12 @@
 #include <ATen/Parallel.h>
 #include <c10/util/Exception.h>
 
+#include <unistd.h>
+
 #include <csignal>
 #include <cstdlib>
 #include <iostream>
+#include <sstream>
 
 #include "core/batch_source.h"
 #include "core/cpu_allocator.h"
@@ -16,6 +19,7 @@
 #include "tools/precision.h"
 #include "tools/train_data.h"
 #include "tools/checkpoint.h"
+#include "tools/model_catalog.h"
 #include "tools/run_plan.h"
 #include "tools/train_observers.h"
 #include "tools/trainer.h"
@@ -29,6 +33,24 @@ namespace {
                            " (" + c.model + ", " + std::to_string(c.image_size) + "px, " + c.precision +
                            "): lower --batch-size, or use --precision bf16/fp16 to halve activation memory. " +
                            what.substr(0, what.find('\n')));
+}
+
+// Weights, gradients and optimizer state alone must fit in the machine's memory (activations come
+// on top): otherwise building the model grows the process until the kernel kills it.
+void check_model_fits_in_memory(const TrainConfig& c) {
+  const long pages = ::sysconf(_SC_PHYS_PAGES), page = ::sysconf(_SC_PAGESIZE);
+  if (pages <= 0 || page <= 0) return;
+  const double memory = static_cast<double>(pages) * static_cast<double>(page);
+  const double params = static_cast<double>(estimate_parameters(c.model, c.num_classes, c.small_stem, c.base_width));
+  const double copies = 2 + (c.optimizer == "adamw" ? 2 : (c.momentum > 0 ? 1 : 0));
+  const double bytes = params * 4 * copies;
+  if (bytes <= memory) return;
+  std::ostringstream msg;
+  msg.precision(3);
+  msg << c.model << " with --base-width " << c.base_width << " and " << c.num_classes << " classes has "
+      << params / 1e9 << " billion parameters: " << bytes / 1e9 << " GB for weights, gradients and optimizer state, "
+      << "more than the " << memory / 1e9 << " GB of memory of this machine; lower --base-width or --num-classes";
+  throw std::invalid_argument(msg.str());
 }
 
 // The training split of --data behind the threaded loader, and what it decides about the run.
@@ -175,6 +197,7 @@ TrainResult run_training(const TrainConfig& config, const TrainHooks& hooks) {
 
   dev.synchronize();
   dev.reset_peak_memory();
+  if (dev.is_cpu()) check_model_fits_in_memory(c);
   at::manual_seed(c.seed);
   core::ModelOptions mo;
   mo.num_classes = c.num_classes;

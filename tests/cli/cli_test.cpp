@@ -1,3 +1,5 @@
+#include <unistd.h>
+
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -158,6 +160,21 @@ TEST(Cli, ThreadsBeyondTheMachineAreRefused) {
     EXPECT_NE(r.output.find("is more than the " + std::to_string(hardware) + " hardware threads"), std::string::npos)
         << args << "\n" << r.output;
   }
+}
+
+// A model whose weights, gradients and optimizer state alone exceed the machine's memory is refused
+// before it is built (it would grow until the kernel killed it).
+TEST(Cli, ModelLargerThanMemoryIsRefusedBeforeItIsBuilt) {
+  const double memory = static_cast<double>(::sysconf(_SC_PHYS_PAGES)) * static_cast<double>(::sysconf(_SC_PAGESIZE));
+  if (memory > 500e9) GTEST_SKIP() << "a machine with more than 500 GB holds the model";
+  auto r = run_command("/usr/bin/time -f 'maxrss %M' timeout 120 " + binary() +
+                       " train --device cpu --model resnet152 --base-width 1024 --num-classes 1000000 --steps 1"
+                       " --threads 1 --no-progress");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("GB of memory of this machine"), std::string::npos) << r.output;
+  const auto at = r.output.rfind("maxrss ");
+  ASSERT_NE(at, std::string::npos) << r.output;
+  EXPECT_LT(std::stol(r.output.substr(at + 7)), 2L * 1024 * 1024) << "KiB";
 }
 
 // A model of a million classes is counted, not allocated (its classifier alone is 8 GB).
