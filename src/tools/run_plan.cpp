@@ -56,10 +56,6 @@ void validate_config(const TrainConfig& c) {
   check_range(c.epochs, 0, kMaxSteps, "--epochs");
   if (c.warmup_steps >= 0) check_range(c.warmup_steps, 0, kMaxSteps, "--warmup-steps");
   check_range(c.threads, 0, kMaxThreads, "--threads");
-  const unsigned hardware = std::thread::hardware_concurrency();
-  if (hardware > 0 && c.threads > static_cast<int64_t>(hardware))
-    throw std::invalid_argument("--threads " + std::to_string(c.threads) + " is more than the " +
-                                std::to_string(hardware) + " hardware threads of this machine");
   check_range(c.workers, 0, kMaxThreads, "--workers");
   check_range(c.prefetch, 0, kMaxPrefetch, "--prefetch");
   check_range(c.max_samples, 0, kMaxSamples, "--max-samples");
@@ -107,6 +103,13 @@ void validate_config(const TrainConfig& c) {
                      {{"caching", CpuAllocator::Caching}, {"system", CpuAllocator::System}});
   profile::validate_profile_options(c.profile);
   (void)core::model_names();
+}
+
+void check_threads_fit_machine(const TrainConfig& c) {
+  const unsigned hardware = std::thread::hardware_concurrency();
+  if (hardware > 0 && c.threads > static_cast<int64_t>(hardware))
+    throw std::invalid_argument("--threads " + std::to_string(c.threads) + " is more than the " +
+                                std::to_string(hardware) + " hardware threads of this machine");
 }
 
 double effective_lr(const TrainConfig& c) {

@@ -171,6 +171,7 @@ void run_steps(Trainer& trainer, const RunPlan& plan, const TrainHooks& hooks, c
 
 TrainResult run_training(const TrainConfig& config, const TrainHooks& hooks) {
   validate_config(config);
+  check_threads_fit_machine(config);
   std::ostream& msg = hooks.messages ? *hooks.messages : std::cerr;
   core::load_backend_libraries(config.backend_libs);
   if (config.threads > 0) at::set_num_threads(config.threads);

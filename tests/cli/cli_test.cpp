@@ -153,7 +153,7 @@ TEST(Cli, ThreadsBeyondTheMachineAreRefused) {
   const std::string n = std::to_string(hardware + 1);
   const std::string model = " --device cpu --model resnet18 --small-stem --num-classes 10 --image-size 16 --batch-size 2";
   for (const std::string& args : {"train" + model + " --steps 1 --threads " + n,
-                                  "bench" + model + " --steps 2 --threads " + n,
+                                  "bench" + model + " --steps 3 --threads " + n,
                                   "align --a device=cpu --b 'device=cpu threads=" + n + "'" + model + " --steps 1"}) {
     auto r = run_command("timeout 120 " + binary() + " " + args);
     EXPECT_EQ(r.exit_code, 2) << args << "\n" << r.output;

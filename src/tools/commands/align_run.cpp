@@ -148,6 +148,8 @@ AlignRun run_align(const AlignOptions& options, std::ostream& log) {
   if (o.base.image_size == 0) o.base.image_size = 224;
   tools::TrainConfig sa = apply_align_side(o.base, "a", o.a);
   tools::TrainConfig sb = apply_align_side(o.base, "b", o.b);
+  tools::check_threads_fit_machine(sa);
+  tools::check_threads_fit_machine(sb);
   align::StepSelection::parse(o.dump.steps);  // a malformed selection fails before anything runs
   const std::string name_a = side_name("A", o.a), name_b = side_name("B", o.b);
   open_side_device(sa, name_a);
