@@ -4,6 +4,7 @@
 #include <memory>
 
 #include "cli/command.h"
+#include "cli/flag_checks.h"
 #include "cli/dump_flags.h"
 #include "cli/train_flags.h"
 #include "tools/commands/commands.h"
@@ -14,6 +15,7 @@ void add_align_command(CLI::App& app) {
   auto args = std::make_shared<commands::AlignArgs>();
   auto& f = args->options;
   auto& c = f.base;
+  namespace lim = tools::limits;
   c.steps = 3;
   c.warmup_steps = 0;
   f.dump.mode = "tensors";
@@ -34,10 +36,11 @@ void add_align_command(CLI::App& app) {
   cmd->add_option("--weights", c.weights_in, "Initial state dict for both sides (default: from --seed)")
       ->type_name("PATH")->group(model);
   const char* run = "Run";
-  cmd->add_option("--batch-size", c.batch_size, "Images per step")->capture_default_str()->check(CLI::PositiveNumber)->group(run);
-  cmd->add_option("--image-size", c.image_size, "Square input size in pixels")->capture_default_str()->check(CLI::Range(8, 4096))->group(run);
+  cmd->add_option("--batch-size", c.batch_size, "Images per step")->capture_default_str()->check(int_range(1, lim::kMaxBatchSize))->group(run);
+  cmd->add_option("--image-size", c.image_size, "Square input size in pixels")->capture_default_str()
+      ->check(int_range(lim::kMinImageSize, lim::kMaxImageSize))->group(run);
   cmd->add_option("--steps", c.steps, "Training steps per side (all loss-logged)")->capture_default_str()
-      ->check(CLI::PositiveNumber)->group(run);
+      ->check(int_range(1, lim::kMaxSteps))->group(run);
   add_common_train_flags(cmd, c);
   add_dump_flags(cmd, f.dump, /*with_dir=*/false);
   cmd->callback([args] { exit_with(commands::align_command(*args)); });

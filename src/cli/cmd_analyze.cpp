@@ -3,6 +3,7 @@
 #include <iostream>
 
 #include "cli/command.h"
+#include "cli/flag_checks.h"
 #include "report/envelope.h"
 #include "report/output.h"
 #include "report/terminal.h"
@@ -113,18 +114,18 @@ void add_analyze_command(CLI::App& app) {
   cmd->add_option("--diff", args->diff, "Compare two traces: what appeared, vanished, got slower or faster")
       ->expected(2)
       ->type_name("A B");
-  cmd->add_option("--top", args->top, "Operator rows to show")->check(CLI::Range(1, 1000000))->capture_default_str();
+  cmd->add_option("--top", args->top, "Operator rows to show")->check(int_range(1, 1000000))->capture_default_str();
   cmd->add_option("--group-by", args->group_by, "Operator rows by 'name' or 'shape' (name + input shapes)")
       ->capture_default_str();
   cmd->add_option("--sort", args->sort, "Sort operators by device, host-self, host-total or calls (auto: device "
                                         "self time, then host self time)")
       ->capture_default_str();
   cmd->add_option("--idle-gap-us", args->idle_gap_us, "Shortest device idle gap reported, in us")
-      ->check(CLI::NonNegativeNumber)
+      ->check(real_range(0, 1e12))
       ->capture_default_str();
   cmd->add_option("--max-inflated-mib", args->max_inflated_mib,
                   "Refuse a .gz trace that inflates past this many MiB (guards against gzip bombs)")
-      ->check(CLI::Range(uint64_t{1}, uint64_t{1} << 30))
+      ->check(int_range(1, 1073741824.0))
       ->capture_default_str();
   add_json_option(cmd, args->json);
   cmd->add_option("--csv", args->csv, "Write operators.csv and steps.csv to DIR")->type_name("DIR");

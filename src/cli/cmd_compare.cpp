@@ -2,6 +2,7 @@
 #include <iostream>
 
 #include "cli/command.h"
+#include "cli/flag_checks.h"
 #include "report/envelope.h"
 #include "report/output.h"
 #include "report/terminal.h"
@@ -65,10 +66,11 @@ void add_compare_command(CLI::App& app) {
   flags->loss_rtol_option = cmd->add_option("--loss-rtol", flags->loss_rtol,
                   "Tolerated relative loss difference per step (default: 1e-2 for float32 runs, 5e-2 for "
                   "bfloat16/float16 runs)");
+  flags->loss_rtol_option->check(real_range(0, 1e9));
   cmd->add_option("--context", flags->options.context, "Records shown before the first divergence")
-      ->capture_default_str();
+      ->capture_default_str()->check(int_range(0, 1000000));
   cmd->add_option("--threads", flags->options.threads, "Threads per large tensor (0 = all cores)")
-      ->capture_default_str();
+      ->capture_default_str()->check(int_range(0, 1024));
   cmd->add_option("--precision", flags->precision,
                   "Compute precision of both runs, for the thresholds: fp32, bf16, fp16, fp64; default: "
                   "from the dumps' meta.precision");
@@ -77,7 +79,7 @@ void add_compare_command(CLI::App& app) {
   cmd->add_flag("--strict", flags->options.strict, "Warnings make the runs differ");
   cmd->add_flag("--all", flags->console.all_rows, "Show every record in the terminal table");
   cmd->add_option("--max-rows", flags->console.max_rows, "Rows in the terminal table of records that did not pass")
-      ->capture_default_str();
+      ->capture_default_str()->check(int_range(0, 1e9));
   cmd->callback([flags] { run_compare(*flags); });
 }
 

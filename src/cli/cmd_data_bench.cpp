@@ -2,6 +2,7 @@
 #include <iostream>
 
 #include "cli/command.h"
+#include "cli/flag_checks.h"
 #include "tools/datatools/throughput.h"
 #include "report/envelope.h"
 #include "report/output.h"
@@ -103,27 +104,34 @@ void add_data_bench_command(CLI::App& app) {
   cmd->add_option("--val-root", o.dataset.val_root, "imagefolder: validation root when ROOT has no train/ and val/");
   cmd->add_option("--mode", flags->mode, "Transform: train (RandomResizedCrop + flip) or eval (resize + center crop); default follows --split");
   cmd->add_option("--size", o.dataset.transform.size, "Output side in pixels (0 = the source size for idx/cifar/synthetic)")
-      ->capture_default_str();
-  cmd->add_option("--resize", o.dataset.transform.resize, "Eval: shorter side before the center crop (0 = size*256/224)");
-  cmd->add_option("--channels", o.dataset.transform.channels, "Output channels: 0 = as stored, 3 = gray to RGB, 1 = RGB to gray");
-  cmd->add_option("--mean", flags->mean, "Normalization mean, 1 or 3 values (default ImageNet)")->delimiter(',');
-  cmd->add_option("--std", flags->std, "Normalization std, 1 or 3 values (default ImageNet)")->delimiter(',');
+      ->capture_default_str()->check(int_range(0, 4096));
+  cmd->add_option("--resize", o.dataset.transform.resize, "Eval: shorter side before the center crop (0 = size*256/224)")
+      ->check(int_range(0, 8192));
+  cmd->add_option("--channels", o.dataset.transform.channels, "Output channels: 0 = as stored, 3 = gray to RGB, 1 = RGB to gray")
+      ->check(int_range(0, 3));
+  cmd->add_option("--mean", flags->mean, "Normalization mean, 1 or 3 values (default ImageNet)")->delimiter(',')
+      ->check(real_range(-1e6, 1e6));
+  cmd->add_option("--std", flags->std, "Normalization std, 1 or 3 values (default ImageNet)")->delimiter(',')
+      ->check(real_range(1e-6, 1e6));
   cmd->add_flag("--uint8", flags->uint8, "Emit uint8 samples (normalized later on the device)");
   cmd->add_flag("--no-dct-scaling", flags->no_dct_scaling,
                 "JPEG: always decode at full resolution (closest to PIL; slower on large images)");
-  cmd->add_option("--workers", o.workers, "Worker counts to measure, comma-separated")->delimiter(',')->capture_default_str();
-  cmd->add_option("--batch-size", o.batch_size, "Samples per batch")->capture_default_str();
-  cmd->add_option("--images", o.images, "Images timed per worker count (0 = the split, at most 4096)");
-  cmd->add_option("--prefetch", o.prefetch, "Batches in flight (0 = 2 x workers)");
-  cmd->add_option("--max-samples", o.dataset.max_samples, "Use only N samples of the split (0 = all)");
+  cmd->add_option("--workers", o.workers, "Worker counts to measure, comma-separated")->delimiter(',')->capture_default_str()
+      ->check(int_range(0, 1024));
+  cmd->add_option("--batch-size", o.batch_size, "Samples per batch")->capture_default_str()->check(int_range(1, 65536));
+  cmd->add_option("--images", o.images, "Images timed per worker count (0 = the split, at most 4096)")
+      ->check(int_range(0, 1e9));
+  cmd->add_option("--prefetch", o.prefetch, "Batches in flight (0 = 2 x workers)")->check(int_range(0, 1024));
+  cmd->add_option("--max-samples", o.dataset.max_samples, "Use only N samples of the split (0 = all)")
+      ->check(int_range(0, 1099511627776.0));
   cmd->add_option("--seed", o.seed, "Shuffle and augmentation seed")->capture_default_str();
   cmd->add_flag("--strict", o.dataset.strict, "Stop at the first bad sample instead of skipping it");
   cmd->add_option("--max-image-pixels", o.dataset.max_image_pixels, "Refuse images with more pixels (PIL's bomb limit)")
-      ->check(CLI::PositiveNumber)->capture_default_str();
+      ->check(int_range(1, 1073741824.0))->capture_default_str();
   cmd->add_option("--max-image-bytes", o.dataset.max_image_bytes, "Refuse image files larger than this")
-      ->check(CLI::PositiveNumber)->capture_default_str();
+      ->check(int_range(1, 1099511627776.0))->capture_default_str();
   cmd->add_option("--max-file-bytes", o.dataset.max_file_bytes, "Refuse IDX (inflated) and CIFAR files larger than this")
-      ->check(CLI::PositiveNumber)->capture_default_str();
+      ->check(int_range(1, 1099511627776.0))->capture_default_str();
   add_json_option(cmd, flags->json_path);
   cmd->callback([flags] { run(*flags); });
 }

@@ -3,6 +3,7 @@
 #include <iostream>
 
 #include "cli/command.h"
+#include "cli/flag_checks.h"
 #include "tools/datatools/imagefolder_writer.h"
 #include "report/envelope.h"
 #include "report/output.h"
@@ -66,11 +67,11 @@ void add_make_imagefolder_command(CLI::App& app) {
   cmd->add_option("--from", o.source, "Source: synthetic, idx:DIR or cifar:DIR")->capture_default_str();
   cmd->add_option("--out", o.root, "Output root")->required();
   cmd->add_option("--size", flags->size, "Image size WxH, or 'source' to keep the source's")->capture_default_str();
-  cmd->add_option("--train", o.train_count, "Training images (0 = all; synthetic: 1000)");
-  cmd->add_option("--val", o.val_count, "Validation images (0 = all; synthetic: 200)");
-  cmd->add_option("--classes", o.classes, "Classes (synthetic only)")->capture_default_str();
-  cmd->add_option("--quality", o.quality, "JPEG quality 1..100")->capture_default_str();
-  cmd->add_option("--threads", o.threads, "Encoding threads (0 = all cores)");
+  cmd->add_option("--train", o.train_count, "Training images (0 = all; synthetic: 1000)")->check(int_range(0, 1e9));
+  cmd->add_option("--val", o.val_count, "Validation images (0 = all; synthetic: 200)")->check(int_range(0, 1e9));
+  cmd->add_option("--classes", o.classes, "Classes (synthetic only)")->capture_default_str()->check(int_range(1, 1000));
+  cmd->add_option("--quality", o.quality, "JPEG quality 1..100")->capture_default_str()->check(int_range(1, 100));
+  cmd->add_option("--threads", o.threads, "Encoding threads (0 = all cores)")->check(int_range(0, 1024));
   cmd->add_flag("--overwrite", o.overwrite, "Replace existing ROOT/train and ROOT/val");
   add_json_option(cmd, flags->json_path);
   cmd->callback([flags] { run(*flags); });

@@ -1,5 +1,6 @@
 // `crosstrain migrate`: rewrite CUDA-specific PyTorch code for another device, with reports.
 #include "cli/command.h"
+#include "cli/flag_checks.h"
 #include "report/envelope.h"
 #include "report/output.h"
 #include "report/terminal.h"
@@ -107,12 +108,13 @@ void add_migrate_command(CLI::App& app) {
   cmd->add_flag("--diff", args->diff, "Print a unified diff of the changes to stdout");
   cmd->add_option("--report", args->report_dir, "Write change_list.csv, unsupported.csv and summary.json to DIR")
       ->type_name("DIR");
-  cmd->add_option("--jobs,-j", args->jobs, "Worker threads (default: one per hardware thread)")->type_name("N");
+  cmd->add_option("--jobs,-j", args->jobs, "Worker threads (default: one per hardware thread)")->type_name("N")
+      ->check(int_range(0, 1024));
   cmd->add_flag("--list-rules", args->list_rules, "Print the rule table for --to and exit");
   cmd->add_option("--max-file-size", args->max_file_size,
                   "Skip (and fail --check on) files larger than this many bytes (default 4 MiB)")
       ->type_name("BYTES")
-      ->check(CLI::PositiveNumber);
+      ->check(int_range(1, 1073741824.0));
   add_json_option(cmd, args->json_path);
   cmd->callback([args]() { run(*args); });
 }

@@ -3,6 +3,7 @@
 #include <memory>
 
 #include "cli/command.h"
+#include "cli/flag_checks.h"
 #include "tools/commands/commands.h"
 
 namespace crosstrain::cli {
@@ -22,7 +23,7 @@ void add_op_check_command(CLI::App& app) {
       ->type_name("FILTER");
   cmd->add_flag("--perf", o.perf, "Also time each case on the target (median)");
   cmd->add_option("--perf-iterations", o.perf_iterations, "Timed repetitions per case with --perf")
-      ->capture_default_str()->check(CLI::PositiveNumber);
+      ->capture_default_str()->check(int_range(1, 100000));
   cmd->add_option("--seed", o.seed, "Seed for the random inputs")->capture_default_str();
   cmd->add_option("--backend-lib", o.backend_libs, "Load an out-of-tree backend library first; repeatable")
       ->type_name("PATH");

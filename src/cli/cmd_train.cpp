@@ -3,6 +3,7 @@
 #include <memory>
 
 #include "cli/command.h"
+#include "cli/flag_checks.h"
 #include "cli/dump_flags.h"
 #include "cli/train_flags.h"
 #include "tools/commands/commands.h"
@@ -12,6 +13,7 @@ namespace crosstrain::cli {
 void add_train_command(CLI::App& app) {
   auto args = std::make_shared<commands::TrainArgs>();
   auto& c = args->config;
+  namespace lim = tools::limits;
   CLI::App* cmd = app.add_subcommand("train", "Train a ResNet (synthetic or real data) and report speed, memory and accuracy");
   const char* model = "Model";
   cmd->add_option("--model", c.model, "resnet18 | resnet34 | resnet50 | resnet101 | resnet152")->capture_default_str()->group(model);
@@ -20,17 +22,17 @@ void add_train_command(CLI::App& app) {
   cmd->add_option("--save-weights", c.weights_out, "Write the trained state dict (torch.load reads it)")
       ->type_name("PATH")->group(model);
   const char* run = "Run";
-  cmd->add_option("--batch-size", c.batch_size, "Images per step")->capture_default_str()->check(CLI::PositiveNumber)->group(run);
+  cmd->add_option("--batch-size", c.batch_size, "Images per step")->capture_default_str()->check(int_range(1, lim::kMaxBatchSize))->group(run);
   cmd->add_option("--image-size", c.image_size,
                   "Square input size (default: 224; fixed-size datasets keep their stored size)")
-      ->check(CLI::Range(8, 4096))->group(run);
-  cmd->add_option("--steps", c.steps, "Training steps")->capture_default_str()->check(CLI::PositiveNumber)->group(run);
+      ->check(int_range(lim::kMinImageSize, lim::kMaxImageSize))->group(run);
+  cmd->add_option("--steps", c.steps, "Training steps")->capture_default_str()->check(int_range(1, lim::kMaxSteps))->group(run);
   cmd->add_option("--accumulate-steps", c.accumulate_steps,
                   "Micro-batches of --batch-size per optimizer step (gradients accumulate; ranks exchange them once)")
-      ->capture_default_str()->check(CLI::Range(int64_t{1}, int64_t{65536}))->group(run);
-  cmd->add_option("--epochs", c.epochs, "Train for N epochs of --data instead of --steps")->check(CLI::NonNegativeNumber)->group(run);
+      ->capture_default_str()->check(int_range(1, 65536))->group(run);
+  cmd->add_option("--epochs", c.epochs, "Train for N epochs of --data instead of --steps")->check(int_range(0, lim::kMaxSteps))->group(run);
   cmd->add_option("--warmup-steps", c.warmup_steps, "Steps excluded from timing statistics (default: 3, fewer for shorter runs)")
-      ->check(CLI::NonNegativeNumber)->group(run);
+      ->check(int_range(0, lim::kMaxSteps))->group(run);
   cmd->add_option("--precision", c.precision, "fp32 | tf32 | fp16 | bf16")->capture_default_str()
       ->check(CLI::IsMember({"fp32", "tf32", "fp16", "bf16"}))->group(run);
   cmd->add_option("--log", c.log_path, "Per-step JSON lines (step, loss, lr, loss_scale, step_ms)")->type_name("PATH")->group("Reporting");
@@ -38,31 +40,31 @@ void add_train_command(CLI::App& app) {
   cmd->add_option("--data", c.data, "KIND:PATH: synthetic[:N], idx:DIR, cifar:DIR, imagefolder:ROOT "
                                     "(default: fixed synthetic batches)")->group(data);
   cmd->add_option("--val-root", c.val_root, "imagefolder: validation root when ROOT has no train/ and val/")->group(data);
-  cmd->add_option("--workers", c.workers, "Loader threads")->capture_default_str()->check(CLI::NonNegativeNumber)->group(data);
-  cmd->add_option("--prefetch", c.prefetch, "Batches decoded ahead (0: 2 x workers)")->check(CLI::NonNegativeNumber)->group(data);
+  cmd->add_option("--workers", c.workers, "Loader threads")->capture_default_str()->check(int_range(0, lim::kMaxThreads))->group(data);
+  cmd->add_option("--prefetch", c.prefetch, "Batches decoded ahead (0: 2 x workers)")->check(int_range(0, lim::kMaxPrefetch))->group(data);
   cmd->add_flag("--normalize-on-device", c.normalize_on_device,
                 "Copy uint8 batches and normalise on the device (4x less host-to-device traffic)")->group(data);
   cmd->add_option("--min-crop-scale", c.min_crop_scale,
                   "Training crop: smallest area fraction of RandomResizedCrop (1: no crop, only resize)")
-      ->capture_default_str()->check(CLI::Range(0.01, 1.0))->group(data);
+      ->capture_default_str()->check(real_range(0.01, 1.0))->group(data);
   cmd->add_flag("!--no-flip", c.hflip, "No random horizontal flip when training")->group(data);
   cmd->add_flag("!--keep-last", c.drop_last, "Keep the last partial batch of each epoch")->group(data);
   cmd->add_flag("--strict", c.strict_data, "Stop at the first bad sample instead of skipping it")->group(data);
-  cmd->add_option("--max-samples", c.max_samples, "Use N training samples (0: all)")->check(CLI::NonNegativeNumber)->group(data);
-  cmd->add_option("--val-max-samples", c.val_max_samples, "Use N validation samples (0: all)")->check(CLI::NonNegativeNumber)->group(data);
+  cmd->add_option("--max-samples", c.max_samples, "Use N training samples (0: all)")->check(int_range(0, lim::kMaxSamples))->group(data);
+  cmd->add_option("--val-max-samples", c.val_max_samples, "Use N validation samples (0: all)")->check(int_range(0, lim::kMaxSamples))->group(data);
   cmd->add_option("--eval-every", c.eval_every_steps, "Evaluate on the validation split every N steps")
-      ->check(CLI::NonNegativeNumber)->group(data);
-  cmd->add_option("--eval-every-epochs", c.eval_every_epochs, "Evaluate every N epochs")->check(CLI::NonNegativeNumber)->group(data);
+      ->check(int_range(0, lim::kMaxSteps))->group(data);
+  cmd->add_option("--eval-every-epochs", c.eval_every_epochs, "Evaluate every N epochs")->check(int_range(0, lim::kMaxSteps))->group(data);
   cmd->add_flag("!--no-final-eval", c.eval_at_end, "No evaluation after the last step")->group(data);
   add_json_option(cmd, args->json)->group("Reporting");
   const char* ck = "Checkpoints";
   cmd->add_option("--checkpoint-dir", c.checkpoint_dir, "Write checkpoints to DIR (always one at the end of the run)")
       ->type_name("DIR")->group(ck);
-  cmd->add_option("--checkpoint-every", c.checkpoint_every, "Also every N steps")->check(CLI::NonNegativeNumber)->group(ck);
+  cmd->add_option("--checkpoint-every", c.checkpoint_every, "Also every N steps")->check(int_range(0, lim::kMaxSteps))->group(ck);
   cmd->add_option("--checkpoint-every-epochs", c.checkpoint_every_epochs, "Also every N epochs")
-      ->check(CLI::NonNegativeNumber)->group(ck);
+      ->check(int_range(0, lim::kMaxSteps))->group(ck);
   cmd->add_option("--checkpoint-keep", c.checkpoint_keep, "Newest checkpoints kept")->capture_default_str()
-      ->check(CLI::PositiveNumber)->group(ck);
+      ->check(int_range(1, lim::kMaxSteps))->group(ck);
   cmd->add_option("--resume", c.resume, "auto (newest valid checkpoint in --checkpoint-dir, or start fresh) or PATH")
       ->group(ck);
   const char* dp = "Data-parallel (under torchrun or crosstrain launch; docs/DISTRIBUTED.md)";
@@ -71,16 +73,16 @@ void add_train_command(CLI::App& app) {
   cmd->add_option("--dist-backend", c.dist_backend, "auto (gloo on the CPU, nccl on CUDA, hccl on NPUs) | gloo | nccl | hccl")
       ->capture_default_str()->group(dp);
   cmd->add_option("--dist-timeout", c.dist_timeout_s, "Seconds any collective (and the rendezvous) may take")
-      ->capture_default_str()->check(CLI::Range(1.0, 86400.0))->group(dp);
+      ->capture_default_str()->check(real_range(1, 86400))->group(dp);
   cmd->add_option("--bucket-cap-mb", c.bucket_cap_mb, "Gradient bucket size in MiB")->capture_default_str()
-      ->check(CLI::Range(0.001, 4096.0))->group(dp);
+      ->check(real_range(0.001, 4096))->group(dp);
   cmd->add_flag("!--no-broadcast-buffers", c.broadcast_buffers,
                 "Keep each rank's own buffers (BatchNorm statistics) instead of rank 0's before every forward")->group(dp);
   cmd->add_flag("--sync-bn", c.sync_bn, "BatchNorm statistics over the global batch, all ranks together (SyncBatchNorm)")
       ->group(dp);
   cmd->add_option("--grad-compression", c.grad_compression, "none | fp16 | bf16: all-reduce gradients in that type")
       ->capture_default_str()->check(CLI::IsMember({"none", "fp16", "bf16"}))->group(dp);
-  cmd->add_option("--crash-after-step", c.crash_after_step, "Test aid: exit 137 after this step")->group("");
+  cmd->add_option("--crash-after-step", c.crash_after_step, "Test aid: exit 137 after this step")->check(int_range(-1, lim::kMaxSteps))->group("");
   add_common_train_flags(cmd, c);
   add_dump_flags(cmd, args->dump, /*with_dir=*/true);
   cmd->callback([args] { exit_with(commands::train_command(*args)); });

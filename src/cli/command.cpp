@@ -18,11 +18,15 @@ void exit_with(int status) {
 }
 
 namespace {
-// libtorch's errors carry a C++ backtrace after the message; users need the message.
+// libtorch's errors carry a C++ backtrace after the message; users need the message. The engine
+// strips it where it catches c10::Error (tools/commands/torch_errors.h); this catches any that
+// arrive another way, in either of libtorch's two layouts.
 std::string error_text(const std::exception& e) {
   std::string msg = e.what();
-  auto cut = msg.find("Exception raised from");
-  if (cut != std::string::npos) msg.erase(cut);
+  for (const char* backtrace : {"Exception raised from", "\nframe #"}) {
+    auto cut = msg.find(backtrace);
+    if (cut != std::string::npos) msg.erase(cut);
+  }
   while (!msg.empty() && (msg.back() == '\n' || msg.back() == ' ')) msg.pop_back();
   return msg;
 }

@@ -1,7 +1,9 @@
 #include "tools/run_plan.h"
 
 #include <cmath>
+#include <sstream>
 #include <stdexcept>
+#include <thread>
 
 #include "core/models.h"
 #include "tools/train.h"
@@ -26,39 +28,66 @@ void check_finite(double v, const char* flag) {
   if (!std::isfinite(v)) throw std::invalid_argument(std::string(flag) + " must be a finite number");
 }
 
+// "--batch-size must be between 1 and 65536 (got 0)": the same words as the flags' checks.
+void check_range(int64_t v, int64_t lo, int64_t hi, const char* flag) {
+  if (v < lo || v > hi)
+    throw std::invalid_argument(std::string(flag) + " must be between " + std::to_string(lo) + " and " +
+                                std::to_string(hi) + " (got " + std::to_string(v) + ")");
+}
+
+void check_real(double v, double lo, double hi, const char* flag) {
+  check_finite(v, flag);
+  if (v < lo || v > hi) {
+    std::ostringstream msg;
+    msg << flag << " must be between " << lo << " and " << hi << " (got " << v << ")";
+    throw std::invalid_argument(msg.str());
+  }
+}
+
 }  // namespace
 
 void validate_config(const TrainConfig& c) {
-  if (c.batch_size < 1) throw std::invalid_argument("--batch-size must be >= 1");
-  if (c.image_size != 0 && c.image_size < 8) throw std::invalid_argument("--image-size must be >= 8");
-  if (c.num_classes < 0) throw std::invalid_argument("--num-classes must be >= 1");
-  if (c.steps < 1) throw std::invalid_argument("--steps must be >= 1");
-  if (c.epochs < 0) throw std::invalid_argument("--epochs must be >= 0");
+  using namespace limits;
+  check_range(c.batch_size, 1, kMaxBatchSize, "--batch-size");
+  if (c.image_size != 0) check_range(c.image_size, kMinImageSize, kMaxImageSize, "--image-size");
+  if (c.num_classes != 0) check_range(c.num_classes, 1, kMaxNumClasses, "--num-classes");
+  check_range(c.base_width, kMinBaseWidth, kMaxBaseWidth, "--base-width");
+  check_range(c.steps, 1, kMaxSteps, "--steps");
+  check_range(c.epochs, 0, kMaxSteps, "--epochs");
+  if (c.warmup_steps >= 0) check_range(c.warmup_steps, 0, kMaxSteps, "--warmup-steps");
+  check_range(c.threads, 0, kMaxThreads, "--threads");
+  check_range(c.workers, 0, kMaxThreads, "--workers");
+  check_range(c.prefetch, 0, kMaxPrefetch, "--prefetch");
+  check_range(c.max_samples, 0, kMaxSamples, "--max-samples");
+  check_range(c.val_max_samples, 0, kMaxSamples, "--val-max-samples");
+  check_range(c.world_size, 1, kMaxWorldSize, "--world-size");
+  check_range(c.rank, 0, c.world_size - 1, "--rank");
+  check_range(c.eval_every_steps, 0, kMaxSteps, "--eval-every");
+  check_range(c.eval_every_epochs, 0, kMaxSteps, "--eval-every-epochs");
+  check_range(c.scale_growth_interval, 1, kMaxSteps, "--scale-growth-interval");
+  check_range(c.lr_warmup_steps, 0, kMaxSteps, "--lr-warmup-steps");
+  check_range(c.lr_step_size, 1, kMaxSteps, "--lr-step-size");
+  check_range(c.checkpoint_every, 0, kMaxSteps, "--checkpoint-every");
+  check_range(c.checkpoint_every_epochs, 0, kMaxSteps, "--checkpoint-every-epochs");
+  check_range(c.checkpoint_keep, 1, kMaxSteps, "--checkpoint-keep");
+  if (c.lr >= 0 || !std::isfinite(c.lr)) check_real(c.lr, 0, kMaxReal, "--lr");
+  check_real(c.momentum, 0, kMaxReal, "--momentum");
+  check_real(c.weight_decay, 0, kMaxReal, "--weight-decay");
+  check_real(c.lr_gamma, 0, kMaxReal, "--lr-gamma");
+  check_real(c.clip_grad_norm, 0, kMaxReal, "--clip-grad-norm");
+  check_real(c.min_crop_scale, 0.01, 1.0, "--min-crop-scale");
+  check_finite(c.label_smoothing, "--label-smoothing");
+  if (c.label_smoothing < 0 || c.label_smoothing >= 1) throw std::invalid_argument("--label-smoothing must be in [0, 1)");
+  if (c.peak_tflops) check_real(*c.peak_tflops, 1e-3, kMaxReal, "--peak-tflops");
   if (c.epochs > 0 && c.data.empty()) throw std::invalid_argument("--epochs needs a dataset (--data KIND:PATH)");
   if (c.epochs == 0 && c.warmup_steps >= c.steps)
     throw std::invalid_argument("--warmup-steps must be less than --steps (" + std::to_string(c.steps) + ")");
-  if (c.workers < 0) throw std::invalid_argument("--workers must be >= 0");
-  if (c.eval_every_steps < 0 || c.eval_every_epochs < 0) throw std::invalid_argument("--eval-every must be >= 0");
   if (c.data.empty() && (c.eval_every_steps > 0 || c.eval_every_epochs > 0))
     throw std::invalid_argument("evaluation needs a dataset with a validation split (--data KIND:PATH)");
-  check_finite(c.lr, "--lr");
-  check_finite(c.momentum, "--momentum");
-  check_finite(c.weight_decay, "--weight-decay");
-  check_finite(c.clip_grad_norm, "--clip-grad-norm");
-  check_finite(c.label_smoothing, "--label-smoothing");
-  if (c.momentum < 0) throw std::invalid_argument("--momentum must be >= 0");
-  if (c.weight_decay < 0) throw std::invalid_argument("--weight-decay must be >= 0");
-  if (c.label_smoothing < 0 || c.label_smoothing >= 1) throw std::invalid_argument("--label-smoothing must be in [0, 1)");
-  if (c.clip_grad_norm < 0) throw std::invalid_argument("--clip-grad-norm must be >= 0");
-  if (c.threads < 0) throw std::invalid_argument("--threads must be >= 0");
-  if (c.accumulate_steps < 1) throw std::invalid_argument("--accumulate-steps must be >= 1");
-  if (c.world_size < 1 || c.rank < 0 || c.rank >= c.world_size) throw std::invalid_argument("rank outside the world size");
-  if (!(c.dist_timeout_s >= 1)) throw std::invalid_argument("--dist-timeout must be >= 1 second");
-  if (!(c.bucket_cap_mb > 0) || !std::isfinite(c.bucket_cap_mb)) throw std::invalid_argument("--bucket-cap-mb must be > 0");
+  check_range(c.accumulate_steps, 1, 65536, "--accumulate-steps");
+  check_real(c.dist_timeout_s, 1, 86400, "--dist-timeout");
+  check_real(c.bucket_cap_mb, 0.001, 4096, "--bucket-cap-mb");
   pick<int>("--grad-compression", c.grad_compression, {{"none", 0}, {"fp16", 1}, {"bf16", 2}});
-  if (c.checkpoint_every < 0 || c.checkpoint_every_epochs < 0)
-    throw std::invalid_argument("--checkpoint-every must be >= 0");
-  if (c.checkpoint_keep < 1) throw std::invalid_argument("--checkpoint-keep must be >= 1");
   if (c.checkpoint_dir.empty() && (c.checkpoint_every > 0 || c.checkpoint_every_epochs > 0))
     throw std::invalid_argument("--checkpoint-every needs --checkpoint-dir");
   if (c.resume == "auto" && c.checkpoint_dir.empty()) throw std::invalid_argument("--resume auto needs --checkpoint-dir");
@@ -81,6 +110,13 @@ void validate_config(const TrainConfig& c) {
 }
 
 int64_t global_batch(const TrainConfig& c) { return c.batch_size * c.accumulate_steps * c.world_size; }
+
+void check_threads_fit_machine(const TrainConfig& c) {
+  const unsigned hardware = std::thread::hardware_concurrency();
+  if (hardware > 0 && c.threads > static_cast<int64_t>(hardware))
+    throw std::invalid_argument("--threads " + std::to_string(c.threads) + " is more than the " +
+                                std::to_string(hardware) + " hardware threads of this machine");
+}
 
 double effective_lr(const TrainConfig& c) {
   return c.lr >= 0 ? c.lr : 0.1 * static_cast<double>(global_batch(c)) / 256.0;

@@ -4,6 +4,8 @@
 #include <ATen/Parallel.h>
 #include <c10/util/Exception.h>
 
+#include <unistd.h>
+
 #include <csignal>
 #include <cstdlib>
 #include <filesystem>
@@ -21,6 +23,7 @@
 #include "tools/dist/data_parallel.h"
 #include "tools/dist/group.h"
 #include "tools/dist/sync_batch_norm.h"
+#include "tools/model_catalog.h"
 #include "tools/run_plan.h"
 #include "tools/train_observers.h"
 #include "tools/trainer.h"
@@ -34,6 +37,24 @@ namespace {
                            " (" + c.model + ", " + std::to_string(c.image_size) + "px, " + c.precision +
                            "): lower --batch-size, or use --precision bf16/fp16 to halve activation memory. " +
                            what.substr(0, what.find('\n')));
+}
+
+// Weights, gradients and optimizer state alone must fit in the machine's memory (activations come
+// on top): otherwise building the model grows the process until the kernel kills it.
+void check_model_fits_in_memory(const TrainConfig& c) {
+  const long pages = ::sysconf(_SC_PHYS_PAGES), page = ::sysconf(_SC_PAGESIZE);
+  if (pages <= 0 || page <= 0) return;
+  const double memory = static_cast<double>(pages) * static_cast<double>(page);
+  const double params = static_cast<double>(estimate_parameters(c.model, c.num_classes, c.small_stem, c.base_width));
+  const double copies = 2 + (c.optimizer == "adamw" ? 2 : (c.momentum > 0 ? 1 : 0));
+  const double bytes = params * 4 * copies;
+  if (bytes <= memory) return;
+  std::ostringstream msg;
+  msg.precision(3);
+  msg << c.model << " with --base-width " << c.base_width << " and " << c.num_classes << " classes has "
+      << params / 1e9 << " billion parameters: " << bytes / 1e9 << " GB for weights, gradients and optimizer state, "
+      << "more than the " << memory / 1e9 << " GB of memory of this machine; lower --base-width or --num-classes";
+  throw std::invalid_argument(msg.str());
 }
 
 // The training split of --data behind the threaded loader, and what it decides about the run.
@@ -209,6 +230,7 @@ ResumePoint agree_on_resume(const TrainConfig& c, dist::Group* group, std::ostre
 
 TrainResult run_training(const TrainConfig& config, const TrainHooks& hooks) {
   validate_config(config);
+  check_threads_fit_machine(config);
   std::ostream& msg = hooks.messages ? *hooks.messages : std::cerr;
   core::load_backend_libraries(config.backend_libs);
   if (config.threads > 0) at::set_num_threads(config.threads);
@@ -259,6 +281,7 @@ TrainResult run_training(const TrainConfig& config, const TrainHooks& hooks) {
 
   dev.synchronize();
   dev.reset_peak_memory();
+  if (dev.is_cpu()) check_model_fits_in_memory(c);
   at::manual_seed(c.seed);
   core::ModelOptions mo;
   mo.num_classes = c.num_classes;
@@ -307,14 +330,14 @@ TrainResult run_training(const TrainConfig& config, const TrainHooks& hooks) {
     if (!c.weights_out.empty() && c.rank == 0) core::save_weights(*model, c.weights_out);
     if (group) group->barrier("the end of training");
   } catch (const c10::OutOfMemoryError& e) {
-    rethrow_as_oom(c, dev.name(), e.what());
+    rethrow_as_oom(c, dev.name(), e.what_without_backtrace());
   } catch (const std::bad_alloc& e) {
     rethrow_as_oom(c, dev.name(), "host allocation failed");
   } catch (const c10::Error& e) {
-    const std::string what = e.what();
+    const std::string what = e.what_without_backtrace();
     if (what.find("can't allocate memory") != std::string::npos || what.find("out of memory") != std::string::npos)
       rethrow_as_oom(c, dev.name(), what);
-    throw std::runtime_error(what.substr(0, what.find("\nException raised from")));
+    throw std::runtime_error(what.substr(0, what.find('\n')));
   }
   finish_result(r, plan, dev);
   return r;

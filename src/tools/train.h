@@ -40,5 +40,9 @@ double effective_lr(const TrainConfig& config);
 
 // Validates a configuration without running it (flag combinations, names, ranges).
 void validate_config(const TrainConfig& config);
+// std::invalid_argument when --threads asks for more intra-op threads than the machine has (OpenMP's
+// spinning workers make such a run crawl). Apart from validate_config, which does not depend on the
+// machine; run_training and align check both.
+void check_threads_fit_machine(const TrainConfig& config);
 
 }  // namespace crosstrain::tools

@@ -10,6 +10,23 @@
 
 namespace crosstrain::tools {
 
+// The largest values validate_config accepts; the flags check the same bounds before anything
+// runs. Past them a run cannot work on any machine (an allocation of petabytes, 64-bit overflow in
+// step counts) or only stalls it (thousands of threads). --threads is also refused above the
+// machine's hardware threads: OpenMP's spinning workers make an oversubscribed run crawl.
+namespace limits {
+inline constexpr int64_t kMaxThreads = 1024;      // --threads, --workers (and other thread counts)
+inline constexpr int64_t kMaxPrefetch = 1024;     // batches decoded ahead
+inline constexpr int64_t kMaxBatchSize = 65536;
+inline constexpr int64_t kMinImageSize = 8, kMaxImageSize = 4096;
+inline constexpr int64_t kMaxNumClasses = 1000000;
+inline constexpr int64_t kMinBaseWidth = 4, kMaxBaseWidth = 1024;
+inline constexpr int64_t kMaxSteps = 1000000000;  // steps, epochs, intervals, warm-ups
+inline constexpr int64_t kMaxSamples = int64_t{1} << 40;
+inline constexpr int64_t kMaxWorldSize = 65536;
+inline constexpr double kMaxReal = 1e9;           // learning rate, momentum, decay, clipping, ...
+}  // namespace limits
+
 struct TrainConfig {
   // where
   std::string device = "auto";

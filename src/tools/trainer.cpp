@@ -255,9 +255,9 @@ StepRecord Trainer::step() {
   if (parts_.scaler) rec.loss_scale = parts_.scaler->current_scale();
   ++step_;
   if (!std::isfinite(rec.loss) && !parts_.scaler)
-    throw std::runtime_error("loss is " + std::string(std::isnan(rec.loss) ? "NaN" : "infinite") + " at step " +
-                             std::to_string(rec.step) + " (" + plan_.resolved.precision +
-                             "); lower --lr, add --clip-grad-norm, or check the input data");
+    throw NonFiniteLoss("loss is " + std::string(std::isnan(rec.loss) ? "NaN" : "infinite") + " at step " +
+                        std::to_string(rec.step) + " (" + plan_.resolved.precision +
+                        "); lower --lr, add --clip-grad-norm, or check the input data");
   for (auto* o : observers_) o->on_step_end(rec);
   return rec;
 }

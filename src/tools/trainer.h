@@ -21,6 +21,7 @@
 // and data position (PyTorch's names and layouts where PyTorch has them), and load_state_dict() on a
 // trainer built from the same plan continues the run exactly where it was taken.
 #include <memory>
+#include <stdexcept>
 #include <vector>
 
 #include "core/amp.h"
@@ -34,6 +35,12 @@
 #include "tools/train_observer.h"
 
 namespace crosstrain::tools {
+
+// What step() throws when the loss is NaN or infinite and no loss scaler is there to skip the
+// step: the run's numbers went wrong, not its setup (align reports it as a divergence).
+struct NonFiniteLoss : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
 
 struct TrainerParts {
   std::shared_ptr<core::TrainableModel> model;  // on the device, in train mode

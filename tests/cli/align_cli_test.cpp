@@ -101,3 +101,26 @@ TEST(TrainDumpCli, MatchesTorchvisionInPython) {
   // Same module set on both sides, every forward output and gradient compared.
   EXPECT_NE(r.output.find("error 0; missing in A 0, missing in B 0"), std::string::npos) << r.output;
 }
+
+// A side that cannot run says which and why, with its own exit status: never "the runs differ".
+TEST(AlignCli, ASideThatCannotRunIsAnErrorNotADifference) {
+  const auto dir = scratch_dir("align_side_fails");
+  // A device that does not exist on B: refused before A trains.
+  auto r = run_command(align_cmd((dir / "dev").string(), "device=cpu", "device=nosuchdevice"));
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("run B (device=nosuchdevice): unknown device"), std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find("running A"), std::string::npos) << r.output;
+  // Weights that cannot be read: A fails first.
+  r = run_command(align_cmd((dir / "weights").string(), "device=cpu", "device=cpu", " --weights /nonexistent/w.pt"));
+  EXPECT_EQ(r.exit_code, 3) << r.output;
+  EXPECT_NE(r.output.find("crosstrain: error: run A (device=cpu) failed: "), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("/nonexistent/w.pt"), std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find("differ"), std::string::npos) << r.output;
+  // B's device opens but has no kernels: B fails while training, after A finished.
+  r = run_command(align_cmd((dir / "kernels").string(), "device=cpu",
+                            std::string("device=fakenpu:0 backend_lib=") + FAKE_BACKEND_LIB));
+  EXPECT_EQ(r.exit_code, 3) << r.output;
+  EXPECT_NE(r.output.find("crosstrain: error: run B (device=fakenpu:0 backend_lib="), std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find("differ"), std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find("frame #"), std::string::npos) << r.output;
+}

@@ -1,6 +1,9 @@
+#include <unistd.h>
+
 #include <fstream>
 #include <set>
 #include <sstream>
+#include <thread>
 
 #include <nlohmann/json.hpp>
 
@@ -126,6 +129,62 @@ TEST(Cli, BackendLibRegistersItsDeviceName) {
   auto known = run_command(binary() + " train --backend-lib " + lib + kTiny + " --device fakenpu:0");
   EXPECT_NE(known.exit_code, 0);
   EXPECT_EQ(known.output.find("unknown device"), std::string::npos) << known.output;
+}
+
+// libtorch's errors carry a C++ backtrace; the user sees the message, on one line.
+TEST(Cli, LibtorchErrorsAreOneLineWithoutBacktrace) {
+  const std::string lib = FAKE_BACKEND_LIB;
+  auto r = run_command(binary() + " train --backend-lib " + lib +
+                       " --device fakenpu:0 --model resnet18 --small-stem --num-classes 10 --image-size 16"
+                       " --batch-size 2 --steps 2 --warmup-steps 1 --threads 1 --no-progress");
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_EQ(r.output.find("frame #"), std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find("Exception raised from"), std::string::npos) << r.output;
+  const auto error = r.output.find("crosstrain: error: ");
+  ASSERT_NE(error, std::string::npos) << r.output;
+  EXPECT_EQ(line_count(r.output.substr(error)), 1u) << r.output;
+}
+
+// More intra-op threads than the machine has only makes OpenMP's workers spin against each other
+// (10000 threads never finished a step): refused before anything runs, on every command taking them.
+TEST(Cli, ThreadsBeyondTheMachineAreRefused) {
+  const unsigned hardware = std::thread::hardware_concurrency();
+  if (hardware == 0 || hardware >= 1024) GTEST_SKIP() << "no thread count between the machine's and the flag's limit";
+  const std::string n = std::to_string(hardware + 1);
+  const std::string model = " --device cpu --model resnet18 --small-stem --num-classes 10 --image-size 16 --batch-size 2";
+  for (const std::string& args : {"train" + model + " --steps 1 --threads " + n,
+                                  "bench" + model + " --steps 3 --threads " + n,
+                                  "align --a device=cpu --b 'device=cpu threads=" + n + "'" + model + " --steps 1"}) {
+    auto r = run_command("timeout 120 " + binary() + " " + args);
+    EXPECT_EQ(r.exit_code, 2) << args << "\n" << r.output;
+    EXPECT_NE(r.output.find("is more than the " + std::to_string(hardware) + " hardware threads"), std::string::npos)
+        << args << "\n" << r.output;
+  }
+}
+
+// A model whose weights, gradients and optimizer state alone exceed the machine's memory is refused
+// before it is built (it would grow until the kernel killed it).
+TEST(Cli, ModelLargerThanMemoryIsRefusedBeforeItIsBuilt) {
+  const double memory = static_cast<double>(::sysconf(_SC_PHYS_PAGES)) * static_cast<double>(::sysconf(_SC_PAGESIZE));
+  if (memory > 500e9) GTEST_SKIP() << "a machine with more than 500 GB holds the model";
+  auto r = run_command("/usr/bin/time -f 'maxrss %M' timeout 120 " + binary() +
+                       " train --device cpu --model resnet152 --base-width 1024 --num-classes 1000000 --steps 1"
+                       " --threads 1 --no-progress");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("GB of memory of this machine"), std::string::npos) << r.output;
+  const auto at = r.output.rfind("maxrss ");
+  ASSERT_NE(at, std::string::npos) << r.output;
+  EXPECT_LT(std::stol(r.output.substr(at + 7)), 2L * 1024 * 1024) << "KiB";
+}
+
+// A model of a million classes is counted, not allocated (its classifier alone is 8 GB).
+TEST(Cli, ModelsCountsLargeClassifiersWithoutAllocatingThem) {
+  auto r = run_command("/usr/bin/time -f 'maxrss %M' " + binary() + " models --num-classes 1000000 --json -");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("\"parameters\": 2072508032"), std::string::npos) << r.output;  // resnet50: + 2049 x 999000
+  const auto at = r.output.rfind("maxrss ");
+  ASSERT_NE(at, std::string::npos) << r.output;
+  EXPECT_LT(std::stol(r.output.substr(at + 7)), 2L * 1024 * 1024) << "KiB";
 }
 #endif
 

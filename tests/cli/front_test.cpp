@@ -87,6 +87,9 @@ TEST(Front, LinksNoLibtorch) {
 // Peak RSS through /usr/bin/time, which forks from its own small process: a child forked from
 // this test would start its high-water mark at this process's size.
 TEST(Front, StartsInLittleMemory) {
+#ifdef __SANITIZE_ADDRESS__
+  GTEST_SKIP() << "AddressSanitizer's shadow memory counts in the RSS (scripts/sanitize.sh)";
+#endif
   for (const std::string& args : std::vector<std::string>{"analyze --help", "train --help", "analyze " + kTrace + " --top 3"}) {
     auto r = run_command("/usr/bin/time -f 'peak_kib=%M' " + binary() + " " + args + " 2>&1 >/dev/null | tail -1");
     ASSERT_EQ(r.output.rfind("peak_kib=", 0), 0u) << r.output;

@@ -9,6 +9,8 @@
 #include "tiny_train_config.h"
 #include "tools/bench.h"
 #include "tools/bench_report.h"
+#include "tools/model_catalog.h"
+#include "core/models.h"
 #include "tools/train_report.h"
 
 using namespace crosstrain::tools;
@@ -176,4 +178,19 @@ TEST(Bench, RunsEachPrecisionAndComparesThem) {
   EXPECT_NE(table.find("FP32"), std::string::npos);
   EXPECT_NE(table.find("BF16"), std::string::npos);
   EXPECT_NE(table.find("throughput (img/s)"), std::string::npos);
+}
+
+// The count a run checks its memory with is the count of the model it would build.
+TEST(ModelCatalog, EstimatedParametersAreExact) {
+  for (const auto& name : crosstrain::core::model_names())
+    for (int64_t width : {16, 64})
+      for (bool small_stem : {false, true}) {
+        crosstrain::core::ModelOptions o;
+        o.num_classes = 37;
+        o.base_width = width;
+        o.small_stem = small_stem;
+        const auto model = crosstrain::core::create_model(name, o);
+        EXPECT_EQ(estimate_parameters(name, 37, small_stem, width), crosstrain::core::parameter_count(*model))
+            << name << " width " << width;
+      }
 }

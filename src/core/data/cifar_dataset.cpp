@@ -15,9 +15,12 @@ namespace fs = std::filesystem;
 constexpr int kSide = 32;
 constexpr size_t kPixels = kSide * kSide * 3;
 
+// Present under the name, whatever it is: a FIFO or a link loop named data_batch_1.bin is then
+// opened by the reader, which refuses it naming its kind, instead of "no CIFAR files" here.
 bool is_file(const fs::path& p) {
   std::error_code ec;
-  return fs::is_regular_file(p, ec);
+  const auto st = fs::symlink_status(p, ec);
+  return fs::exists(st) && !fs::is_directory(p, ec);
 }
 
 // The folder holding the batches: PATH itself or the folder the official archives unpack to.

@@ -149,7 +149,10 @@ CompareResult compare_paths(const std::string& a, const std::string& b, const Co
   const auto start = std::chrono::steady_clock::now();
   for (const auto& p : {a, b}) {
     std::error_code ec;
-    if (!fs::exists(p, ec)) throw std::invalid_argument("no such file or directory: " + p);
+    const bool exists = fs::exists(p, ec);
+    // A link loop or an unreadable folder on the way is not a missing file: say what the system said.
+    if (ec && ec != std::errc::no_such_file_or_directory) throw std::runtime_error(p + ": " + ec.message());
+    if (!exists) throw std::invalid_argument("no such file or directory: " + p);
   }
   CompareResult r;
   r.path_a = a;

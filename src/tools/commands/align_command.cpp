@@ -5,12 +5,22 @@
 #include "report/output.h"
 #include "tools/align/compare_report.h"
 #include "tools/commands/commands.h"
+#include "tools/commands/torch_errors.h"
 
 namespace crosstrain::commands {
 
-int align_command(const AlignArgs& args) {
+namespace {
+
+int align_body(const AlignArgs& args) {
   const AlignOptions& o = args.options;
-  const AlignRun run = run_align(o, std::cerr);
+  AlignRun run;
+  try {
+    run = run_align(o, std::cerr);
+  } catch (const AlignSideFailed& e) {
+    // Not a verdict: neither "agree" nor "differ" (exit 1) can be said about a run that did not happen.
+    std::cerr << "crosstrain: error: " << e.what() << "\n";
+    return kAlignSideFailedExit;
+  }
   if (!args.json.empty()) {
     auto doc = align::compare_to_json(run.result);
     doc["a"] = o.a;
@@ -23,6 +33,12 @@ int align_command(const AlignArgs& args) {
   os << "A: " << o.a << "\nB: " << o.b << "\n" << align::render_compare_console(run.result);
   os << (run.result.agree ? "align: the runs agree\n" : "align: the runs differ\n");
   return run.result.agree ? 0 : 1;
+}
+
+}  // namespace
+
+int align_command(const AlignArgs& args) {
+  return with_torch_errors([&] { return align_body(args); });
 }
 
 }  // namespace crosstrain::commands

@@ -7,8 +7,10 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "core/device.h"
 #include "core/models.h"
 #include "tools/train.h"
+#include "tools/trainer.h"
 
 namespace crosstrain::commands {
 
@@ -56,10 +58,34 @@ std::string write_initial_weights(const tools::TrainConfig& base, const std::str
   return weights;
 }
 
-// Trains one side with its dump attached; a runtime error stops the side but keeps its dump.
-// Returns why the side stopped early ("" when it finished).
+std::string first_line(const std::string& s) { return s.substr(0, s.find('\n')); }
+
+// "run B (device=cuda precision=bf16)", or "run B" for an empty spec.
+std::string side_name(const std::string& side, const std::string& spec) {
+  return "run " + side + (spec.empty() ? "" : " (" + spec + ")");
+}
+
+// The side's device must open before either side trains: a typo in B must not cost A's run. A
+// side that loads a backend library is checked when it runs: loading it early would change the
+// process A trains in (a backend's generators join every manual_seed).
+void open_side_device(const tools::TrainConfig& c, const std::string& name) {
+  if (!c.backend_libs.empty()) return;
+  try {
+    (void)core::DeviceContext::open(c.device);
+  } catch (const std::invalid_argument& e) {
+    throw std::invalid_argument(name + ": " + first_line(e.what()));
+  } catch (const c10::Error& e) {
+    throw AlignSideFailed(name + " cannot start: " + first_line(e.what_without_backtrace()));
+  } catch (const std::exception& e) {
+    throw AlignSideFailed(name + " cannot start: " + first_line(e.what()));
+  }
+}
+
+// Trains one side with its dump attached. A NaN or infinite loss stops the side but keeps its
+// dump: returns why ("" when it finished). Any other failure is AlignSideFailed (or, for a caller
+// mistake only found now, std::invalid_argument), naming the side.
 std::string run_side(const AlignOptions& o, const tools::TrainConfig& c, const std::string& dir, bool disturbed,
-                     std::ostream& log) {
+                     const std::string& name, std::ostream& log) {
   tools::TrainHooks hooks;
   hooks.messages = &log;
   DumpOptions d = o.dump;
@@ -68,20 +94,26 @@ std::string run_side(const AlignOptions& o, const tools::TrainConfig& c, const s
     d.perturb.clear();
     d.inject_nan.clear();
   }
-  DumpAttachment attachment = attach_dump(d, dir, c, hooks, /*host_batches=*/true);
   std::string stopped;
   try {
-    tools::run_training(c, hooks);
-  } catch (const std::invalid_argument&) {
-    throw;
-  } catch (const std::runtime_error& e) {
-    stopped = e.what();
+    DumpAttachment attachment = attach_dump(d, dir, c, hooks, /*host_batches=*/true);
+    try {
+      tools::run_training(c, hooks);
+    } catch (const tools::NonFiniteLoss& e) {
+      stopped = e.what();
+    }
+    attachment.close();
+  } catch (const std::invalid_argument& e) {
+    throw std::invalid_argument(name + ": " + first_line(e.what()));
+  } catch (const c10::Error& e) {
+    throw AlignSideFailed(name + " failed: " + first_line(e.what_without_backtrace()));
+  } catch (const std::bad_alloc&) {
+    throw AlignSideFailed(name + " failed: out of host memory");
+  } catch (const std::exception& e) {
+    throw AlignSideFailed(name + " failed: " + first_line(e.what()));
   }
-  attachment.close();
   return stopped;
 }
-
-std::string first_line(const std::string& s) { return s.substr(0, s.find('\n')); }
 
 }  // namespace
 
@@ -116,7 +148,12 @@ AlignRun run_align(const AlignOptions& options, std::ostream& log) {
   if (o.base.image_size == 0) o.base.image_size = 224;
   tools::TrainConfig sa = apply_align_side(o.base, "a", o.a);
   tools::TrainConfig sb = apply_align_side(o.base, "b", o.b);
+  tools::check_threads_fit_machine(sa);
+  tools::check_threads_fit_machine(sb);
   align::StepSelection::parse(o.dump.steps);  // a malformed selection fails before anything runs
+  const std::string name_a = side_name("A", o.a), name_b = side_name("B", o.b);
+  open_side_device(sa, name_a);
+  open_side_device(sb, name_b);
   AlignRun run;
   run.out_dir_generated = o.out.empty();
   run.out_dir = run.out_dir_generated ? fresh_out_dir() : o.out;
@@ -126,14 +163,20 @@ AlignRun run_align(const AlignOptions& options, std::ostream& log) {
   const int default_threads = at::get_num_threads();
   if (sa.threads == 0) sa.threads = default_threads;
   if (sb.threads == 0) sb.threads = default_threads;
-  if (o.base.weights_in.empty()) sa.weights_in = sb.weights_in = write_initial_weights(o.base, run.out_dir);
+  if (o.base.weights_in.empty()) {
+    try {
+      sa.weights_in = sb.weights_in = write_initial_weights(o.base, run.out_dir);
+    } catch (const c10::Error& e) {
+      throw std::runtime_error("initial weights: " + first_line(e.what_without_backtrace()));
+    }
+  }
   log << "align: dumps in " << run.out_dir
       << (run.out_dir_generated ? " (a new directory under the current one; --out to choose)" : "") << "\n";
   const std::string dir_a = (fs::path(run.out_dir) / "a").string(), dir_b = (fs::path(run.out_dir) / "b").string();
   log << "align: running A (" << o.a << ")\n";
-  const std::string stopped_a = run_side(o, sa, dir_a, /*disturbed=*/false, log);
+  const std::string stopped_a = run_side(o, sa, dir_a, /*disturbed=*/false, name_a, log);
   log << "align: running B (" << o.b << ")\n";
-  const std::string stopped_b = run_side(o, sb, dir_b, /*disturbed=*/true, log);
+  const std::string stopped_b = run_side(o, sb, dir_b, /*disturbed=*/true, name_b, log);
 
   align::CompareOptions compare;
   compare.strict = o.strict;

@@ -8,9 +8,13 @@
 //
 // Both sides start from one set of initial weights, written once on the host (OUT/initial_weights.pt
 // unless base.weights_in names them), and train on batches generated on the host, so device RNGs
-// and thread counts cannot make the starting points differ. A side that stops early (a runtime
-// error, e.g. a NaN loss) still has its dump compared; the stop becomes a problem of the result.
+// and thread counts cannot make the starting points differ. A side whose loss turns NaN or infinite
+// stops there; its dump is still compared and the stop becomes a problem of the result (the runs
+// differ). A side that cannot run at all, or fails for any other reason (its device does not open,
+// the weights do not load, an operator is missing, memory runs out), is no answer about the runs:
+// run_align throws AlignSideFailed naming the side and the reason.
 #include <ostream>
+#include <stdexcept>
 #include <string>
 
 #include "tools/align/dump_compare.h"
@@ -27,6 +31,13 @@ struct AlignOptions {
   bool strict = false;      // warnings make the runs differ
 };
 
+// A side could not run or failed before its comparison meant anything; what() names the side
+// ("run B (device=cuda:0): ..."). `align` exits with kAlignSideFailedExit for it.
+struct AlignSideFailed : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+inline constexpr int kAlignSideFailedExit = 3;
+
 struct AlignRun {
   std::string out_dir;           // where the dumps are
   bool out_dir_generated = false;
@@ -37,7 +48,8 @@ struct AlignRun {
 // std::invalid_argument naming the side and key for a malformed spec or an invalid configuration.
 tools::TrainConfig apply_align_side(const tools::TrainConfig& base, const std::string& side, const std::string& spec);
 
-// Validates both sides before anything runs (std::invalid_argument), then trains A, then B, and
+// Validates both sides and opens both devices before anything runs (std::invalid_argument for a
+// malformed side, AlignSideFailed for a device that does not open), then trains A, then B, and
 // compares. Progress lines go to `log`.
 AlignRun run_align(const AlignOptions& options, std::ostream& log);
 

@@ -1,18 +1,23 @@
 // `doctor`, `models` and `op-check` in the engine: what this machine, build and device can do.
 #include <iostream>
+#include <stdexcept>
+#include <string>
 
 #include "report/envelope.h"
 #include "report/output.h"
 #include "report/table.h"
 #include "report/units.h"
 #include "tools/commands/commands.h"
+#include "tools/commands/torch_errors.h"
 #include "tools/doctor.h"
 #include "tools/model_catalog.h"
 #include "tools/opcheck/op_check.h"
 
 namespace crosstrain::commands {
 
-int doctor_command(const DoctorArgs& args) {
+namespace {
+
+int doctor_body(const DoctorArgs& args) {
   if (args.options.distributed) {  // rank 0 reports for the job; another rank only what stopped it alone
     const auto r = tools::run_distributed_doctor(args.options);
     if (r.rank != 0 && r.joined) return r.ok() ? 0 : 1;
@@ -27,7 +32,13 @@ int doctor_command(const DoctorArgs& args) {
   return r.ok() ? 0 : 1;
 }
 
-int models_command(const ModelsArgs& args) {
+int models_body(const ModelsArgs& args) {
+  namespace lim = tools::limits;
+  if (args.num_classes < 1 || args.num_classes > lim::kMaxNumClasses)
+    throw std::invalid_argument("--num-classes must be between 1 and " + std::to_string(lim::kMaxNumClasses));
+  if (args.image_size < lim::kMinImageSize || args.image_size > lim::kMaxImageSize)
+    throw std::invalid_argument("--image-size must be between " + std::to_string(lim::kMinImageSize) + " and " +
+                                std::to_string(lim::kMaxImageSize));
   const auto models = tools::list_models(args.num_classes, args.image_size, args.small_stem);
   if (!report::json_to_stdout(args.json)) {
     report::Table t({"model", "parameters", "GFLOPs/img (fwd)"});
@@ -48,11 +59,25 @@ int models_command(const ModelsArgs& args) {
   return 0;
 }
 
-int op_check_command(const OpCheckArgs& args) {
+int op_check_body(const OpCheckArgs& args) {
   const auto r = opcheck::run_op_check(args.options);
   if (!args.json.empty()) report::write_json(report::with_envelope("op-check", opcheck::op_check_to_json(r)), args.json);
   (report::json_to_stdout(args.json) ? std::cerr : std::cout) << opcheck::render_op_check_console(r);
   return r.all_pass() ? 0 : 1;
+}
+
+}  // namespace
+
+int doctor_command(const DoctorArgs& args) {
+  return with_torch_errors([&] { return doctor_body(args); });
+}
+
+int models_command(const ModelsArgs& args) {
+  return with_torch_errors([&] { return models_body(args); });
+}
+
+int op_check_command(const OpCheckArgs& args) {
+  return with_torch_errors([&] { return op_check_body(args); });
 }
 
 }  // namespace crosstrain::commands

@@ -7,13 +7,16 @@
 #include "tools/bench.h"
 #include "tools/bench_report.h"
 #include "tools/commands/commands.h"
+#include "tools/commands/torch_errors.h"
 #include "tools/dist/worker_env.h"
 #include "tools/train.h"
 #include "tools/train_report.h"
 
 namespace crosstrain::commands {
 
-int train_command(const TrainArgs& args) {
+namespace {
+
+int train(const TrainArgs& args) {
   const bool quiet = report::json_to_stdout(args.json);
   tools::TrainHooks hooks;
   hooks.messages = &std::cerr;
@@ -38,7 +41,7 @@ int train_command(const TrainArgs& args) {
   return result.stop_signal ? 128 + result.stop_signal : 0;
 }
 
-int bench_command(const BenchArgs& args) {
+int bench(const BenchArgs& args) {
   const auto runs = tools::run_bench(args.options, &std::cerr);
   if (!report::json_to_stdout(args.json)) {
     const auto& f = runs.front();
@@ -49,6 +52,16 @@ int bench_command(const BenchArgs& args) {
   }
   if (!args.json.empty()) report::write_json(report::with_envelope("bench", tools::bench_to_json(runs)), args.json);
   return 0;
+}
+
+}  // namespace
+
+int train_command(const TrainArgs& args) {
+  return with_torch_errors([&] { return train(args); });
+}
+
+int bench_command(const BenchArgs& args) {
+  return with_torch_errors([&] { return bench(args); });
 }
 
 }  // namespace crosstrain::commands

@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <mutex>
 #include <thread>
@@ -39,12 +41,20 @@ Image to_hwc(const std::vector<uint8_t>& chw, const SampleLayout& l) {
   return im;
 }
 
+// The system's reason in the message ("No space left on device"); a file cut short is removed, so a
+// tree never holds a truncated JPEG.
 void write_bytes(const fs::path& path, const std::vector<uint8_t>& bytes) {
   std::FILE* f = std::fopen(path.string().c_str(), "wb");
-  if (!f) throw std::runtime_error("cannot write " + path.string());
+  if (!f) throw std::runtime_error("cannot write " + path.string() + ": " + std::strerror(errno));
   const size_t n = std::fwrite(bytes.data(), 1, bytes.size(), f);
-  const bool ok = std::fclose(f) == 0 && n == bytes.size();
-  if (!ok) throw std::runtime_error("cannot write " + path.string() + " (disk full?)");
+  int error = n == bytes.size() ? 0 : errno;
+  if (std::fclose(f) != 0 && error == 0) error = errno;
+  if (n != bytes.size() && error == 0) error = EIO;
+  if (error != 0) {
+    std::error_code ec;
+    fs::remove(path, ec);
+    throw std::runtime_error("cannot write " + path.string() + ": " + std::strerror(error));
+  }
 }
 
 }  // namespace

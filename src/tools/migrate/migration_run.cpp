@@ -24,7 +24,7 @@ double MigrationSummary::conversion_fraction() const {
 
 bool MigrationSummary::cuda_code_remains() const {
   return converted + (left - left_harmless) > 0 || files_syntax_error > 0 || files_rewrite_failed > 0 ||
-         files_too_large > 0;
+         files_too_large > 0 || files_unreadable > 0;
 }
 
 namespace {
@@ -139,9 +139,18 @@ std::vector<SourceFile> collect(const MigrateOptions& options, const fs::path& o
           it.disable_recursion_pending();
         continue;
       }
-      if (!entry.is_regular_file(ec)) continue;
       // Rewriting in place through a symlink would replace the link with a file: leave links alone.
       if (options.in_place && entry.is_symlink(ec)) continue;
+      if (!entry.is_regular_file(ec)) {
+        // A FIFO, device, dangling link or link loop named like source code is never opened, but
+        // listed as skipped: --check cannot say the tree is clean without reading it.
+        SourceFile f{entry.path(), entry.path().lexically_normal().generic_string(), {}, true, false, {}};
+        if (classify(entry.path(), f)) {
+          f.skip = "not a regular file: skipped";
+          files.push_back(std::move(f));
+        }
+        continue;
+      }
       // A link that leads out of the input tree is not followed.
       if (entry.is_symlink(ec) && !path_within(entry.path(), root)) continue;
       fs::path rel = entry.path().lexically_relative(root);
@@ -275,8 +284,11 @@ MigrationSummary run_migration(const MigrateOptions& options) {
       case FileStatus::Migrated: ++summary.files_migrated; break;
       case FileStatus::SyntaxError: ++summary.files_syntax_error; break;
       case FileStatus::RewriteFailed: ++summary.files_rewrite_failed; break;
-      case FileStatus::NotUtf8:
-      case FileStatus::ReadError: ++summary.files_skipped; break;
+      case FileStatus::NotUtf8: ++summary.files_skipped; break;
+      case FileStatus::ReadError:
+        ++summary.files_skipped;
+        ++summary.files_unreadable;
+        break;
       case FileStatus::TooLarge:
         ++summary.files_skipped;
         ++summary.files_too_large;

@@ -59,6 +59,7 @@ struct MigrationSummary {
          files_rewrite_failed = 0, files_copied = 0;
   size_t converted = 0, left = 0, lines_changed = 0, lines_scanned = 0;
   size_t files_too_large = 0;  // part of files_skipped: above max_file_bytes, so not checked
+  size_t files_unreadable = 0;  // part of files_skipped: not a regular file, or reading failed
   size_t left_harmless = 0;  // part of `left` that does not fail --check (finding_fails_check)
   std::map<std::string, FamilyCount> families;
   double seconds = 0;

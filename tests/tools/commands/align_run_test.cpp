@@ -10,6 +10,7 @@
 #include "tools/tiny_train_config.h"
 
 namespace fs = std::filesystem;
+using crosstrain::commands::AlignSideFailed;
 using crosstrain::commands::AlignOptions;
 using crosstrain::commands::apply_align_side;
 using crosstrain::commands::run_align;
@@ -79,6 +80,29 @@ TEST(AlignRun, BadSidesFailBeforeAnythingRuns) {
   EXPECT_THROW(run_align(bad_steps, log), std::invalid_argument);
   EXPECT_FALSE(fs::exists(dir / "out"));
   EXPECT_TRUE(log.str().empty()) << log.str();
+}
+
+// A side that cannot run is no verdict: AlignSideFailed names it, and a device that does not exist
+// is found before either side trains.
+TEST(AlignRun, ASideThatCannotRunThrowsNamingIt) {
+  const auto dir = crosstrain::testing::scratch_dir("align_run_side_fails");
+  std::ostringstream log;
+  try {
+    run_align(tiny_align(dir / "dev", "device=cpu", "device=nosuchdevice"), log);
+    ADD_FAILURE() << "an unknown device ran";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_EQ(std::string(e.what()).rfind("run B (device=nosuchdevice): ", 0), 0u) << e.what();
+  }
+  EXPECT_FALSE(fs::exists(dir / "dev"));
+  auto o = tiny_align(dir / "weights", "device=cpu", "device=cpu");
+  o.base.weights_in = (dir / "missing.pt").string();
+  try {
+    run_align(o, log);
+    ADD_FAILURE() << "missing weights ran";
+  } catch (const AlignSideFailed& e) {
+    EXPECT_EQ(std::string(e.what()).rfind("run A (device=cpu) failed: ", 0), 0u) << e.what();
+    EXPECT_NE(std::string(e.what()).find("missing.pt"), std::string::npos) << e.what();
+  }
 }
 
 TEST(AlignRun, SideSpecsSetTheirKeysOverTheBase) {

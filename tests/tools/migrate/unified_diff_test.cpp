@@ -38,7 +38,8 @@ TEST(UnifiedDiff, FromEditsMatchesTheGeneralDiff) {
   std::vector<crosstrain::migrate::DiffEdit> edits = {
       {13, 13, "dev = 1\n"},  // a whole line inserted before `a = 1`
   };
-  auto edit_at = [&](const std::string& needle, const std::string& text) {
+  // The edits keep views: their texts are the literals themselves, never temporaries.
+  auto edit_at = [&](const std::string& needle, std::string_view text) {
     auto at = static_cast<uint32_t>(before.find(needle));
     edits.push_back({at, at + static_cast<uint32_t>(needle.size()), text});
   };

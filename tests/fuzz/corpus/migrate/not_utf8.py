@@ -1,0 +1,2 @@
+import torch
+ÿþ x = 1

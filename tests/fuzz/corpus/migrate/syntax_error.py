@@ -1,0 +1,2 @@
+def f(:
+  torch.cuda.synchronize(
