@@ -49,11 +49,13 @@ std::vector<FlagCase> cases() {
     for (const char* flag : {"--lr", "--momentum", "--weight-decay", "--lr-gamma", "--clip-grad-norm", "--label-smoothing",
                              "--peak-tflops"})
       v.push_back({cmd, flag, {"-1", "1e308", "nan", "inf", "-inf", "fast"}});
-  for (const char* flag : {"--workers", "--prefetch", "--epochs", "--eval-every", "--world-size", "--rank",
+  for (const char* flag : {"--workers", "--prefetch", "--epochs", "--eval-every", "--accumulate-steps",
                            "--checkpoint-every", "--checkpoint-keep"})
     v.push_back({"train", flag, kCounts});
   for (const char* flag : {"--max-samples", "--val-max-samples"}) v.push_back({"train", flag, kLarge});
   v.push_back({"train", "--min-crop-scale", {"0", "1.5", "nan", "inf", "1e308"}});
+  v.push_back({"train", "--dist-timeout", {"0", "-1", "nan", "inf", "1e308", "fast"}});
+  v.push_back({"train", "--bucket-cap-mb", {"0", "-1", "nan", "inf", "1e308", "fast"}});
   v.push_back({"bench", "--warmup-steps", kCounts});
   v.push_back({"models", "--num-classes", kCounts});
   v.push_back({"models", "--image-size", kCounts});
