@@ -204,10 +204,9 @@ TEST(HostileInputs, EveryFileReadingCommandRefusesWithoutHangingOrGrowing) {
 }
 
 #ifdef CROSSTRAIN_CLI_WITH_TORCH
-// Weights that are a FIFO or /dev/zero. Disabled: the weights reader still opens them as it finds
-// them (a FIFO blocks until the time limit, /dev/zero is read until 8 GiB of RSS); enable it once
-// --weights refuses what is not a regular file, as every other reader does.
-TEST(HostileInputs, DISABLED_WeightsThatAreNotRegularFilesAreRefused) {
+// Weights that are a FIFO or /dev/zero: refused in one line before anything is read (a FIFO used
+// to block, /dev/zero to be read until 8 GiB of RSS).
+TEST(HostileInputs, WeightsThatAreNotRegularFilesAreRefused) {
   Hostile h;
   const std::string tiny = " --device cpu --model resnet18 --small-stem --num-classes 10 --image-size 16 --batch-size 2"
                            " --steps 1 --warmup-steps 0 --threads 1 --no-progress";
