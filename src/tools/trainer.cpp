@@ -185,7 +185,7 @@ void Trainer::grad_sync_phase() {
 
 double Trainer::reported_loss(const at::Tensor& loss) {
   const double local = loss.item<double>();  // waits for the step's work
-  if (!parts_.grad_sync || parts_.grad_sync->world_size() == 1) return local;
+  if (!parts_.grad_sync) return local;
   return parts_.grad_sync->mean_over_ranks({local}, "averaging the loss of step " + std::to_string(step_))[0];
 }
 

@@ -1,9 +1,7 @@
 // comm-bench and doctor --distributed through the binary: workers started with torchrun's variables
 // on the loopback (Gloo on the CPU), and each misconfiguration doctor names, produced on one host,
 // ending with exit 1 and a message within a bounded time.
-#include <netinet/in.h>
 #include <signal.h>
-#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -14,86 +12,17 @@
 #include <thread>
 
 #include "test_support.h"
+#include "worker_processes.h"
 
 namespace ct = crosstrain::testing;
 namespace fs = std::filesystem;
-using Clock = std::chrono::steady_clock;
+using ct::Clock;
+using ct::Env;
+using ct::free_port;
+using ct::read_file;
+using ct::Workers;
 
 namespace {
-
-int free_port() {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
-  socklen_t len = sizeof a;
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
-  ::close(fd);
-  return ntohs(a.sin_port);
-}
-
-std::string read_file(const fs::path& p) {
-  std::ifstream in(p);
-  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-}
-
-using Env = std::map<std::string, std::string>;
-
-// Processes started as a launcher starts workers: each with its own variables, output to files.
-class Workers {
- public:
-  explicit Workers(fs::path dir) : dir_(std::move(dir)) {}
-  ~Workers() {
-    for (pid_t p : pids_)
-      if (p > 0) {
-        ::kill(p, SIGKILL);
-        ::waitpid(p, nullptr, 0);
-      }
-  }
-  // Rank r of n on the loopback at `port`, plus `extra` variables.
-  static Env torchrun(int r, int n, int port, const Env& extra = {}) {
-    Env e = {{"RANK", std::to_string(r)},        {"LOCAL_RANK", std::to_string(r)}, {"WORLD_SIZE", std::to_string(n)},
-             {"LOCAL_WORLD_SIZE", std::to_string(n)}, {"MASTER_ADDR", "127.0.0.1"}, {"MASTER_PORT", std::to_string(port)}};
-    for (const auto& [k, v] : extra) e[k] = v;
-    return e;
-  }
-  int start(const Env& env, const std::string& args) {
-    const int i = static_cast<int>(pids_.size());
-    const pid_t pid = ::fork();
-    if (pid == 0) {
-      for (const char* v : {"RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT",
-                            "GLOO_SOCKET_IFNAME", "NCCL_SOCKET_IFNAME", "HCCL_SOCKET_IFNAME"})
-        ::unsetenv(v);
-      for (const auto& [k, v] : env) ::setenv(k.c_str(), v.c_str(), 1);
-      const std::string cmd = "exec " + ct::binary() + " " + args + " > " + out(i).string() + " 2> " + err(i).string();
-      ::execl("/bin/sh", "sh", "-c", cmd.c_str(), static_cast<char*>(nullptr));
-      ::_exit(127);
-    }
-    pids_.push_back(pid);
-    return i;
-  }
-  fs::path out(int i) const { return dir_ / ("out" + std::to_string(i) + ".txt"); }
-  fs::path err(int i) const { return dir_ / ("err" + std::to_string(i) + ".txt"); }
-  std::string output(int i) const { return read_file(out(i)) + read_file(err(i)); }
-  // The exit code of process i, or -1 when it still runs at `deadline`.
-  int wait(int i, Clock::time_point deadline) {
-    pid_t& p = pids_[static_cast<size_t>(i)];
-    while (true) {
-      int status = 0;
-      if (::waitpid(p, &status, WNOHANG) == p) {
-        p = -1;
-        return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-      }
-      if (Clock::now() > deadline) return -1;
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    }
-  }
-
- private:
-  fs::path dir_;
-  std::vector<pid_t> pids_;
-};
 
 Clock::time_point in_seconds(int s) { return Clock::now() + std::chrono::seconds(s); }
 

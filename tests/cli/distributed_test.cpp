@@ -3,9 +3,7 @@
 // final weights within 1e-5), failures that end every rank with a message instead of a hang (a
 // killed rank, a stopped rank), and torchrun's worker contract, including an elastic restart that
 // resumes from a checkpoint.
-#include <netinet/in.h>
 #include <signal.h>
-#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -17,10 +15,14 @@
 #include <thread>
 
 #include "test_support.h"
+#include "worker_processes.h"
 
 namespace ct = crosstrain::testing;
 namespace fs = std::filesystem;
-using Clock = std::chrono::steady_clock;
+using ct::Clock;
+using ct::free_port;
+using ct::read_file;
+using ct::Workers;
 
 namespace {
 
@@ -30,23 +32,6 @@ const std::string kModel =
 // A dataset through the sharded loader (fixed synthetic batches are the same on every step).
 const std::string kData = " --data synthetic:512";
 
-int free_port() {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
-  socklen_t len = sizeof a;
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
-  ::close(fd);
-  return ntohs(a.sin_port);
-}
-
-std::string read_file(const fs::path& p) {
-  std::ifstream in(p);
-  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-}
-
 std::vector<double> losses_of(const fs::path& log) {
   std::ifstream in(log);
   std::vector<double> out;
@@ -54,57 +39,6 @@ std::vector<double> losses_of(const fs::path& log) {
     if (!l.empty()) out.push_back(nlohmann::json::parse(l).at("loss").get<double>());
   return out;
 }
-
-// N workers started as a launcher would start them (torchrun's variables), output to files.
-class Workers {
- public:
-  Workers(const fs::path& dir, int n, const std::string& args) : dir_(dir) {
-    const int port = free_port();
-    for (int r = 0; r < n; ++r) {
-      const pid_t pid = ::fork();
-      if (pid == 0) {
-        ::setenv("RANK", std::to_string(r).c_str(), 1);
-        ::setenv("LOCAL_RANK", std::to_string(r).c_str(), 1);
-        ::setenv("WORLD_SIZE", std::to_string(n).c_str(), 1);
-        ::setenv("LOCAL_WORLD_SIZE", std::to_string(n).c_str(), 1);
-        ::setenv("MASTER_ADDR", "127.0.0.1", 1);
-        ::setenv("MASTER_PORT", std::to_string(port).c_str(), 1);
-        const std::string cmd = "exec " + ct::binary() + " train " + args + " > " + out(r).string() + " 2> " +
-                                err(r).string();
-        ::execl("/bin/sh", "sh", "-c", cmd.c_str(), static_cast<char*>(nullptr));
-        ::_exit(127);
-      }
-      pids_.push_back(pid);
-    }
-  }
-  ~Workers() {
-    for (pid_t p : pids_)
-      if (p > 0) {
-        ::kill(p, SIGKILL);
-        ::waitpid(p, nullptr, 0);
-      }
-  }
-  fs::path out(int r) const { return dir_ / ("out" + std::to_string(r) + ".txt"); }
-  fs::path err(int r) const { return dir_ / ("err" + std::to_string(r) + ".txt"); }
-  pid_t pid(int r) const { return pids_[static_cast<size_t>(r)]; }
-  // The exit code of rank r (128 + signal when killed), or -1 when it is still running at `deadline`.
-  int wait(int r, Clock::time_point deadline) {
-    pid_t& p = pids_[static_cast<size_t>(r)];
-    while (true) {
-      int status = 0;
-      if (::waitpid(p, &status, WNOHANG) == p) {
-        p = -1;
-        return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-      }
-      if (Clock::now() > deadline) return -1;
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));
-    }
-  }
-
- private:
-  fs::path dir_;
-  std::vector<pid_t> pids_;
-};
 
 // Largest relative difference between the tensors of two state-dict files, by Python's torch.
 double max_weight_difference(const fs::path& a, const fs::path& b) {
@@ -131,7 +65,7 @@ void expect_equivalent(int n) {
                                    (dir / "one.pt").string() + " > /dev/null");
   ASSERT_EQ(one.exit_code, 0) << one.output;
   {
-    Workers w(dir, n, args + " --log " + (dir / "dp.jsonl").string() + " --save-weights " + (dir / "dp.pt").string());
+    Workers w(dir, n, "train " + args + " --log " + (dir / "dp.jsonl").string() + " --save-weights " + (dir / "dp.pt").string());
     const auto deadline = Clock::now() + std::chrono::seconds(300);
     for (int r = 0; r < n; ++r) ASSERT_EQ(w.wait(r, deadline), 0) << read_file(w.err(r));
     EXPECT_NE(read_file(w.out(0)).find(std::to_string(n) + " ranks over gloo"), std::string::npos) << read_file(w.out(0));
@@ -150,7 +84,7 @@ void expect_equivalent(int n) {
 void expect_survivors_report(const std::string& name, int signal, const std::string& expect) {
   const auto dir = ct::scratch_dir("dist_fail_" + name);
   const int timeout_s = 6;
-  Workers w(dir, 3, kModel + " --steps 100000 --dist-timeout " +
+  Workers w(dir, 3, "train" + kModel + " --steps 100000 --dist-timeout " +
                         std::to_string(timeout_s) + " --log " + (dir / "log.jsonl").string());
   const auto started = Clock::now();
   while (losses_of(dir / "log.jsonl").size() < 2) {  // training, so the group is up
@@ -266,7 +200,7 @@ TEST(Distributed, AnElasticRestartResumesFromTheLastCheckpoint) {
 // Gloo collectives as communication, and how much of them ran under compute on the other thread.
 TEST(Distributed, ProfilesOneTracePerRankThatAnalyzeReadsTogether) {
   const auto dir = ct::scratch_dir("dist_profile");
-  Workers w(dir, 2, kData + kModel + " --steps 6 --lr 0.01 --profile " + (dir / "prof").string());
+  Workers w(dir, 2, "train" + kData + kModel + " --steps 6 --lr 0.01 --profile " + (dir / "prof").string());
   const auto deadline = Clock::now() + std::chrono::seconds(300);
   for (int r = 0; r < 2; ++r) ASSERT_EQ(w.wait(r, deadline), 0) << read_file(w.err(r));
   EXPECT_TRUE(fs::exists(dir / "prof" / "rank0")) << read_file(w.out(0));
@@ -291,7 +225,7 @@ TEST(Distributed, ProfilesOneTracePerRankThatAnalyzeReadsTogether) {
 // the checkpoint, and all exit with 128 + SIGTERM.
 TEST(Distributed, APreemptedRankStopsEveryRankAfterTheSameStepWithACheckpoint) {
   const auto dir = ct::scratch_dir("dist_preempt");
-  Workers w(dir, 2, kData + kModel + " --steps 100000 --lr 0.01 --checkpoint-dir " + (dir / "ck").string() +
+  Workers w(dir, 2, "train" + kData + kModel + " --steps 100000 --lr 0.01 --checkpoint-dir " + (dir / "ck").string() +
                         " --log " + (dir / "log.jsonl").string());
   const auto started = Clock::now();
   while (losses_of(dir / "log.jsonl").size() < 2) {
@@ -321,7 +255,7 @@ TEST(Distributed, SyncBatchNormOnTwoRanksMatchesOneProcessWithTheGlobalBatch) {
                                    " > /dev/null");
   ASSERT_EQ(one.exit_code, 0) << one.output;
   {
-    Workers w(dir, 2, args + " --batch-size 8 --sync-bn --log " + (dir / "dp.jsonl").string() + " --save-weights " +
+    Workers w(dir, 2, "train " + args + " --batch-size 8 --sync-bn --log " + (dir / "dp.jsonl").string() + " --save-weights " +
                           (dir / "dp.pt").string());
     const auto deadline = Clock::now() + std::chrono::seconds(300);
     for (int r = 0; r < 2; ++r) ASSERT_EQ(w.wait(r, deadline), 0) << read_file(w.err(r));
