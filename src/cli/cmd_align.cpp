@@ -24,8 +24,10 @@ void add_align_command(CLI::App& app) {
       "Train the same model twice (same seed, weights and batches) on two setups, dump both and compare "
       "them: the verdict and the first divergence. Exit 0 when the runs agree, 1 when they differ.");
   cmd->add_option("--a", f.a, "Reference setup, e.g. \"device=cpu precision=fp32\" (keys: device, precision, "
-                              "threads, channels_last, backend_lib, loss_scale)")->required();
-  cmd->add_option("--b", f.b, "Candidate setup, e.g. \"device=cpu precision=bf16\"")->required();
+                              "threads, channels_last, backend_lib, loss_scale, nproc, accumulate_steps)")->required();
+  cmd->add_option("--b", f.b, "Candidate setup, e.g. \"device=cpu precision=bf16\", or \"nproc=2\": B trains as 2 "
+                              "data-parallel processes and A accumulates 2 micro-batches to see the same samples")
+      ->required();
   cmd->add_option("--out", f.out, "Directory for the dumps (default: a new align-<time> directory here)")
       ->type_name("DIR");
   add_json_option(cmd, args->json);

@@ -165,7 +165,8 @@ void run_steps(Trainer& trainer, const RunPlan& plan, const TrainHooks& hooks, c
   std::unique_ptr<JsonLinesLog> log;
   if (!c.log_path.empty() && leader) log = std::make_unique<JsonLinesLog>(c.log_path);
   report::ProgressLine progress_line(c.progress && leader && report::stderr_is_terminal());
-  auto evaluation = make_evaluation(plan, data, trainer.model(), dev.device(), msg, progress_line, sync);
+  std::ostringstream quiet;  // every rank evaluates its shard; rank 0 prints the combined result
+  auto evaluation = make_evaluation(plan, data, trainer.model(), dev.device(), leader ? msg : quiet, progress_line, sync);
   ProgressObserver progress(progress_line, c.steps);
   StepStatistics stats;
   std::unique_ptr<CheckpointObserver> checkpoints;

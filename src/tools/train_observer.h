@@ -6,10 +6,11 @@
 // DumpSession), in this order:
 //   on_run_begin
 //   per step: on_step_begin ->
-//     phase Data -> phase Forward (on_module_enter / on_module_exit per module) -> on_loss ->
-//     phase Backward -> phase GradSync -> [on_param_grads(scaled = true) with a loss scaler] ->
-//     phase UnscaleClip -> on_param_grads(scaled = false) -> phase OptimizerStep -> phase ScalerUpdate
-//     -> on_step_end
+//     per micro-batch (1, or K with --accumulate-steps K): on_micro_batch -> phase Data ->
+//       phase Forward (on_module_enter / on_module_exit per module) -> on_loss -> phase Backward ->
+//     phase GradSync ->
+//     [on_param_grads(scaled = true) with a loss scaler] -> phase UnscaleClip ->
+//     on_param_grads(scaled = false) -> phase OptimizerStep -> phase ScalerUpdate -> on_step_end
 //   on_run_end
 // Each phase is bracketed by on_phase_begin / on_phase_end, also when it has nothing to do.
 #include <ATen/ATen.h>
@@ -37,6 +38,9 @@ class TrainObserver {
   virtual ~TrainObserver() = default;
   virtual void on_run_begin(const RunPlan& plan) {}
   virtual void on_step_begin(int64_t step) {}
+  // Micro-batch `micro` of `count` in this step begins. Each backward gets the micro-batch's loss
+  // divided by `count`, so gradients seen in backward hooks are 1/count of the micro-batch's own.
+  virtual void on_micro_batch(int64_t step, int64_t micro, int64_t count) {}
   virtual void on_phase_begin(int64_t step, Phase phase) {}
   virtual void on_phase_end(int64_t step, Phase phase) {}
   // Every module of the model, by torchvision name, nested (a block's leaves run inside it).
@@ -48,7 +52,8 @@ class TrainObserver {
   // model then runs without in-place ReLU / residual adds, which would change what it was handed).
   virtual bool wants_module_events() const { return false; }
   virtual bool reads_module_outputs() const { return false; }
-  // The loss as computed (before scaling) and the loss scale in force (nullopt without a scaler).
+  // The micro-batch's loss as computed (before scaling, and before the 1/K of accumulation) and the
+  // loss scale in force (nullopt without a scaler). The step's loss is in on_step_end's record.
   virtual void on_loss(int64_t step, const at::Tensor& loss, std::optional<double> loss_scale) {}
   // Parameter gradients by state-dict name, built only when some observer wants them. With a loss
   // scaler: first as backward left them (scaled = true), then divided by the scale (scaled = false).

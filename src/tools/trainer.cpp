@@ -224,18 +224,16 @@ StepRecord Trainer::step() {
   double data_wait_ms = 0;
   at::Tensor loss;
   for (int64_t micro = 0; micro < k; ++micro) {
+    for (auto* o : observers_) o->on_micro_batch(step_, micro, k);
     const auto td = Clock::now();
     core::Batch batch = data_phase();
     data_wait_ms += ms_since(td);
     at::Tensor micro_loss = forward_phase(batch, /*sync=*/micro == k - 1);
-    if (k == 1) notify_loss(micro_loss);
+    notify_loss(micro_loss);
     backward_phase(k == 1 ? micro_loss : micro_loss / static_cast<double>(k));
     loss = micro == 0 ? micro_loss.detach() : loss + micro_loss.detach();
   }
-  if (k > 1) {
-    loss = loss / static_cast<double>(k);
-    notify_loss(loss);
-  }
+  if (k > 1) loss = loss / static_cast<double>(k);
   grad_sync_phase();
   auto grads = parts_.optimizer->gradients();
   if (step_ == plan_.resolved.inject_inf_at_step && !grads.empty())

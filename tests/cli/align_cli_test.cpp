@@ -124,3 +124,45 @@ TEST(AlignCli, ASideThatCannotRunIsAnErrorNotADifference) {
   EXPECT_EQ(r.output.find("differ"), std::string::npos) << r.output;
   EXPECT_EQ(r.output.find("frame #"), std::string::npos) << r.output;
 }
+
+// A side that trains as 2 data-parallel processes against one process that accumulates 2
+// micro-batches: the same samples per step, so rank 0's dump (forward outputs, the gradients into
+// every module, parameter gradients after the all-reduce, the loss) matches record for record.
+TEST(AlignCli, OneProcessAgainstDataParallelRanksAgrees) {
+  const auto dir = scratch_dir("align_ranks");
+  const std::string tiny = " --model resnet18 --small-stem --image-size 16 --batch-size 4 --num-classes 10 --steps 3"
+                           " --lr 0.01 --no-progress";
+  auto r = run_command(binary() + " align --a threads=1 --b 'nproc=2 threads=1' --dump-steps 0-2 --out " +
+                       (dir / "two").string() + tiny);
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("run A accumulates 2 micro-batches per step"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("warn 0, error 0; missing in A 0, missing in B 0"), std::string::npos) << r.output;
+  for (const char* rank : {"rank0", "rank1"})
+    EXPECT_TRUE(std::filesystem::exists(dir / "two" / "b" / rank / "index.jsonl")) << rank;
+  // Four ranks against four micro-batches, on the first step (later steps part by rounding).
+  r = run_command(binary() + " align --a threads=1 --b 'nproc=4 threads=1' --out " + (dir / "four").string() + tiny);
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("run A accumulates 4 micro-batches per step"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("error 0; missing in A 0, missing in B 0"), std::string::npos) << r.output;
+}
+
+TEST(AlignCli, ADisturbedRankSideDiffersAtThatLayer) {
+  const auto dir = scratch_dir("align_ranks_perturb");
+  auto r = run_command(align_cmd((dir / "out").string(), "threads=1", "nproc=2 threads=1",
+                                 " --perturb-module layer3.0.conv1=0.5"));
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_NE(r.output.find("first divergence: step 0 forward/layer3.0.conv1"), std::string::npos) << r.output;
+}
+
+TEST(AlignCli, SidesThatWouldSeeDifferentSamplesAreRefused) {
+  const auto dir = scratch_dir("align_ranks_bad");
+  auto r = run_command(align_cmd((dir / "out").string(), "accumulate_steps=1", "nproc=2"));
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("the sides would train on different samples"), std::string::npos) << r.output;
+  r = run_command(align_cmd((dir / "out").string(), "nproc=3", "nproc=2"));
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  r = run_command(align_cmd((dir / "out").string(), "nproc=0", "threads=1"));
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("--a nproc: expected an integer from 1 to 256"), std::string::npos) << r.output;
+  EXPECT_FALSE(std::filesystem::exists(dir / "out" / "a"));  // refused before anything ran
+}

@@ -3,6 +3,7 @@
 
 #include "report/envelope.h"
 #include "report/output.h"
+#include "tools/commands/align_ranks.h"
 #include "tools/align/compare_report.h"
 #include "tools/commands/commands.h"
 #include "tools/commands/torch_errors.h"
@@ -20,6 +21,10 @@ int align_body(const AlignArgs& args) {
     // Not a verdict: neither "agree" nor "differ" (exit 1) can be said about a run that did not happen.
     std::cerr << "crosstrain: error: " << e.what() << "\n";
     return kAlignSideFailedExit;
+  }
+  if (run.worker) {  // one rank of a side: the align process that started it gives the verdict
+    for (const auto& p : run.result.problems) std::cerr << p << "\n";
+    return run.result.agree ? 0 : kAlignRankStoppedExit;
   }
   if (!args.json.empty()) {
     auto doc = align::compare_to_json(run.result);

@@ -9,6 +9,7 @@
 
 #include "core/device.h"
 #include "core/models.h"
+#include "tools/commands/align_ranks.h"
 #include "tools/train.h"
 #include "tools/trainer.h"
 
@@ -24,16 +25,20 @@ bool parse_bool(const std::string& key, const std::string& v) {
   throw std::invalid_argument(key + ": expected true or false, got '" + v + "'");
 }
 
-int parse_threads(const std::string& where, const std::string& value) {
+// An integer in [lo, hi] (std::invalid_argument naming `where` otherwise).
+int64_t parse_count(const std::string& where, const std::string& value, int64_t lo, int64_t hi) {
   try {
     size_t used = 0;
-    const int n = std::stoi(value, &used);
-    if (used != value.size() || n < 0) throw std::invalid_argument("");
+    const long long n = std::stoll(value, &used);
+    if (used != value.size() || n < lo || n > hi) throw std::invalid_argument("");
     return n;
   } catch (const std::exception&) {
-    throw std::invalid_argument(where + ": expected a non-negative integer, got '" + value + "'");
+    throw std::invalid_argument(where + ": expected an integer from " + std::to_string(lo) + " to " +
+                                std::to_string(hi) + ", got '" + value + "'");
   }
 }
+
+constexpr int64_t kMaxAlignProcesses = 256;  // processes one side may start on this node
 
 std::string fresh_out_dir() {
   const std::time_t now = std::time(nullptr);
@@ -44,6 +49,8 @@ std::string fresh_out_dir() {
   return dir;
 }
 
+std::string initial_weights_path(const std::string& out) { return (fs::path(out) / "initial_weights.pt").string(); }
+
 // The initial weights both sides load, from the shared configuration's seed.
 std::string write_initial_weights(const tools::TrainConfig& base, const std::string& out) {
   core::ModelOptions mo;
@@ -53,7 +60,7 @@ std::string write_initial_weights(const tools::TrainConfig& base, const std::str
   mo.zero_init_residual = base.zero_init_residual;
   at::manual_seed(base.seed);
   auto model = core::create_model(base.model, mo);
-  const std::string weights = (fs::path(out) / "initial_weights.pt").string();
+  const std::string weights = initial_weights_path(out);
   core::save_weights(*model, weights);
   return weights;
 }
@@ -96,7 +103,7 @@ std::string run_side(const AlignOptions& o, const tools::TrainConfig& c, const s
   }
   std::string stopped;
   try {
-    DumpAttachment attachment = attach_dump(d, dir, c, hooks, /*host_batches=*/true);
+    DumpAttachment attachment = attach_dump(d, dir, c, hooks, /*host_batches=*/c.data.empty());
     try {
       tools::run_training(c, hooks);
     } catch (const tools::NonFiniteLoss& e) {
@@ -117,8 +124,10 @@ std::string run_side(const AlignOptions& o, const tools::TrainConfig& c, const s
 
 }  // namespace
 
-tools::TrainConfig apply_align_side(const tools::TrainConfig& base, const std::string& side, const std::string& spec) {
-  tools::TrainConfig c = base;
+AlignSide parse_align_side(const tools::TrainConfig& base, const std::string& side, const std::string& spec) {
+  AlignSide r;
+  tools::TrainConfig& c = r.config;
+  c = base;
   std::istringstream in(spec);
   std::string token;
   while (in >> token) {
@@ -132,22 +141,111 @@ tools::TrainConfig apply_align_side(const tools::TrainConfig& base, const std::s
     else if (key == "loss_scale") c.loss_scale = value;
     else if (key == "backend_lib") c.backend_libs.push_back(value);
     else if (key == "channels_last") c.channels_last = parse_bool(where, value);
-    else if (key == "threads") c.threads = parse_threads(where, value);
-    else
+    else if (key == "threads") c.threads = static_cast<int>(parse_count(where, value, 0, tools::limits::kMaxThreads));
+    else if (key == "nproc") r.nproc = static_cast<int>(parse_count(where, value, 1, kMaxAlignProcesses));
+    else if (key == "accumulate_steps") {
+      c.accumulate_steps = parse_count(where, value, 1, tools::limits::kMaxSteps);
+      r.accumulate_set = true;
+    } else
       throw std::invalid_argument("--" + side + ": unknown key '" + key +
-                                  "' (valid: device, precision, threads, channels_last, backend_lib, loss_scale)");
+                                  "' (valid: device, precision, threads, channels_last, backend_lib, loss_scale, "
+                                  "nproc, accumulate_steps)");
   }
   tools::validate_config(c);
-  return c;
+  return r;
 }
 
-AlignRun run_align(const AlignOptions& options, std::ostream& log) {
-  // Both sides train on the same synthetic batches: the defaults `train` gives synthetic data.
-  AlignOptions o = options;
-  if (o.base.num_classes == 0) o.base.num_classes = 1000;
+tools::TrainConfig apply_align_side(const tools::TrainConfig& base, const std::string& side, const std::string& spec) {
+  return parse_align_side(base, side, spec).config;
+}
+
+void match_align_sides(AlignSide& a, AlignSide& b, std::ostream* log) {
+  if (a.nproc == 1 && b.nproc == 1) return;
+  auto describe = [](const AlignSide& s) {
+    return std::to_string(s.nproc) + " process(es) x " + std::to_string(s.config.accumulate_steps) + " micro-batch(es)";
+  };
+  const bool a_fewer = a.nproc <= b.nproc;
+  AlignSide& few = a_fewer ? a : b;
+  const AlignSide& many = a_fewer ? b : a;
+  const int64_t want = many.nproc * many.config.accumulate_steps;
+  if (few.nproc * few.config.accumulate_steps != want) {
+    if (few.accumulate_set || want % few.nproc != 0)
+      throw std::invalid_argument("the sides would train on different samples: A " + describe(a) + ", B " + describe(b) +
+                                  " per step; set accumulate_steps so that both give the same product");
+    few.config.accumulate_steps = want / few.nproc;
+    if (log)
+      *log << "align: run " << (a_fewer ? "A" : "B") << " accumulates " << few.config.accumulate_steps
+           << " micro-batches per step to see the samples of the other side's " << many.nproc << " processes\n";
+  }
+  // One sharded dataset, generated on the host, with exactly the samples of every step.
+  const int64_t samples = a.config.steps * want * a.config.batch_size;
+  a.config.data = b.config.data = "synthetic:" + std::to_string(samples);
+  tools::validate_config(a.config);
+  tools::validate_config(b.config);
+}
+
+namespace {
+
+struct Sides {
+  AlignSide a, b;
+};
+
+// Both sides as they will train; the same in the align process and in every rank it starts.
+Sides resolve_sides(AlignOptions& o, std::ostream* log) {
   if (o.base.image_size == 0) o.base.image_size = 224;
-  tools::TrainConfig sa = apply_align_side(o.base, "a", o.a);
-  tools::TrainConfig sb = apply_align_side(o.base, "b", o.b);
+  Sides s{parse_align_side(o.base, "a", o.a), parse_align_side(o.base, "b", o.b)};
+  match_align_sides(s.a, s.b, log);
+  // Fixed synthetic batches offer 1000 classes; the sharded synthetic dataset has its own 10.
+  for (AlignSide* side : {&s.a, &s.b})
+    if (side->config.num_classes == 0) side->config.num_classes = side->config.data.empty() ? 1000 : 10;
+  return s;
+}
+
+// A rank of a multi-process side, started by run_side_ranks: trains its side into SIDE/rank<R>.
+AlignRun run_as_rank(AlignOptions o, const AlignWorkerRole& role, std::ostream& log) {
+  Sides s = resolve_sides(o, nullptr);
+  const bool is_b = role.side == "b";
+  tools::TrainConfig c = (is_b ? s.b : s.a).config;
+  if (o.base.weights_in.empty()) c.weights_in = initial_weights_path(role.out);
+  const std::string dir = (fs::path(role.out) / role.side / ("rank" + std::to_string(role.rank))).string();
+  const std::string name = side_name(is_b ? "B" : "A", is_b ? o.b : o.a);
+  AlignRun run;
+  run.worker = true;
+  run.out_dir = role.out;
+  const std::string stopped = run_side(o, c, dir, /*disturbed=*/is_b, name, log);
+  run.result.agree = stopped.empty();
+  if (!stopped.empty()) run.result.problems.push_back(name + " stopped early: " + first_line(stopped));
+  return run;
+}
+
+// Trains one side, in this process or as its ranks; returns why it stopped early ("" if it did not).
+std::string train_side(const AlignOptions& o, const AlignSide& side, const std::string& letter,
+                       const std::string& name, const std::string& out, std::ostream& log) {
+  const std::string dir = (fs::path(out) / letter).string();
+  const bool disturbed = letter == "b";
+  if (side.nproc == 1) return run_side(o, side.config, dir, disturbed, name, log);
+  log << "align: " << name << " trains as " << side.nproc << " processes; rank 0's dump is compared\n";
+  const int status = run_side_ranks(letter, side.nproc, out);
+  if (status == 0) return "";
+  if (status == kAlignRankStoppedExit) return "a rank's loss turned NaN or infinite (the ranks' output is above)";
+  throw AlignSideFailed(name + " failed: its ranks exited with status " + std::to_string(status) +
+                        " (their messages are above)");
+}
+
+// Where a side's dump is read for the comparison: rank 0's for a multi-process side.
+std::string compared_dump(const std::string& out, const std::string& letter, const AlignSide& side) {
+  const fs::path dir = fs::path(out) / letter;
+  return (side.nproc > 1 ? dir / "rank0" : dir).string();
+}
+
+}  // namespace
+
+AlignRun run_align(const AlignOptions& options, std::ostream& log) {
+  AlignOptions o = options;
+  if (const auto role = align_worker_role()) return run_as_rank(o, *role, log);
+  Sides s = resolve_sides(o, &log);
+  tools::TrainConfig& sa = s.a.config;
+  tools::TrainConfig& sb = s.b.config;
   tools::check_threads_fit_machine(sa);
   tools::check_threads_fit_machine(sb);
   align::StepSelection::parse(o.dump.steps);  // a malformed selection fails before anything runs
@@ -159,28 +257,28 @@ AlignRun run_align(const AlignOptions& options, std::ostream& log) {
   run.out_dir = run.out_dir_generated ? fresh_out_dir() : o.out;
   fs::create_directories(run.out_dir);
   // A thread count set for one side stays set in the process: a side without one gets the default
-  // explicitly, so the order of the runs does not change what B measures.
+  // explicitly, so the order of the runs does not change what B measures. Ranks get one thread
+  // each from the launcher unless OMP_NUM_THREADS or the spec says otherwise.
   const int default_threads = at::get_num_threads();
-  if (sa.threads == 0) sa.threads = default_threads;
-  if (sb.threads == 0) sb.threads = default_threads;
+  if (sa.threads == 0 && s.a.nproc == 1) sa.threads = default_threads;
+  if (sb.threads == 0 && s.b.nproc == 1) sb.threads = default_threads;
   if (o.base.weights_in.empty()) {
     try {
-      sa.weights_in = sb.weights_in = write_initial_weights(o.base, run.out_dir);
+      sa.weights_in = sb.weights_in = write_initial_weights(sa, run.out_dir);
     } catch (const c10::Error& e) {
       throw std::runtime_error("initial weights: " + first_line(e.what_without_backtrace()));
     }
   }
   log << "align: dumps in " << run.out_dir
       << (run.out_dir_generated ? " (a new directory under the current one; --out to choose)" : "") << "\n";
-  const std::string dir_a = (fs::path(run.out_dir) / "a").string(), dir_b = (fs::path(run.out_dir) / "b").string();
   log << "align: running A (" << o.a << ")\n";
-  const std::string stopped_a = run_side(o, sa, dir_a, /*disturbed=*/false, name_a, log);
+  const std::string stopped_a = train_side(o, s.a, "a", name_a, run.out_dir, log);
   log << "align: running B (" << o.b << ")\n";
-  const std::string stopped_b = run_side(o, sb, dir_b, /*disturbed=*/true, name_b, log);
+  const std::string stopped_b = train_side(o, s.b, "b", name_b, run.out_dir, log);
 
   align::CompareOptions compare;
   compare.strict = o.strict;
-  run.result = align::compare_paths(dir_a, dir_b, compare);
+  run.result = align::compare_paths(compared_dump(run.out_dir, "a", s.a), compared_dump(run.out_dir, "b", s.b), compare);
   if (!stopped_a.empty()) run.result.problems.push_back("run A stopped early: " + first_line(stopped_a));
   if (!stopped_b.empty()) run.result.problems.push_back("run B stopped early: " + first_line(stopped_b));
   if (!stopped_a.empty() || !stopped_b.empty()) run.result.agree = false;

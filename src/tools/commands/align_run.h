@@ -13,6 +13,13 @@
 // differ). A side that cannot run at all, or fails for any other reason (its device does not open,
 // the weights do not load, an operator is missing, memory runs out), is no answer about the runs:
 // run_align throws AlignSideFailed naming the side and the reason.
+//
+// A side may train as N data-parallel processes ("nproc=N", Gloo on the CPU, the device's backend
+// elsewhere): the align process starts N copies of itself (tools/commands/align_ranks.h), each rank
+// dumps into SIDE/rank<R>, and rank 0's dump is compared. Both sides then read one sharded dataset
+// (synthetic:S, generated on the host) and must see the same samples per step: the side with fewer
+// processes accumulates micro-batches (accumulate_steps) to make up the global batch, unless the
+// spec sets it. Dumps of an accumulating run hold its first micro-batch, which is rank 0's.
 #include <ostream>
 #include <stdexcept>
 #include <string>
@@ -42,11 +49,25 @@ struct AlignRun {
   std::string out_dir;           // where the dumps are
   bool out_dir_generated = false;
   align::CompareResult result;   // problems include a side that stopped early
+  bool worker = false;           // this process trained one rank of a side: no verdict here
 };
 
-// The keys a side may set: device, precision, threads, channels_last, backend_lib, loss_scale.
-// std::invalid_argument naming the side and key for a malformed spec or an invalid configuration.
+// The keys a side may set: device, precision, threads, channels_last, backend_lib, loss_scale,
+// nproc, accumulate_steps. std::invalid_argument naming the side and key for a malformed spec or an
+// invalid configuration.
+struct AlignSide {
+  tools::TrainConfig config;
+  int nproc = 1;                // processes the side trains as
+  bool accumulate_set = false;  // the spec set accumulate_steps
+};
+AlignSide parse_align_side(const tools::TrainConfig& base, const std::string& side, const std::string& spec);
 tools::TrainConfig apply_align_side(const tools::TrainConfig& base, const std::string& side, const std::string& spec);
+
+// Makes both sides see the same samples per step when their process counts differ: the side with
+// fewer processes accumulates micro-batches unless its spec set accumulate_steps, and both read
+// one sharded synthetic dataset. std::invalid_argument when the global batches cannot be matched.
+// Notes what it changed to `log` when given.
+void match_align_sides(AlignSide& a, AlignSide& b, std::ostream* log);
 
 // Validates both sides and opens both devices before anything runs (std::invalid_argument for a
 // malformed side, AlignSideFailed for a device that does not open), then trains A, then B, and

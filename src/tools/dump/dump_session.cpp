@@ -80,25 +80,34 @@ void DumpSession::on_step_begin(int64_t step) {
   step_ = step;
   dumping_ = options_.steps.contains(step);
   saw_scaled_ = false;
+  micro_ = 0;
+  micro_count_ = 1;
+}
+
+void DumpSession::on_micro_batch(int64_t, int64_t micro, int64_t count) {
+  micro_ = micro;
+  micro_count_ = count;
 }
 
 at::Tensor DumpSession::on_module_exit(const std::string& module, const at::Tensor& output) {
-  if (!dumping_ || !output.defined()) return output;
+  if (!dumping_ || micro_ != 0 || !output.defined()) return output;
   // Written now: an in-place op later in forward would change the values.
   write(step_, module, align::RecordKind::Forward, output);
   if (output.requires_grad()) {
     const int64_t step = step_;
+    const double own_loss = static_cast<double>(micro_count_);  // undoes backward's 1/K
     // A void hook leaves the gradient unchanged. A hook registered before an in-place op still
     // sees the gradient with respect to this module's value.
-    output.register_hook([this, step, module](const at::Tensor& grad) {
-      if (grad.defined()) write(step, module, align::RecordKind::GradOutput, grad);
+    output.register_hook([this, step, module, own_loss](const at::Tensor& grad) {
+      if (!grad.defined()) return;
+      write(step, module, align::RecordKind::GradOutput, own_loss == 1 ? grad : grad * own_loss);
     });
   }
   return output;
 }
 
 void DumpSession::on_loss(int64_t step, const at::Tensor& loss, std::optional<double> loss_scale) {
-  if (!dumping_) return;
+  if (!dumping_ || micro_ != 0) return;
   write(step, "", align::RecordKind::Loss, loss.to(at::kFloat));
   if (loss_scale) {
     std::lock_guard<std::mutex> lock(mutex_);

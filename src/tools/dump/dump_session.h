@@ -10,7 +10,10 @@
 //
 // Per dumped step, in execution order: every module's forward output (block and leaf), the loss and
 // the loss scale, the gradient flowing into each module output as backward reaches it, then every
-// parameter's gradient (scaled and unscaled when a loss scaler runs). The loss of every step goes to
+// parameter's gradient (scaled and unscaled when a loss scaler runs). With K accumulated
+// micro-batches, the loss and module records are of the first micro-batch, and module gradients are
+// taken with respect to that micro-batch's own loss (backward saw it divided by K): what rank 0 of
+// a K-rank data-parallel run records for the same samples. loss.jsonl has the step's mean. The loss of every step goes to
 // loss.jsonl. Tensors are copied to host memory on dumped steps only; other steps cost one branch
 // per module. Writes are serialised (backward hooks may run on autograd's device threads).
 //
@@ -47,6 +50,7 @@ class DumpSession final : public tools::TrainObserver {
   DumpSession& operator=(const DumpSession&) = delete;
 
   void on_step_begin(int64_t step) override;
+  void on_micro_batch(int64_t step, int64_t micro, int64_t count) override;
   void on_loss(int64_t step, const at::Tensor& loss, std::optional<double> loss_scale) override;
   void on_param_grads(int64_t step, bool scaled, const tools::NamedTensors& grads) override;
   void on_step_end(const tools::StepRecord& record) override;
@@ -67,6 +71,8 @@ class DumpSession final : public tools::TrainObserver {
   mutable std::mutex mutex_;
   int64_t step_ = -1;
   bool dumping_ = false;      // the current step is selected
+  int64_t micro_ = 0;         // the micro-batch running now
+  int64_t micro_count_ = 1;   // micro-batches per step (--accumulate-steps)
   bool saw_scaled_ = false;   // a scaler reported scaled gradients this step
 };
 

@@ -134,3 +134,31 @@ TEST(AlignRun, DefaultClassCountWorksAsInTrain) {
   EXPECT_TRUE(run.result.agree) << log.str();
   fs::remove_all(dir);
 }
+
+TEST(AlignRun, FewerProcessesAccumulateToSeeTheSameSamples) {
+  using crosstrain::commands::match_align_sides;
+  using crosstrain::commands::parse_align_side;
+  const auto base = crosstrain::testing::tiny_train_config(/*batch_size=*/4, /*steps=*/3, /*warmup_steps=*/0);
+  auto a = parse_align_side(base, "a", "nproc=2");
+  auto b = parse_align_side(base, "b", "nproc=8 accumulate_steps=2");
+  std::ostringstream log;
+  match_align_sides(a, b, &log);
+  EXPECT_EQ(a.config.accumulate_steps, 8);  // 2 x 8 = 8 x 2 micro-batches per step
+  EXPECT_EQ(b.config.accumulate_steps, 2);
+  EXPECT_EQ(a.config.data, "synthetic:192");  // 3 steps x 16 micro-batches x 4
+  EXPECT_EQ(a.config.data, b.config.data);
+  EXPECT_NE(log.str().find("run A accumulates 8"), std::string::npos) << log.str();
+  // One process on each side: the fixed host batches, nothing changed.
+  auto c = parse_align_side(base, "a", "threads=1");
+  auto d = parse_align_side(base, "b", "");
+  match_align_sides(c, d, nullptr);
+  EXPECT_TRUE(c.config.data.empty());
+  EXPECT_EQ(c.config.accumulate_steps, 1);
+  // A set accumulate_steps that cannot match, or counts that do not divide, are refused.
+  auto e = parse_align_side(base, "a", "accumulate_steps=3");
+  auto f = parse_align_side(base, "b", "nproc=2");
+  EXPECT_THROW(match_align_sides(e, f, nullptr), std::invalid_argument);
+  auto g = parse_align_side(base, "a", "nproc=2");
+  auto h = parse_align_side(base, "b", "nproc=3");
+  EXPECT_THROW(match_align_sides(g, h, nullptr), std::invalid_argument);
+}
