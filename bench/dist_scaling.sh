@@ -2,6 +2,10 @@
 # Data-parallel scaling on the CPU (Gloo over the loopback), measured in one run with turns taken:
 #   weak scaling: 2 processes x 1 thread at per-rank batch B (crosstrain launch) against 1 process x
 #   1 thread at batch B: the ratio of images per second (target >= 1.8x on ResNet-18 at 64 px);
+#   the machine's ceiling in the same round: 2 independent 1-process runs at once (no exchange);
+#   the same 2-process run with --grad-compression bf16 (half the bytes on the wire);
+#   CPU time per image of each run (all processes, from /proc/stat), which says what the exchange
+#   costs in cycles whatever the noise of the shared host;
 #   overlap: the share of all-reduce time hidden behind other work, from each rank's trace with
 #   `crosstrain analyze` (target >= 50%).
 # usage: bench/dist_scaling.sh [rounds] [batch] [steps]   (after scripts/build.sh; 2+ cores)
@@ -15,26 +19,54 @@ PY=.venv/bin/python
 DIR=$(mktemp -d)
 trap 'rm -rf "$DIR"' EXIT
 args="--device cpu --model resnet18 --image-size 64 --num-classes 100 --batch-size $BATCH --steps $STEPS --threads 1 --no-progress"
+busy() { awk '/^cpu /{print $2+$3+$4+$7+$8}' /proc/stat; }  # user nice system irq softirq (ticks)
+# measure NAME COMMAND...: runs it, appends "NAME busy_ticks" to $DIR/cpu
+measure() {
+  local name=$1; shift
+  local b0; b0=$(busy)
+  "$@" >/dev/null 2>&1
+  echo "$name $(( $(busy) - b0 ))" >>"$DIR/cpu"
+}
+pair() {
+  $BIN train $args --json "$DIR/pa.json" & local p=$!
+  $BIN train $args --json "$DIR/pb.json"
+  wait $p
+}
 : >"$DIR/rows"
 for r in $(seq "$ROUNDS"); do
-  $BIN train $args --json "$DIR/one.json" >/dev/null 2>&1
-  $BIN launch --nproc-per-node 2 --master-port 0 -- train $args --json "$DIR/two.json" >/dev/null 2>&1
-  $PY -c "
-import json
-one = json.load(open('$DIR/one.json'))['throughput_img_s']; two = json.load(open('$DIR/two.json'))['throughput_img_s']
-print(one, two)" >>"$DIR/rows"
+  : >"$DIR/cpu"
+  measure one $BIN train $args --json "$DIR/one.json"
+  measure pair pair
+  measure two $BIN launch --nproc-per-node 2 --master-port 0 -- train $args --json "$DIR/two.json"
+  measure bf16 $BIN launch --nproc-per-node 2 --master-port 0 -- train $args --grad-compression bf16 --json "$DIR/bf16.json"
+  $PY - "$DIR" >>"$DIR/rows" <<'PYEOF'
+import json, sys
+d = sys.argv[1]
+t = lambda n: json.load(open(f"{d}/{n}.json"))["throughput_img_s"]
+cpu = dict(l.split() for l in open(f"{d}/cpu"))
+print(t("one"), t("pa") + t("pb"), t("two"), t("bf16"), *(cpu[k] for k in ("one", "pair", "two", "bf16")))
+PYEOF
 done
 rm -rf "$DIR/prof"
 $BIN launch --nproc-per-node 2 --master-port 0 -- train $args --profile "$DIR/prof" >/dev/null 2>&1
 $BIN analyze "$DIR/prof" --json "$DIR/analyze.json" >/dev/null
-$PY - "$DIR/rows" "$DIR/analyze.json" "$BATCH" <<'PYEOF'
+$PY - "$DIR/rows" "$DIR/analyze.json" "$BATCH" "$STEPS" "$(getconf CLK_TCK)" <<'PYEOF'
 import json, statistics, sys
 rows = [list(map(float, l.split())) for l in open(sys.argv[1]) if l.strip()]
-print(f"ResNet-18, 64 px, batch {sys.argv[3]} per rank, 1 thread per process, Gloo on the loopback")
-print("round  1 process (img/s)  2 processes (img/s)  ratio")
-for i, (one, two) in enumerate(rows, 1):
-    print(f"{i:5d}  {one:17.1f}  {two:19.1f}  {two / one:5.2f}x")
-print(f"median ratio {statistics.median(t / o for o, t in rows):.2f}x (target >= 1.8x)")
+batch, steps, hz = int(sys.argv[3]), int(sys.argv[4]), float(sys.argv[5])
+print(f"ResNet-18, 64 px, batch {batch} per rank, 1 thread per process, Gloo on the loopback")
+print("round  1 process  2 independent  2 ranks  2 ranks bf16   (img/s; ratios to 1 process)")
+for i, (one, pair, two, bf, *_) in enumerate(rows, 1):
+    print(f"{i:5d}  {one:9.1f}  {pair:8.1f} {pair/one:4.2f}x  {two:6.1f} {two/one:4.2f}x  {bf:6.1f} {bf/one:4.2f}x")
+med = lambda k: statistics.median(r[k] / r[0] for r in rows)
+print(f"median: 2 ranks {med(2):.2f}x (target >= 1.8x), bf16 compression {med(3):.2f}x, "
+      f"2 independent processes {med(1):.2f}x (the machine's ceiling in the same rounds)")
+print(f"2 ranks reach {statistics.median(r[2] / r[1] for r in rows):.0%} of the ceiling (median of rounds)")
+# CPU seconds per image, all processes of a run together (start-up included).
+per_img = lambda k, images: statistics.median(r[k] / hz / images for r in rows) * 1e3
+one_ms = per_img(4, steps * batch)
+print(f"CPU time per image: 1 process {one_ms:.1f} ms, 2 independent {per_img(5, 2 * steps * batch):.1f} ms, "
+      f"2 ranks {per_img(6, 2 * steps * batch):.1f} ms, 2 ranks bf16 {per_img(7, 2 * steps * batch):.1f} ms")
 doc = json.load(open(sys.argv[2]))
 traces = doc.get("traces", [doc])
 for t in traces:

@@ -241,7 +241,10 @@ StepRecord Trainer::step() {
   unscale_clip_phase(grads);
   const bool stepped = optimizer_phase(grads);
   scaler_update_phase();
-  parts_.optimizer->zero_grad(/*set_to_none=*/parts_.grad_sync == nullptr);  // buckets keep their views
+  // Dropped, also under the Reducer: the next backward's first gradient is then written into its
+  // bucket view divided by the world size in one pass (mul_out), where zeroed views would cost a
+  // fill, an add and a division over every gradient.
+  parts_.optimizer->zero_grad(/*set_to_none=*/true);
   StepRecord rec;
   rec.step = step_;
   rec.loss = reported_loss(loss);

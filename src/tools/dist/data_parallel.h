@@ -9,8 +9,8 @@
 //   trainer_parts.grad_sync = &dp;
 //
 // At construction parameters and buffers are checked to have the same shapes on every rank, then
-// broadcast from rank 0 and verified equal. Gradients are bucket views (the optimizer must zero
-// them in place). With broadcast_buffers, buffers (BatchNorm running statistics) come from rank 0
+// broadcast from rank 0 and verified equal. Gradients are bucket views; an optimizer may drop
+// them between steps (the Reducer then writes the next gradient into its view, divided, in one pass). With broadcast_buffers, buffers (BatchNorm running statistics) come from rank 0
 // before every forward. `compression` fp16/bf16 all-reduces each bucket in that type, divided by the
 // world size first (torch's fp16_compress_hook; bf16 keeps fp32's range).
 #include <memory>
