@@ -2,10 +2,12 @@
 
 #include <ATen/Parallel.h>
 
+#include <algorithm>
 #include <ctime>
 #include <filesystem>
 #include <sstream>
 #include <stdexcept>
+#include <thread>
 
 #include "core/device.h"
 #include "core/models.h"
@@ -38,7 +40,11 @@ int64_t parse_count(const std::string& where, const std::string& value, int64_t 
   }
 }
 
-constexpr int64_t kMaxAlignProcesses = 256;  // processes one side may start on this node
+// Processes one side may start on this node: one per hardware thread, or 8 on smaller machines
+// (each rank holds its own libtorch and model; more would only measure the scheduler).
+int64_t max_align_processes() {
+  return std::max<int64_t>(8, static_cast<int64_t>(std::thread::hardware_concurrency()));
+}
 
 std::string fresh_out_dir() {
   const std::time_t now = std::time(nullptr);
@@ -142,7 +148,7 @@ AlignSide parse_align_side(const tools::TrainConfig& base, const std::string& si
     else if (key == "backend_lib") c.backend_libs.push_back(value);
     else if (key == "channels_last") c.channels_last = parse_bool(where, value);
     else if (key == "threads") c.threads = static_cast<int>(parse_count(where, value, 0, tools::limits::kMaxThreads));
-    else if (key == "nproc") r.nproc = static_cast<int>(parse_count(where, value, 1, kMaxAlignProcesses));
+    else if (key == "nproc") r.nproc = static_cast<int>(parse_count(where, value, 1, max_align_processes()));
     else if (key == "accumulate_steps") {
       c.accumulate_steps = parse_count(where, value, 1, tools::limits::kMaxSteps);
       r.accumulate_set = true;
