@@ -3,16 +3,42 @@
 #include <gtest/gtest.h>
 
 #include <array>
+#include <cstdlib>
 #include <cstdio>
 #include <filesystem>
 #include <string>
+#include <system_error>
+#include <vector>
 
 namespace crosstrain::testing {
+
+// Scratch directories of this test process, removed when it exits if every test passed (a failed
+// test's files stay for a look; CROSSTRAIN_KEEP_TEST_DIRS=1 keeps them all). Dumps, checkpoints and
+// weights of a whole suite would otherwise fill /tmp.
+class ScratchDirs {
+ public:
+  static ScratchDirs& instance() {
+    static ScratchDirs dirs;
+    return dirs;
+  }
+  void add(const std::filesystem::path& dir) { dirs_.push_back(dir); }
+  ~ScratchDirs() {
+    const char* keep = std::getenv("CROSSTRAIN_KEEP_TEST_DIRS");
+    if (keep && std::string(keep) == "1") return;
+    if (::testing::UnitTest::GetInstance()->failed_test_count() > 0) return;
+    std::error_code ec;
+    for (const auto& d : dirs_) std::filesystem::remove_all(d, ec);  // best effort
+  }
+
+ private:
+  std::vector<std::filesystem::path> dirs_;
+};
 
 inline std::filesystem::path scratch_dir(const std::string& name) {
   auto dir = std::filesystem::temp_directory_path() / ("crosstrain_test_" + name + "_" + std::to_string(::getpid()));
   std::filesystem::remove_all(dir);
   std::filesystem::create_directories(dir);
+  ScratchDirs::instance().add(dir);
   return dir;
 }
 
