@@ -18,6 +18,8 @@ struct FlagCase {
 };
 
 const std::vector<std::string> kCounts = {"-1", "1e308", "99999999999", "nan", "inf", "2.5", "many"};
+// Seeds take every 64-bit value: 99999999999 is a seed, "-1" must not wrap around to 2^64 - 1.
+const std::vector<std::string> kSeeds = {"-1", "1e308", "nan", "inf", "2.5", "many", "0x10", "+-1"};
 // Sample counts and byte limits go up to 2^40: 99999999999 is a valid value there.
 const std::vector<std::string> kLarge = {"-1", "1e308", "1e13", "nan", "inf", "2.5", "many"};
 
@@ -73,6 +75,9 @@ std::vector<FlagCase> cases() {
   for (const char* flag : {"--top", "--max-inflated-mib"}) v.push_back({"analyze t.json", flag, kCounts});
   v.push_back({"analyze t.json", "--idle-gap-us", {"-1", "1e308", "nan", "inf"}});
   for (const char* flag : {"--jobs", "--max-file-size"}) v.push_back({"migrate x.py", flag, kCounts});
+  for (const std::string& cmd : {std::string("train"), std::string("bench"), align, std::string("data-bench"),
+                                 std::string("op-check")})
+    v.push_back({cmd, "--seed", kSeeds});
   return v;
 }
 
@@ -102,6 +107,24 @@ TEST(FlagBounds, TheMessageSaysTheAllowedRange) {
   r = run_command(binary() + " train --lr nan");
   EXPECT_NE(r.output.find("--lr: must be a number between 0 and 1000000000 (got 'nan')"), std::string::npos)
       << r.output;
+}
+
+// A seed is any unsigned 64-bit integer, exactly: 2^64 - 1 parses, 2^64 and beyond are refused
+// with the range in words (twenty digits of it would be unreadable), like every other flag.
+TEST(FlagBounds, SeedsTakeEverySixtyFourBitValueAndNoMore) {
+  for (const std::string cmd : {"train", "data-bench", "op-check"}) {
+    for (const std::string big : {"18446744073709551616", "99999999999999999999999"}) {
+      auto r = run_command("timeout 20 " + binary() + " " + cmd + " --seed " + big);
+      SCOPED_TRACE(cmd + " --seed " + big);
+      EXPECT_EQ(r.exit_code, 2) << r.output;
+      EXPECT_EQ(lines(r.output), 1u) << r.output;
+      EXPECT_NE(r.output.find("crosstrain: error: --seed: must be an integer between 0 and 2^64 - 1 (got '" + big + "')"),
+                std::string::npos)
+          << r.output;
+    }
+    auto r = run_command(binary() + " " + cmd + " --seed 18446744073709551615 --help");
+    EXPECT_EQ(r.exit_code, 0) << cmd << "\n" << r.output;
+  }
 }
 
 TEST(FlagBounds, ValuesAtTheLimitsStillParse) {
