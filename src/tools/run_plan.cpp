@@ -1,5 +1,6 @@
 #include "tools/run_plan.h"
 
+#include <algorithm>
 #include <cmath>
 #include <sstream>
 #include <stdexcept>
@@ -122,6 +123,14 @@ double effective_lr(const TrainConfig& c) {
   return c.lr >= 0 ? c.lr : 0.1 * static_cast<double>(global_batch(c)) / 256.0;
 }
 
+int64_t fit_default_warmup(int64_t preferred, int64_t steps, std::vector<std::string>& notes) {
+  const int64_t fitted = std::max<int64_t>(0, std::min(preferred, steps - 1));
+  if (fitted < preferred)
+    notes.push_back("timing warm-up lowered from " + std::to_string(preferred) + " to " + std::to_string(fitted) +
+                    " steps to fit " + std::to_string(steps) + " steps");
+  return fitted;
+}
+
 int64_t steps_per_epoch(const TrainConfig& c, const DataFacts& data) {
   return data.batches_per_epoch / std::max<int64_t>(1, c.accumulate_steps);
 }
@@ -156,10 +165,7 @@ RunPlan resolve(const TrainConfig& asked, const core::DeviceContext& device, con
   if (c.num_classes == 0) c.num_classes = 1000;
   if (c.image_size == 0) c.image_size = 224;
   if (asked.warmup_steps < 0) {
-    c.warmup_steps = std::min(kDefaultWarmupSteps, c.steps - 1);
-    if (c.warmup_steps < kDefaultWarmupSteps)
-      p.notes.push_back("timing warm-up lowered from " + std::to_string(kDefaultWarmupSteps) + " to " +
-                        std::to_string(c.warmup_steps) + " steps to fit " + std::to_string(c.steps) + " steps");
+    c.warmup_steps = fit_default_warmup(kDefaultWarmupSteps, c.steps, p.notes);
   } else if (c.warmup_steps >= c.steps) {
     // Only reachable with --epochs: the step count was not known when the flag was given.
     const int64_t lowered = std::max<int64_t>(0, c.steps - 1);

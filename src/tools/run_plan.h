@@ -50,6 +50,11 @@ struct RunPlan {
 RunPlan resolve(const TrainConfig& config, const core::DeviceContext& device,
                 const std::optional<DataFacts>& data = std::nullopt);
 
+// A command's own default timing warm-up (`preferred` steps, the user gave none) made to fit a run
+// of `steps`: at most steps - 1, so one step is timed. A lowered value is said in `notes`, as every
+// command with steps and a warm-up (train, bench) says it.
+int64_t fit_default_warmup(int64_t preferred, int64_t steps, std::vector<std::string>& notes);
+
 // Optimizer steps per epoch of the data: batches per rank / --accumulate-steps.
 int64_t steps_per_epoch(const TrainConfig& config, const DataFacts& data);
 // Samples per optimizer step over all ranks.

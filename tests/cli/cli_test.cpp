@@ -1,5 +1,6 @@
 #include <unistd.h>
 
+#include <algorithm>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -91,6 +92,41 @@ TEST(Cli, BenchJsonHasPerRunKeys) {
     for (const char* key : {"precision", "throughput_img_s", "batch_time_ms_median", "peak_memory_bytes", "first_step_ms"})
       EXPECT_TRUE(run.contains(key)) << key;
   EXPECT_EQ(j["runs"][1]["precision"], "bf16");
+}
+
+// A command's default timing warm-up is lowered to fit a short run, and said, on every command
+// with steps and a warm-up: bench's default of 2 (CPU) used to refuse --steps 2 as train's 3
+// once refused --steps 3. A warm-up the user gave that leaves no timed step stays an error.
+TEST(Cli, DefaultWarmupIsLoweredToFitShortRunsAndSaid) {
+  const std::string model = " --device cpu --model resnet18 --small-stem --num-classes 10 --image-size 16"
+                            " --batch-size 2 --threads 1 --no-progress";
+  struct Case {
+    std::string args;
+    int64_t steps, warmup;
+    std::string note;
+  };
+  for (const Case& c : {Case{"bench --precisions fp32 --steps 2", 2, 1, "timing warm-up lowered from 2 to 1 steps to fit 2 steps"},
+                        Case{"bench --precisions fp32 --steps 1", 1, 0, "timing warm-up lowered from 2 to 0 steps to fit 1 steps"},
+                        Case{"train --steps 2", 2, 1, "timing warm-up lowered from 3 to 1 steps to fit 2 steps"}}) {
+    SCOPED_TRACE(c.args);
+    const bool bench = c.args.rfind("bench", 0) == 0;
+    auto r = run_command(binary() + " " + c.args + model + " --json -", /*merge_stderr=*/false);
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    const auto j = nlohmann::json::parse(r.output);
+    const auto& run = bench ? j["runs"][0] : j;
+    EXPECT_EQ(run["step_log"].size(), static_cast<size_t>(c.steps));
+    EXPECT_EQ(run["warmup_steps"], c.warmup);
+    ASSERT_TRUE(run["notes"].is_array()) << r.output;
+    EXPECT_NE(std::find(run["notes"].begin(), run["notes"].end(), c.note), run["notes"].end()) << run["notes"].dump();
+    // The note reaches the terminal too.
+    auto console = run_command(binary() + " " + c.args + model);
+    EXPECT_NE(console.output.find("note: " + c.note), std::string::npos) << console.output;
+  }
+  for (const char* refused : {"bench --precisions fp32 --steps 2 --warmup-steps 2", "train --steps 2 --warmup-steps 2"}) {
+    auto r = run_command(binary() + " " + refused + model);
+    EXPECT_EQ(r.exit_code, 2) << refused << "\n" << r.output;
+    EXPECT_NE(r.output.find("--warmup-steps must be less than --steps (2)"), std::string::npos) << r.output;
+  }
 }
 
 TEST(Cli, DoctorReportsAndFailsOnAMissingDevice) {
