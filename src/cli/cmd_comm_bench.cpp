@@ -3,6 +3,7 @@
 #include <memory>
 
 #include "cli/command.h"
+#include "cli/flag_checks.h"
 #include "tools/commands/commands.h"
 
 namespace crosstrain::cli {
@@ -23,16 +24,16 @@ void add_comm_bench_command(CLI::App& app) {
       ->transform(CLI::AsSizeValue(false))
       ->capture_default_str();
   cmd->add_option("--factor", o.factor, "Each size is the previous one times this")->capture_default_str()
-      ->check(CLI::Range(int64_t{2}, int64_t{1024}));
-  cmd->add_option("--iters", o.iters, "Timed runs per size")->capture_default_str()->check(CLI::Range(1, 1000000));
+      ->check(int_range(2, 1024));
+  cmd->add_option("--iters", o.iters, "Timed runs per size")->capture_default_str()->check(int_range(1, 1000000));
   cmd->add_option("--warmup", o.warmup, "Untimed runs per size before them")->capture_default_str()
-      ->check(CLI::Range(0, 1000000));
+      ->check(int_range(0, 1000000));
   cmd->add_option("--dtype", o.dtype, "Element type")->capture_default_str()
       ->check(CLI::IsMember({"float32", "float64", "float16", "bfloat16", "int32", "int64"}));
   cmd->add_option("--device", o.device, "Device of the buffers")->capture_default_str();
   cmd->add_option("--dist-backend", o.backend, "auto (gloo on the CPU) | gloo | nccl | hccl")->capture_default_str();
   cmd->add_option("--dist-timeout", o.timeout_s, "Seconds any collective (and the rendezvous) may take")
-      ->capture_default_str()->check(CLI::Range(1.0, 86400.0));
+      ->capture_default_str()->check(real_range(1, 86400));
   cmd->add_option("--memcpy-bytes", o.memcpy_bytes, "Buffer for the host memcpy bandwidth (0: skip)")
       ->transform(CLI::AsSizeValue(false))
       ->capture_default_str();

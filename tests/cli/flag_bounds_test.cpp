@@ -75,6 +75,12 @@ std::vector<FlagCase> cases() {
   for (const char* flag : {"--top", "--max-inflated-mib"}) v.push_back({"analyze t.json", flag, kCounts});
   v.push_back({"analyze t.json", "--idle-gap-us", {"-1", "1e308", "nan", "inf"}});
   for (const char* flag : {"--jobs", "--max-file-size"}) v.push_back({"migrate x.py", flag, kCounts});
+  for (const char* flag : {"--factor", "--iters", "--warmup"}) v.push_back({"comm-bench", flag, kCounts});
+  // A nan timeout used to pass and make the rendezvous wait -9223372036854775808 ms.
+  v.push_back({"comm-bench", "--dist-timeout", {"0", "-1", "nan", "inf", "1e308", "fast"}});
+  for (const char* flag : {"--nproc-per-node", "--node-rank", "--master-port", "--max-restarts"})
+    v.push_back({"launch", flag, kCounts});
+  v.push_back({"launch", "--kill-timeout", {"-1", "nan", "inf", "1e308", "fast"}});
   for (const std::string& cmd : {std::string("train"), std::string("bench"), align, std::string("data-bench"),
                                  std::string("op-check")})
     v.push_back({cmd, "--seed", kSeeds});
