@@ -8,6 +8,11 @@
 
 namespace crosstrain::cli {
 
+namespace {
+// A message or copy buffer of 1 TiB is beyond any device's memory; larger values are typos.
+constexpr uint64_t kMaxMessageBytes = uint64_t{1} << 40;
+}  // namespace
+
 void add_comm_bench_command(CLI::App& app) {
   auto args = std::make_shared<commands::CommBenchArgs>();
   auto& o = args->options;
@@ -18,10 +23,10 @@ void add_comm_bench_command(CLI::App& app) {
       ->check(CLI::IsMember({"all-reduce", "all-gather", "reduce-scatter", "broadcast"}))
       ->capture_default_str();
   cmd->add_option("--min-bytes", o.min_bytes, "Smallest message (bytes; K, M, G suffixes are powers of 1024)")
-      ->transform(CLI::AsSizeValue(false))
+      ->transform(byte_count(1, kMaxMessageBytes))
       ->capture_default_str();
   cmd->add_option("--max-bytes", o.max_bytes, "Largest message (default 64 MiB: 2 CPU processes finish in well under a minute)")
-      ->transform(CLI::AsSizeValue(false))
+      ->transform(byte_count(1, kMaxMessageBytes))
       ->capture_default_str();
   cmd->add_option("--factor", o.factor, "Each size is the previous one times this")->capture_default_str()
       ->check(int_range(2, 1024));
@@ -35,7 +40,7 @@ void add_comm_bench_command(CLI::App& app) {
   cmd->add_option("--dist-timeout", o.timeout_s, "Seconds any collective (and the rendezvous) may take")
       ->capture_default_str()->check(real_range(1, 86400));
   cmd->add_option("--memcpy-bytes", o.memcpy_bytes, "Buffer for the host memcpy bandwidth (0: skip)")
-      ->transform(CLI::AsSizeValue(false))
+      ->transform(byte_count(0, kMaxMessageBytes))
       ->capture_default_str();
   add_json_option(cmd, args->json);
   cmd->callback([args] { exit_with(commands::comm_bench_command(*args)); });

@@ -76,6 +76,9 @@ std::vector<FlagCase> cases() {
   v.push_back({"analyze t.json", "--idle-gap-us", {"-1", "1e308", "nan", "inf"}});
   for (const char* flag : {"--jobs", "--max-file-size"}) v.push_back({"migrate x.py", flag, kCounts});
   for (const char* flag : {"--factor", "--iters", "--warmup"}) v.push_back({"comm-bench", flag, kCounts});
+  // Byte counts with units, up to 1 TiB: CLI11's own parser printed 2^64 - 1 in twenty digits.
+  for (const char* flag : {"--min-bytes", "--max-bytes", "--memcpy-bytes"})
+    v.push_back({"comm-bench", flag, {"-1", "1e308", "2000000000000", "2T", "nan", "inf", "2.5", "many", "1X", "9999999999G"}});
   // A nan timeout used to pass and make the rendezvous wait -9223372036854775808 ms.
   v.push_back({"comm-bench", "--dist-timeout", {"0", "-1", "nan", "inf", "1e308", "fast"}});
   for (const char* flag : {"--nproc-per-node", "--node-rank", "--master-port", "--max-restarts"})
@@ -138,7 +141,8 @@ TEST(FlagBounds, ValuesAtTheLimitsStillParse) {
   for (const std::string args : {"train --threads 0 --batch-size 65536 --image-size 4096 --num-classes 1000000",
                                  "train --lr 0 --momentum 0.9 --min-crop-scale 1", "models --image-size 8",
                                  "data-bench --workers 0,1024 --prefetch 1024", "migrate --jobs 1024",
-                                 "compare a b --threads 1024"}) {
+                                 "compare a b --threads 1024", "comm-bench --max-bytes 1T --min-bytes 1 --memcpy-bytes 0",
+                                 "comm-bench --max-bytes 1024GiB --min-bytes 2kb --memcpy-bytes 1m"}) {
     auto r = run_command(binary() + " " + args + " --help");
     EXPECT_EQ(r.exit_code, 0) << args << "\n" << r.output;
   }
