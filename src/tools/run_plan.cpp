@@ -131,6 +131,20 @@ int64_t fit_default_warmup(int64_t preferred, int64_t steps, std::vector<std::st
   return fitted;
 }
 
+void fit_profile_schedule(profile::ProfileOptions& o, int64_t steps, std::vector<std::string>& notes) {
+  if (o.wait + o.warmup < steps) return;
+  const int64_t wait = o.wait, warmup = o.warmup;
+  // One step is recorded: the profiler's warm-up goes first, the skipped first steps last (step 0
+  // carries one-time allocation and kernel selection).
+  const int64_t excess = o.wait + o.warmup - (steps - 1);
+  const int64_t cut = std::min(excess, o.warmup);
+  o.warmup -= cut;
+  o.wait -= excess - cut;
+  notes.push_back("profiler schedule lowered from wait " + std::to_string(wait) + ", warm-up " + std::to_string(warmup) +
+                  " to wait " + std::to_string(o.wait) + ", warm-up " + std::to_string(o.warmup) +
+                  " steps so that " + std::to_string(steps) + " steps record a trace");
+}
+
 int64_t steps_per_epoch(const TrainConfig& c, const DataFacts& data) {
   return data.batches_per_epoch / std::max<int64_t>(1, c.accumulate_steps);
 }
@@ -173,6 +187,7 @@ RunPlan resolve(const TrainConfig& asked, const core::DeviceContext& device, con
                       " to fit " + std::to_string(c.steps) + " steps");
     c.warmup_steps = lowered;
   }
+  if (!c.profile.dir.empty()) fit_profile_schedule(c.profile, c.steps, p.notes);
   p.precision = plan_precision(c.precision, c.loss_scale, device);
   p.optimizer = core::optimizer_kind_from_name(c.optimizer);
   p.schedule = core::schedule_kind_from_name(c.schedule);

@@ -55,6 +55,11 @@ RunPlan resolve(const TrainConfig& config, const core::DeviceContext& device,
 // command with steps and a warm-up (train, bench) says it.
 int64_t fit_default_warmup(int64_t preferred, int64_t steps, std::vector<std::string>& notes);
 
+// The profiler's schedule (--profile-wait, --profile-warmup) made to reach its first recorded step
+// within `steps`: its warm-up, then its wait, are lowered until one step is recorded, and said in
+// `notes`. Without this a short run wrote no trace and said nothing.
+void fit_profile_schedule(profile::ProfileOptions& options, int64_t steps, std::vector<std::string>& notes);
+
 // Optimizer steps per epoch of the data: batches per rank / --accumulate-steps.
 int64_t steps_per_epoch(const TrainConfig& config, const DataFacts& data);
 // Samples per optimizer step over all ranks.

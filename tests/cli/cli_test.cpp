@@ -129,6 +129,34 @@ TEST(Cli, DefaultWarmupIsLoweredToFitShortRunsAndSaid) {
   }
 }
 
+// The profiler's own warm-up is fitted the same way: a run shorter than its schedule (wait 1,
+// warm-up 1 by default) used to write no trace and say nothing. Now one step is recorded, and said.
+TEST(Cli, ProfileScheduleIsLoweredSoShortRunsRecordATrace) {
+  const std::string model = " --device cpu --model resnet18 --small-stem --num-classes 10 --image-size 16"
+                            " --batch-size 2 --threads 1 --no-progress";
+  struct Case {
+    std::string flags, note;
+  };
+  for (const Case& c :
+       {Case{" --steps 1", "profiler schedule lowered from wait 1, warm-up 1 to wait 0, warm-up 0 steps so that 1 steps"},
+        Case{" --steps 2", "profiler schedule lowered from wait 1, warm-up 1 to wait 1, warm-up 0 steps so that 2 steps"},
+        Case{" --steps 3 --profile-wait 2 --profile-warmup 4",
+             "profiler schedule lowered from wait 2, warm-up 4 to wait 2, warm-up 0 steps so that 3 steps"}}) {
+    SCOPED_TRACE(c.flags);
+    const auto dir = crosstrain::testing::scratch_dir("cli_profile_fit");
+    auto r = run_command(binary() + " train" + model + c.flags + " --profile " + (dir / "prof").string());
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    EXPECT_NE(r.output.find("note: " + c.note), std::string::npos) << r.output;
+    std::ifstream trace(dir / "prof" / "trace_cycle0.pt.trace.json");
+    ASSERT_TRUE(trace.good()) << r.output;
+    const auto j = nlohmann::json::parse(trace);
+    bool recorded_a_step = false;
+    for (const auto& e : j["traceEvents"])
+      if (e.value("name", "").rfind("ProfilerStep#", 0) == 0) recorded_a_step = true;
+    EXPECT_TRUE(recorded_a_step) << "no ProfilerStep span in the trace";
+  }
+}
+
 TEST(Cli, DoctorReportsAndFailsOnAMissingDevice) {
   auto ok = run_command(binary() + " doctor --json -", false);
   ASSERT_EQ(ok.exit_code, 0) << ok.output;
