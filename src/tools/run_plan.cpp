@@ -131,9 +131,14 @@ int64_t fit_default_warmup(int64_t preferred, int64_t steps, std::vector<std::st
   return fitted;
 }
 
-void fit_profile_schedule(profile::ProfileOptions& o, int64_t steps, std::vector<std::string>& notes) {
+void fit_profile_schedule(profile::ProfileOptions& o, int64_t steps, bool explicit_fits, std::vector<std::string>& notes) {
   if (o.wait + o.warmup < steps) return;
   const int64_t wait = o.wait, warmup = o.warmup;
+  const profile::ProfileOptions defaults;
+  if (explicit_fits && (o.wait != defaults.wait || o.warmup != defaults.warmup))
+    throw std::invalid_argument("--profile-wait " + std::to_string(wait) + " and --profile-warmup " +
+                                std::to_string(warmup) + " leave no step of " + std::to_string(steps) +
+                                " to record: lower them or raise --steps");
   // One step is recorded: the profiler's warm-up goes first, the skipped first steps last (step 0
   // carries one-time allocation and kernel selection).
   const int64_t excess = o.wait + o.warmup - (steps - 1);
@@ -187,7 +192,8 @@ RunPlan resolve(const TrainConfig& asked, const core::DeviceContext& device, con
                       " to fit " + std::to_string(c.steps) + " steps");
     c.warmup_steps = lowered;
   }
-  if (!c.profile.dir.empty()) fit_profile_schedule(c.profile, c.steps, p.notes);
+  // With --epochs the step count was not known when the flags were given: lowered, not refused.
+  if (!c.profile.dir.empty()) fit_profile_schedule(c.profile, c.steps, /*explicit_fits=*/c.epochs == 0, p.notes);
   p.precision = plan_precision(c.precision, c.loss_scale, device);
   p.optimizer = core::optimizer_kind_from_name(c.optimizer);
   p.schedule = core::schedule_kind_from_name(c.schedule);

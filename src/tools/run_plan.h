@@ -56,9 +56,12 @@ RunPlan resolve(const TrainConfig& config, const core::DeviceContext& device,
 int64_t fit_default_warmup(int64_t preferred, int64_t steps, std::vector<std::string>& notes);
 
 // The profiler's schedule (--profile-wait, --profile-warmup) made to reach its first recorded step
-// within `steps`: its warm-up, then its wait, are lowered until one step is recorded, and said in
-// `notes`. Without this a short run wrote no trace and said nothing.
-void fit_profile_schedule(profile::ProfileOptions& options, int64_t steps, std::vector<std::string>& notes);
+// within `steps`: the default schedule's warm-up, then its wait, are lowered until one step is
+// recorded, and said in `notes` (a short run used to write no trace and say nothing). A schedule
+// the user changed that does not fit is std::invalid_argument when `explicit_fits` (the step count
+// was known when it was given), else lowered too.
+void fit_profile_schedule(profile::ProfileOptions& options, int64_t steps, bool explicit_fits,
+                          std::vector<std::string>& notes);
 
 // Optimizer steps per epoch of the data: batches per rank / --accumulate-steps.
 int64_t steps_per_epoch(const TrainConfig& config, const DataFacts& data);
