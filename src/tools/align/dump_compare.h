@@ -72,7 +72,7 @@ struct CompareResult {
   std::optional<size_t> first_warning;
   size_t context = 3;
   std::optional<LossComparison> loss;
-  std::vector<std::string> problems;     // dump-level: unreadable index, bad lines, ...
+  std::vector<std::string> problems;     // dump-level: bad index or loss-log lines, ...
   int64_t bytes_compared = 0;            // tensor bytes read, both sides
   double seconds = 0;
   bool agree = false;
