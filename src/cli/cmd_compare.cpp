@@ -1,4 +1,5 @@
-// `crosstrain compare A B`: two dumps (or loss logs) -> agreement report; exit 0 agree, 1 differ.
+// `crosstrain compare A B`: two dumps (or loss logs) -> agreement report; exit 0 agree, 1 differ,
+// 2 an input that names nothing comparable, 3 an input that cannot be read (no verdict).
 #include <iostream>
 
 #include "cli/command.h"
@@ -38,9 +39,17 @@ void run_compare(const CompareFlags& f) {
   for (const auto* path : {&f.json_path, &f.csv_path, &f.html_path})
     if (!path->empty()) report::check_writable(*path);
   report::ProgressLine progress;
-  auto result = align::compare_paths(f.a, f.b, opt, [&](size_t done, size_t total) {
-    progress.update("comparing " + std::to_string(done) + "/" + std::to_string(total));
-  });
+  align::CompareResult result;
+  try {
+    result = align::compare_paths(f.a, f.b, opt, [&](size_t done, size_t total) {
+      progress.update("comparing " + std::to_string(done) + "/" + std::to_string(total));
+    });
+  } catch (const align::UnreadableInput& e) {
+    // No verdict, so no report: "differ" (1) would blame the runs for what the file system did.
+    progress.clear();
+    std::cerr << "crosstrain: error: " << e.what() << "\n";
+    throw ExitStatus{align::kNoVerdictExit};
+  }
   progress.clear();
   if (!f.json_path.empty()) report::write_json(report::with_envelope("compare", align::compare_to_json(result)), f.json_path);
   if (!f.csv_path.empty()) report::write_file_atomic(f.csv_path, align::compare_to_csv(result));
@@ -57,7 +66,8 @@ void add_compare_command(CLI::App& app) {
   auto* cmd = app.add_subcommand(
       "compare",
       "Compare two dumps (or loss logs) tensor by tensor: metrics, verdicts, the first divergence. "
-      "Exit 0 when the runs agree, 1 when they differ.");
+      "Exit 0 when the runs agree, 1 when they differ, 2 when A or B is no dump or loss log, 3 when one "
+      "cannot be read.");
   cmd->add_option("A", flags->a, "Reference: a dump directory or a loss log")->required();
   cmd->add_option("B", flags->b, "Candidate: a dump directory or a loss log")->required();
   add_json_option(cmd, flags->json_path);

@@ -124,7 +124,7 @@ void add_data_bench_command(CLI::App& app) {
   cmd->add_option("--prefetch", o.prefetch, "Batches in flight (0 = 2 x workers)")->check(int_range(0, 1024));
   cmd->add_option("--max-samples", o.dataset.max_samples, "Use only N samples of the split (0 = all)")
       ->check(int_range(0, 1099511627776.0));
-  cmd->add_option("--seed", o.seed, "Shuffle and augmentation seed")->capture_default_str();
+  cmd->add_option("--seed", o.seed, "Shuffle and augmentation seed")->capture_default_str()->check(uint_range(0, UINT64_MAX));
   cmd->add_flag("--strict", o.dataset.strict, "Stop at the first bad sample instead of skipping it");
   cmd->add_option("--max-image-pixels", o.dataset.max_image_pixels, "Refuse images with more pixels (PIL's bomb limit)")
       ->check(int_range(1, 1073741824.0))->capture_default_str();

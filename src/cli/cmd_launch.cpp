@@ -11,8 +11,10 @@
 #include <memory>
 
 #include "cli/command.h"
+#include "cli/flag_checks.h"
 #include "report/envelope.h"
 #include "tools/launch/launcher.h"
+#include "tools/launch/worker_env.h"
 
 namespace crosstrain::cli {
 
@@ -152,25 +154,30 @@ void add_launch_command(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand(
       "launch", "Run N workers per node with torchrun's environment (RANK, WORLD_SIZE, ...), without Python");
   cmd->footer(kExamples);
-  cmd->add_option("--nproc-per-node", args->nproc_per_node, "Workers on this node")->type_name("N")->capture_default_str();
+  cmd->add_option("--nproc-per-node", args->nproc_per_node, "Workers on this node")->type_name("N")->capture_default_str()
+      ->check(int_range(1, launch::kMaxProcPerNode));
   cmd->add_option("--nnodes", args->nnodes, "Nodes: N (static), or MIN:MAX for elastic rendezvous through torchrun")
       ->type_name("N|MIN:MAX")
       ->capture_default_str();
-  cmd->add_option("--node-rank", args->node_rank, "This node's rank, 0 <= R < nnodes")->type_name("R")->capture_default_str();
+  cmd->add_option("--node-rank", args->node_rank, "This node's rank, 0 <= R < nnodes")->type_name("R")->capture_default_str()
+      ->check(int_range(0, launch::kMaxNodes - 1));
   cmd->add_option("--master-addr", args->master_addr, "Address of rank 0's node (MASTER_ADDR)")
       ->type_name("ADDR")
       ->capture_default_str();
   cmd->add_option("--master-port", args->master_port, "Port of rank 0's TCPStore (MASTER_PORT); 0 picks a free one")
       ->type_name("PORT")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(int_range(0, 65535));
   cmd->add_option("--max-restarts", args->max_restarts, "Restart all local workers up to K times when one fails")
       ->type_name("K")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(int_range(0, 1e9));
   cmd->add_option("--rdzv-id", args->run_id, "Job id (TORCHELASTIC_RUN_ID)")->type_name("ID")->capture_default_str();
   cmd->add_option("--kill-timeout", args->kill_timeout_s,
                   "Seconds between SIGTERM (or a forwarded signal) and SIGKILL when stopping workers")
       ->type_name("SECONDS")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(real_range(0, 1e6));
   cmd->add_flag("--no-prefix", args->no_prefix, "Leave the workers' output as it is (no '[rankN]: ' prefix per line)");
   cmd->add_option("command", args->command, "The worker command and its arguments, after '--' (required)")->type_name("COMMAND");
   const CLI::App* top = &app;

@@ -24,7 +24,7 @@ void add_op_check_command(CLI::App& app) {
   cmd->add_flag("--perf", o.perf, "Also time each case on the target (median)");
   cmd->add_option("--perf-iterations", o.perf_iterations, "Timed repetitions per case with --perf")
       ->capture_default_str()->check(int_range(1, 100000));
-  cmd->add_option("--seed", o.seed, "Seed for the random inputs")->capture_default_str();
+  cmd->add_option("--seed", o.seed, "Seed for the random inputs")->capture_default_str()->check(uint_range(0, UINT64_MAX));
   cmd->add_option("--backend-lib", o.backend_libs, "Load an out-of-tree backend library first; repeatable")
       ->type_name("PATH");
   add_json_option(cmd, args->json);

@@ -37,7 +37,8 @@ void add_common_train_flags(CLI::App* cmd, tools::TrainConfig& c) {
   cmd->add_option("--scaler-kernels", c.scaler_kernels, "auto | fused | portable")
       ->capture_default_str()->check(CLI::IsMember({"auto", "fused", "portable"}))->group(num);
   cmd->add_flag("--channels-last", c.channels_last, "NHWC memory format for activations and weights")->group(num);
-  cmd->add_option("--seed", c.seed, "Seed for weights and synthetic data")->capture_default_str()->group(num);
+  cmd->add_option("--seed", c.seed, "Seed for weights and synthetic data")->capture_default_str()
+      ->check(uint_range(0, UINT64_MAX))->group(num);
 
   const char* opt = "Optimization";
   cmd->add_option("--optimizer", c.optimizer, "sgd | adamw")->capture_default_str()

@@ -4,6 +4,7 @@
 
 #include "core/device.h"
 #include "tools/precision.h"
+#include "tools/run_plan.h"
 #include "tools/train.h"
 
 namespace crosstrain::tools {
@@ -34,7 +35,12 @@ std::vector<TrainResult> run_bench(const BenchOptions& o, std::ostream* messages
   if (o.batch_size) c.batch_size = *o.batch_size;
   if (o.image_size) c.image_size = *o.image_size;
   if (o.steps) c.steps = *o.steps;
-  if (o.warmup_steps) c.warmup_steps = *o.warmup_steps;
+  // An explicit --warmup-steps that leaves no timed step is refused (validate_config); the default
+  // is lowered to fit, and said, as train does.
+  std::vector<std::string> notes;
+  c.warmup_steps = o.warmup_steps ? *o.warmup_steps : fit_default_warmup(c.warmup_steps, c.steps, notes);
+  std::ostream& out = messages ? *messages : std::cerr;
+  for (const auto& note : notes) out << "note: " << note << "\n";
   std::vector<std::string> precisions = o.precisions;
   if (precisions.empty()) precisions = {"fp32", default_amp_precision(dev)};
   // Reject every bad precision before the first (long) run starts.
@@ -52,8 +58,9 @@ std::vector<TrainResult> run_bench(const BenchOptions& o, std::ostream* messages
     if (messages) *messages << "[bench] " << p << ": " << run.model << ", batch " << run.batch_size << ", "
                             << run.image_size << "px, " << run.steps << " steps on " << run.device << std::endl;
     TrainHooks hooks;
-    hooks.messages = messages ? messages : &std::cerr;
+    hooks.messages = &out;
     results.push_back(run_training(run, hooks));
+    results.back().notes.insert(results.back().notes.begin(), notes.begin(), notes.end());
   }
   return results;
 }

@@ -1,5 +1,6 @@
 #include "tools/run_plan.h"
 
+#include <algorithm>
 #include <cmath>
 #include <sstream>
 #include <stdexcept>
@@ -122,6 +123,33 @@ double effective_lr(const TrainConfig& c) {
   return c.lr >= 0 ? c.lr : 0.1 * static_cast<double>(global_batch(c)) / 256.0;
 }
 
+int64_t fit_default_warmup(int64_t preferred, int64_t steps, std::vector<std::string>& notes) {
+  const int64_t fitted = std::max<int64_t>(0, std::min(preferred, steps - 1));
+  if (fitted < preferred)
+    notes.push_back("timing warm-up lowered from " + std::to_string(preferred) + " to " + std::to_string(fitted) +
+                    " steps to fit " + std::to_string(steps) + " steps");
+  return fitted;
+}
+
+void fit_profile_schedule(profile::ProfileOptions& o, int64_t steps, bool explicit_fits, std::vector<std::string>& notes) {
+  if (o.wait + o.warmup < steps) return;
+  const int64_t wait = o.wait, warmup = o.warmup;
+  const profile::ProfileOptions defaults;
+  if (explicit_fits && (o.wait != defaults.wait || o.warmup != defaults.warmup))
+    throw std::invalid_argument("--profile-wait " + std::to_string(wait) + " and --profile-warmup " +
+                                std::to_string(warmup) + " leave no step of " + std::to_string(steps) +
+                                " to record: lower them or raise --steps");
+  // One step is recorded: the profiler's warm-up goes first, the skipped first steps last (step 0
+  // carries one-time allocation and kernel selection).
+  const int64_t excess = o.wait + o.warmup - (steps - 1);
+  const int64_t cut = std::min(excess, o.warmup);
+  o.warmup -= cut;
+  o.wait -= excess - cut;
+  notes.push_back("profiler schedule lowered from wait " + std::to_string(wait) + ", warm-up " + std::to_string(warmup) +
+                  " to wait " + std::to_string(o.wait) + ", warm-up " + std::to_string(o.warmup) +
+                  " steps so that " + std::to_string(steps) + " steps record a trace");
+}
+
 int64_t steps_per_epoch(const TrainConfig& c, const DataFacts& data) {
   return data.batches_per_epoch / std::max<int64_t>(1, c.accumulate_steps);
 }
@@ -156,10 +184,7 @@ RunPlan resolve(const TrainConfig& asked, const core::DeviceContext& device, con
   if (c.num_classes == 0) c.num_classes = 1000;
   if (c.image_size == 0) c.image_size = 224;
   if (asked.warmup_steps < 0) {
-    c.warmup_steps = std::min(kDefaultWarmupSteps, c.steps - 1);
-    if (c.warmup_steps < kDefaultWarmupSteps)
-      p.notes.push_back("timing warm-up lowered from " + std::to_string(kDefaultWarmupSteps) + " to " +
-                        std::to_string(c.warmup_steps) + " steps to fit " + std::to_string(c.steps) + " steps");
+    c.warmup_steps = fit_default_warmup(kDefaultWarmupSteps, c.steps, p.notes);
   } else if (c.warmup_steps >= c.steps) {
     // Only reachable with --epochs: the step count was not known when the flag was given.
     const int64_t lowered = std::max<int64_t>(0, c.steps - 1);
@@ -167,6 +192,8 @@ RunPlan resolve(const TrainConfig& asked, const core::DeviceContext& device, con
                       " to fit " + std::to_string(c.steps) + " steps");
     c.warmup_steps = lowered;
   }
+  // With --epochs the step count was not known when the flags were given: lowered, not refused.
+  if (!c.profile.dir.empty()) fit_profile_schedule(c.profile, c.steps, /*explicit_fits=*/c.epochs == 0, p.notes);
   p.precision = plan_precision(c.precision, c.loss_scale, device);
   p.optimizer = core::optimizer_kind_from_name(c.optimizer);
   p.schedule = core::schedule_kind_from_name(c.schedule);

@@ -50,6 +50,19 @@ struct RunPlan {
 RunPlan resolve(const TrainConfig& config, const core::DeviceContext& device,
                 const std::optional<DataFacts>& data = std::nullopt);
 
+// A command's own default timing warm-up (`preferred` steps, the user gave none) made to fit a run
+// of `steps`: at most steps - 1, so one step is timed. A lowered value is said in `notes`, as every
+// command with steps and a warm-up (train, bench) says it.
+int64_t fit_default_warmup(int64_t preferred, int64_t steps, std::vector<std::string>& notes);
+
+// The profiler's schedule (--profile-wait, --profile-warmup) made to reach its first recorded step
+// within `steps`: the default schedule's warm-up, then its wait, are lowered until one step is
+// recorded, and said in `notes` (a short run used to write no trace and say nothing). A schedule
+// the user changed that does not fit is std::invalid_argument when `explicit_fits` (the step count
+// was known when it was given), else lowered too.
+void fit_profile_schedule(profile::ProfileOptions& options, int64_t steps, bool explicit_fits,
+                          std::vector<std::string>& notes);
+
 // Optimizer steps per epoch of the data: batches per rank / --accumulate-steps.
 int64_t steps_per_epoch(const TrainConfig& config, const DataFacts& data);
 // Samples per optimizer step over all ranks.

@@ -1,5 +1,6 @@
 #include <unistd.h>
 
+#include <algorithm>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -93,6 +94,73 @@ TEST(Cli, BenchJsonHasPerRunKeys) {
   EXPECT_EQ(j["runs"][1]["precision"], "bf16");
 }
 
+// A command's default timing warm-up is lowered to fit a short run, and said, on every command
+// with steps and a warm-up: bench's default of 2 (CPU) used to refuse --steps 2 as train's 3
+// once refused --steps 3. A warm-up the user gave that leaves no timed step stays an error.
+TEST(Cli, DefaultWarmupIsLoweredToFitShortRunsAndSaid) {
+  const std::string model = " --device cpu --model resnet18 --small-stem --num-classes 10 --image-size 16"
+                            " --batch-size 2 --threads 1 --no-progress";
+  struct Case {
+    std::string args;
+    int64_t steps, warmup;
+    std::string note;
+  };
+  for (const Case& c : {Case{"bench --precisions fp32 --steps 2", 2, 1, "timing warm-up lowered from 2 to 1 steps to fit 2 steps"},
+                        Case{"bench --precisions fp32 --steps 1", 1, 0, "timing warm-up lowered from 2 to 0 steps to fit 1 steps"},
+                        Case{"train --steps 2", 2, 1, "timing warm-up lowered from 3 to 1 steps to fit 2 steps"}}) {
+    SCOPED_TRACE(c.args);
+    const bool bench = c.args.rfind("bench", 0) == 0;
+    auto r = run_command(binary() + " " + c.args + model + " --json -", /*merge_stderr=*/false);
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    const auto j = nlohmann::json::parse(r.output);
+    const auto& run = bench ? j["runs"][0] : j;
+    EXPECT_EQ(run["step_log"].size(), static_cast<size_t>(c.steps));
+    EXPECT_EQ(run["warmup_steps"], c.warmup);
+    ASSERT_TRUE(run["notes"].is_array()) << r.output;
+    EXPECT_NE(std::find(run["notes"].begin(), run["notes"].end(), c.note), run["notes"].end()) << run["notes"].dump();
+    // The note reaches the terminal too.
+    auto console = run_command(binary() + " " + c.args + model);
+    EXPECT_NE(console.output.find("note: " + c.note), std::string::npos) << console.output;
+  }
+  for (const char* refused : {"bench --precisions fp32 --steps 2 --warmup-steps 2", "train --steps 2 --warmup-steps 2"}) {
+    auto r = run_command(binary() + " " + refused + model);
+    EXPECT_EQ(r.exit_code, 2) << refused << "\n" << r.output;
+    EXPECT_NE(r.output.find("--warmup-steps must be less than --steps (2)"), std::string::npos) << r.output;
+  }
+}
+
+// The profiler's own warm-up is fitted the same way: a run shorter than its default schedule
+// (wait 1, warm-up 1) used to write no trace and say nothing. Now one step is recorded, and said.
+TEST(Cli, ProfileScheduleIsLoweredSoShortRunsRecordATrace) {
+  const std::string model = " --device cpu --model resnet18 --small-stem --num-classes 10 --image-size 16"
+                            " --batch-size 2 --threads 1 --no-progress";
+  struct Case {
+    std::string flags, note;
+  };
+  for (const Case& c :
+       {Case{" --steps 1", "profiler schedule lowered from wait 1, warm-up 1 to wait 0, warm-up 0 steps so that 1 steps"},
+        Case{" --steps 2", "profiler schedule lowered from wait 1, warm-up 1 to wait 1, warm-up 0 steps so that 2 steps"}}) {
+    SCOPED_TRACE(c.flags);
+    const auto dir = crosstrain::testing::scratch_dir("cli_profile_fit");
+    auto r = run_command(binary() + " train" + model + c.flags + " --profile " + (dir / "prof").string());
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+    EXPECT_NE(r.output.find("note: " + c.note), std::string::npos) << r.output;
+    std::ifstream trace(dir / "prof" / "trace_cycle0.pt.trace.json");
+    ASSERT_TRUE(trace.good()) << r.output;
+    const auto j = nlohmann::json::parse(trace);
+    bool recorded_a_step = false;
+    for (const auto& e : j["traceEvents"])
+      if (e.value("name", "").rfind("ProfilerStep#", 0) == 0) recorded_a_step = true;
+    EXPECT_TRUE(recorded_a_step) << "no ProfilerStep span in the trace";
+  }
+  // A schedule the user set that leaves nothing to record is refused, as --warmup-steps is.
+  auto r = run_command(binary() + " train" + model + " --steps 3 --profile-wait 2 --profile-warmup 4 --profile " +
+                       (crosstrain::testing::scratch_dir("cli_profile_fit") / "prof").string());
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  EXPECT_NE(r.output.find("--profile-wait 2 and --profile-warmup 4 leave no step of 3 to record"), std::string::npos)
+      << r.output;
+}
+
 TEST(Cli, DoctorReportsAndFailsOnAMissingDevice) {
   auto ok = run_command(binary() + " doctor --json -", false);
   ASSERT_EQ(ok.exit_code, 0) << ok.output;
@@ -121,13 +189,21 @@ TEST(Cli, BackendLibRegistersItsDeviceName) {
   for (const auto& c : j["checks"])
     if (c["name"] == "PrivateUse1 backend") found = c["value"] == "fakenpu";
   EXPECT_TRUE(found) << doc.output;
-  // Without the library the name is unknown (a usage error) ...
-  auto unknown = run_command(binary() + " train --device fakenpu:0");
-  EXPECT_EQ(unknown.exit_code, 2);
-  EXPECT_NE(unknown.output.find("unknown device"), std::string::npos);
-  // ... with it the device parses; this stand-in has no kernels, so the run fails at run time.
-  auto known = run_command(binary() + " train --backend-lib " + lib + kTiny + " --device fakenpu:0");
-  EXPECT_NE(known.exit_code, 0);
+  // The same command line with and without the library. Without it the name is unknown: a usage
+  // error naming it ...
+  const std::string run = " train --device fakenpu:0 --model resnet18 --small-stem --num-classes 10 --image-size 16"
+                          " --batch-size 2 --steps 2 --warmup-steps 1 --threads 1 --no-progress";
+  auto unknown = run_command(binary() + run);
+  EXPECT_EQ(unknown.exit_code, 2) << unknown.output;
+  EXPECT_NE(unknown.output.find("unknown device 'fakenpu:0'"), std::string::npos) << unknown.output;
+  // ... with it the name is libtorch's device type: the run gets as far as putting the model on
+  // that device, where this stand-in without kernels fails at run time (exit 1), in libtorch's
+  // words about the registered backend.
+  auto known = run_command(binary() + " train --backend-lib " + lib + run.substr(std::string(" train").size()));
+  EXPECT_EQ(known.exit_code, 1) << known.output;
+  EXPECT_NE(known.output.find("crosstrain: error: PyTorch is not linked with support for fakenpu devices"),
+            std::string::npos)
+      << known.output;
   EXPECT_EQ(known.output.find("unknown device"), std::string::npos) << known.output;
 }
 

@@ -4,12 +4,14 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <array>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <vector>
 
 #include "tools/align/dump_writer.h"
 #include "tools/align/temp_dir.h"
@@ -24,8 +26,7 @@ struct Run {
   std::string out;
 };
 
-Run run(const std::string& args) {
-  const std::string cmd = std::string(CROSSTRAIN_BINARY) + " " + args + " 2>/dev/null";
+Run capture(const std::string& cmd) {
   FILE* p = popen(cmd.c_str(), "r");
   std::string out;
   std::array<char, 4096> buf{};
@@ -33,6 +34,27 @@ Run run(const std::string& args) {
   while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) out.append(buf.data(), n);
   int status = pclose(p);
   return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
+}
+
+Run run(const std::string& args) { return capture(std::string(CROSSTRAIN_BINARY) + " " + args + " 2>/dev/null"); }
+
+// Standard output and standard error together, within 20 s (a FIFO must not block).
+Run run_merged(const std::string& args) {
+  return capture("timeout 20 " + std::string(CROSSTRAIN_BINARY) + " " + args + " 2>&1");
+}
+
+size_t line_count(const std::string& s) { return static_cast<size_t>(std::count(s.begin(), s.end(), '\n')); }
+
+std::vector<nlohmann::json> index_of(const std::string& dir) {
+  std::ifstream in(dir + "/index.jsonl");
+  std::vector<nlohmann::json> lines;
+  for (std::string line; std::getline(in, line);) lines.push_back(nlohmann::json::parse(line));
+  return lines;
+}
+
+void write_index(const std::string& dir, const std::vector<nlohmann::json>& lines) {
+  std::ofstream out(dir + "/index.jsonl", std::ios::trunc);
+  for (const auto& l : lines) out << l.dump() << "\n";
 }
 
 void write_dump(const std::string& dir, float shift) {
@@ -126,4 +148,72 @@ TEST(CompareCli, UnwritableOutputFailsBeforeComparing) {
   std::ifstream err(err_file);
   std::string text((std::istreambuf_iterator<char>(err)), std::istreambuf_iterator<char>());
   EXPECT_NE(text.find("no/such/dir"), std::string::npos) << text;
+}
+
+// A comparison that could not be made is no difference. An input that names nothing comparable is
+// the caller's mistake (exit 2); one that exists but cannot be read gives no verdict (exit 3). Both
+// fail in one line naming the input, on either side, and neither says the runs differ.
+TEST(CompareCli, InputsThatCannotBeComparedGiveNoVerdict) {
+  namespace fs = std::filesystem;
+  TempDir a("cli_in"), in("cli_in");
+  write_dump(a.str(), 0.0f);
+  fs::create_directories(in / "not_a_dump");
+  std::ofstream(in / "not_a_dump/notes.txt") << "hello\n";
+  std::ofstream(in / "trace.json") << "{\"traceEvents\": []}\n";
+  ASSERT_EQ(::mkfifo((in / "fifo.jsonl").c_str(), 0600), 0);
+  fs::create_symlink("loop", in / "loop");
+  fs::create_directories(in / "cut_dump");
+  std::ofstream(in / "cut_dump/index.jsonl") << "{\"seq\": 0, \"name\": \"forward/conv1\", \"st";
+  fs::copy(a.str(), in / "newer_dump", fs::copy_options::recursive);
+  auto lines = index_of(in / "newer_dump");
+  lines[0]["version"] = 999;
+  write_index(in / "newer_dump", lines);
+  fs::create_directories(in / "fifo_index");
+  ASSERT_EQ(::mkfifo((in / "fifo_index/index.jsonl").c_str(), 0600), 0);
+  struct Case {
+    std::string path;
+    int code;
+    std::string reason;
+  };
+  const std::vector<Case> cases = {
+      {a / "no_such_dir", 2, "no such file or directory"},
+      {in / "not_a_dump", 2, "is not a crosstrain dump (no index.jsonl)"},
+      {in / "trace.json", 2, "is not a loss log"},
+      {in / "fifo.jsonl", 3, "is a FIFO, not a regular file"},
+      {in / "loop", 3, "Too many levels of symbolic links"},
+      {in / "cut_dump", 3, "line 1 is not a JSON header"},
+      {in / "newer_dump", 3, "format version 999 is newer than this crosstrain reads"},
+      {in / "fifo_index", 3, "is a FIFO, not a regular file"},
+  };
+  for (const auto& c : cases)
+    for (const bool as_b : {true, false}) {
+      const std::string args = as_b ? a.str() + " " + c.path : c.path + " " + a.str();
+      SCOPED_TRACE("compare " + args);
+      const auto r = run_merged("compare " + args);
+      EXPECT_EQ(r.code, c.code) << r.out;
+      EXPECT_EQ(line_count(r.out), 1u) << r.out;
+      EXPECT_EQ(r.out.rfind("crosstrain: error: ", 0), 0u) << r.out;
+      EXPECT_NE(r.out.find(c.path), std::string::npos) << r.out;
+      EXPECT_NE(r.out.find(c.reason), std::string::npos) << r.out;
+      if (c.code == 3) EXPECT_NE(r.out.find(as_b ? "cannot read B: " : "cannot read A: "), std::string::npos) << r.out;
+      EXPECT_EQ(r.out.find("DIFFER"), std::string::npos) << r.out;
+    }
+}
+
+// Damage inside a readable dump is a finding about the runs, not a failure to compare: a record
+// whose .npy is cut short is named in the report, and what was not compared cannot agree (exit 1).
+TEST(CompareCli, ACorruptRecordInAReadableDumpMakesTheRunsDiffer) {
+  TempDir a("cli_rec"), b("cli_rec");
+  write_dump(a.str(), 0.0f);
+  write_dump(b.str(), 0.0f);
+  std::string file;
+  for (const auto& line : index_of(b.str()))
+    if (line.value("name", "") == "forward/fc" || line.value("name", "") == "fc") file = line.value("file", "");
+  ASSERT_FALSE(file.empty());
+  std::filesystem::resize_file(b / file, 40);
+  const auto r = run_merged("compare " + a.str() + " " + b.str());
+  EXPECT_EQ(r.code, 1) << r.out;
+  EXPECT_NE(r.out.find("runs DIFFER"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("fc"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("crosstrain: error:"), std::string::npos) << r.out;
 }

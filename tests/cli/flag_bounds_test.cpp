@@ -18,6 +18,8 @@ struct FlagCase {
 };
 
 const std::vector<std::string> kCounts = {"-1", "1e308", "99999999999", "nan", "inf", "2.5", "many"};
+// Seeds take every 64-bit value: 99999999999 is a seed, "-1" must not wrap around to 2^64 - 1.
+const std::vector<std::string> kSeeds = {"-1", "1e308", "nan", "inf", "2.5", "many", "0x10", "+-1"};
 // Sample counts and byte limits go up to 2^40: 99999999999 is a valid value there.
 const std::vector<std::string> kLarge = {"-1", "1e308", "1e13", "nan", "inf", "2.5", "many"};
 
@@ -73,6 +75,18 @@ std::vector<FlagCase> cases() {
   for (const char* flag : {"--top", "--max-inflated-mib"}) v.push_back({"analyze t.json", flag, kCounts});
   v.push_back({"analyze t.json", "--idle-gap-us", {"-1", "1e308", "nan", "inf"}});
   for (const char* flag : {"--jobs", "--max-file-size"}) v.push_back({"migrate x.py", flag, kCounts});
+  for (const char* flag : {"--factor", "--iters", "--warmup"}) v.push_back({"comm-bench", flag, kCounts});
+  // Byte counts with units, up to 1 TiB: CLI11's own parser printed 2^64 - 1 in twenty digits.
+  for (const char* flag : {"--min-bytes", "--max-bytes", "--memcpy-bytes"})
+    v.push_back({"comm-bench", flag, {"-1", "1e308", "2000000000000", "2T", "nan", "inf", "2.5", "many", "1X", "9999999999G"}});
+  // A nan timeout used to pass and make the rendezvous wait -9223372036854775808 ms.
+  v.push_back({"comm-bench", "--dist-timeout", {"0", "-1", "nan", "inf", "1e308", "fast"}});
+  for (const char* flag : {"--nproc-per-node", "--node-rank", "--master-port", "--max-restarts"})
+    v.push_back({"launch", flag, kCounts});
+  v.push_back({"launch", "--kill-timeout", {"-1", "nan", "inf", "1e308", "fast"}});
+  for (const std::string& cmd : {std::string("train"), std::string("bench"), align, std::string("data-bench"),
+                                 std::string("op-check")})
+    v.push_back({cmd, "--seed", kSeeds});
   return v;
 }
 
@@ -104,12 +118,31 @@ TEST(FlagBounds, TheMessageSaysTheAllowedRange) {
       << r.output;
 }
 
+// A seed is any unsigned 64-bit integer, exactly: 2^64 - 1 parses, 2^64 and beyond are refused
+// with the range in words (twenty digits of it would be unreadable), like every other flag.
+TEST(FlagBounds, SeedsTakeEverySixtyFourBitValueAndNoMore) {
+  for (const std::string cmd : {"train", "data-bench", "op-check"}) {
+    for (const std::string big : {"18446744073709551616", "99999999999999999999999"}) {
+      auto r = run_command("timeout 20 " + binary() + " " + cmd + " --seed " + big);
+      SCOPED_TRACE(cmd + " --seed " + big);
+      EXPECT_EQ(r.exit_code, 2) << r.output;
+      EXPECT_EQ(lines(r.output), 1u) << r.output;
+      EXPECT_NE(r.output.find("crosstrain: error: --seed: must be an integer between 0 and 2^64 - 1 (got '" + big + "')"),
+                std::string::npos)
+          << r.output;
+    }
+    auto r = run_command(binary() + " " + cmd + " --seed 18446744073709551615 --help");
+    EXPECT_EQ(r.exit_code, 0) << cmd << "\n" << r.output;
+  }
+}
+
 TEST(FlagBounds, ValuesAtTheLimitsStillParse) {
   // --help after the flag: parsing succeeds, nothing runs.
   for (const std::string args : {"train --threads 0 --batch-size 65536 --image-size 4096 --num-classes 1000000",
                                  "train --lr 0 --momentum 0.9 --min-crop-scale 1", "models --image-size 8",
                                  "data-bench --workers 0,1024 --prefetch 1024", "migrate --jobs 1024",
-                                 "compare a b --threads 1024"}) {
+                                 "compare a b --threads 1024", "comm-bench --max-bytes 1T --min-bytes 1 --memcpy-bytes 0",
+                                 "comm-bench --max-bytes 1024GiB --min-bytes 2kb --memcpy-bytes 1m"}) {
     auto r = run_command(binary() + " " + args + " --help");
     EXPECT_EQ(r.exit_code, 0) << args << "\n" << r.output;
   }

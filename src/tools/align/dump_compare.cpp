@@ -105,17 +105,52 @@ void finish(CompareResult& r, const CompareOptions& opt) {
   r.agree = agree;
 }
 
-LossLog loss_of(const std::string& path, CompareResult& r, const char* side) {
+// "cannot read A: REASON", the path named once.
+[[noreturn]] void unreadable(const char* side, const std::string& path, const std::string& reason) {
+  const bool named = reason.find(path) != std::string::npos;
+  throw UnreadableInput("cannot read " + std::string(side) + ": " + (named ? reason : path + ": " + reason));
+}
+
+bool not_found(const std::error_code& ec) {
+  return ec == std::errc::no_such_file_or_directory || ec == std::errc::not_a_directory;
+}
+
+// A dump directory's loss log, or a loss log file.
+LossLog loss_of(const std::string& path, const char* side) {
+  std::string file = path;
+  if (fs::is_directory(path)) {
+    const fs::path p = fs::path(path) / kLossFile;
+    std::error_code ec;
+    const auto st = fs::symlink_status(p, ec);
+    if (ec && !not_found(ec)) unreadable(side, path, p.string() + ": " + ec.message());
+    if (!fs::exists(st))
+      throw std::invalid_argument(std::string(side) + ": " + path + " is a folder without " + kLossFile +
+                                  ": neither a dump with a loss log nor a loss log");
+    file = p.string();
+  }
+  LossLog log;
   try {
-    if (fs::is_directory(path)) {
-      const fs::path p = fs::path(path) / kLossFile;
-      if (!fs::exists(p)) throw std::runtime_error(path + ": no " + std::string(kLossFile));
-      return read_loss_log(p.string());
-    }
-    return read_loss_log(path);
+    log = read_loss_log(file);
   } catch (const std::exception& e) {
-    r.problems.push_back(std::string(side) + ": " + e.what());
-    return {};
+    unreadable(side, path, e.what());
+  }
+  if (log.points.empty() && !log.problems.empty())
+    throw std::invalid_argument(std::string(side) + ": " + file + " is not a loss log (no line holds a step and a loss; " +
+                                log.problems.front() + ")");
+  return log;
+}
+
+DumpIndex dump_of(const std::string& dir, const char* side) {
+  const fs::path index = fs::path(dir) / kIndexFile;
+  std::error_code ec;
+  const auto st = fs::symlink_status(index, ec);
+  if (ec && !not_found(ec)) unreadable(side, dir, index.string() + ": " + ec.message());
+  if (!fs::exists(st))
+    throw std::invalid_argument(std::string(side) + ": " + dir + " is not a crosstrain dump (no " + kIndexFile + ")");
+  try {
+    return read_dump(dir);
+  } catch (const std::exception& e) {
+    unreadable(side, dir, e.what());
   }
 }
 
@@ -147,12 +182,12 @@ std::vector<size_t> CompareResult::divergence_window() const {
 CompareResult compare_paths(const std::string& a, const std::string& b, const CompareOptions& opt,
                             const CompareProgress& progress) {
   const auto start = std::chrono::steady_clock::now();
-  for (const auto& p : {a, b}) {
+  for (auto [p, side] : {std::pair{&a, "A"}, std::pair{&b, "B"}}) {
     std::error_code ec;
-    const bool exists = fs::exists(p, ec);
+    const auto st = fs::status(*p, ec);
     // A link loop or an unreadable folder on the way is not a missing file: say what the system said.
-    if (ec && ec != std::errc::no_such_file_or_directory) throw std::runtime_error(p + ": " + ec.message());
-    if (!exists) throw std::invalid_argument("no such file or directory: " + p);
+    if (ec && !not_found(ec)) unreadable(side, *p, ec.message());
+    if (!fs::exists(st)) throw std::invalid_argument("no such file or directory: " + *p);
   }
   CompareResult r;
   r.path_a = a;
@@ -161,7 +196,7 @@ CompareResult compare_paths(const std::string& a, const std::string& b, const Co
   const bool dirs = fs::is_directory(a) && fs::is_directory(b);
   if (!dirs) {
     r.input = "loss_logs";
-    LossLog la = loss_of(a, r, "A"), lb = loss_of(b, r, "B");
+    const LossLog la = loss_of(a, "A"), lb = loss_of(b, "B");
     for (const auto& p : la.problems) r.problems.push_back("A: " + p);
     for (const auto& p : lb.problems) r.problems.push_back("B: " + p);
     r.loss = compare_losses(la, lb, opt.loss_rtol.value_or(thresholds_for(opt.precision.value_or(DType::Float32)).loss_rtol));
@@ -170,22 +205,10 @@ CompareResult compare_paths(const std::string& a, const std::string& b, const Co
     return r;
   }
   r.input = "dumps";
-  DumpIndex da, db;
-  bool ok = true;
-  for (auto [path, idx, side] : {std::tuple{&a, &da, "A"}, std::tuple{&b, &db, "B"}}) {
-    try {
-      *idx = read_dump(*path);
-      for (const auto& p : idx->problems) r.problems.push_back(std::string(side) + ": " + p);
-      for (const auto& p : idx->loss.problems) r.problems.push_back(std::string(side) + ": " + p);
-    } catch (const std::exception& e) {
-      r.problems.push_back(std::string(side) + ": " + e.what());
-      ok = false;
-    }
-  }
-  if (!ok) {
-    finish(r, opt);
-    r.agree = false;
-    return r;
+  const DumpIndex da = dump_of(a, "A"), db = dump_of(b, "B");
+  for (auto [idx, side] : {std::pair{&da, "A"}, std::pair{&db, "B"}}) {
+    for (const auto& p : idx->problems) r.problems.push_back(std::string(side) + ": " + p);
+    for (const auto& p : idx->loss.problems) r.problems.push_back(std::string(side) + ": " + p);
   }
   // Pair records by (step, name); keep A's execution order, B-only records after their step.
   std::unordered_map<std::string, size_t> b_by_key;

@@ -4,12 +4,20 @@
 // A and B are dump directories (docs/DUMP_FORMAT.md) or loss logs. Records are matched by step and
 // name, then must agree in shape; each matched pair is compared element-wise when both sides have
 // tensor files, else by statistics. Side A is the reference (relative errors divide by A).
-// Bad input (a missing or corrupt .npy, a shape mismatch, a record on one side only) is reported on
-// that record and never stops the comparison; a dump that cannot be read at all becomes a
-// dump-level problem. The result is data only; compare_report.h renders it.
+// The result is data only; compare_report.h renders it.
+//
+// A verdict is said only about inputs that could be read. Damage inside a readable input (a
+// missing or corrupt .npy, a bad index or loss-log line, a shape mismatch, a record on one side
+// only) is reported on that record or as a problem of the result, and makes the runs differ: what
+// was not compared cannot be said to agree. An input that cannot be compared at all gives no
+// result: a path that names nothing comparable (it does not exist, a folder without index.jsonl, a
+// file without one loss line) is std::invalid_argument; one that exists but cannot be read (a
+// FIFO, a device, a link loop, no permission, an index whose header is unreadable or from a newer
+// format, a file over its size limit) is UnreadableInput.
 #include <cstdint>
 #include <functional>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -64,7 +72,7 @@ struct CompareResult {
   std::optional<size_t> first_warning;
   size_t context = 3;
   std::optional<LossComparison> loss;
-  std::vector<std::string> problems;     // dump-level: unreadable index, bad lines, ...
+  std::vector<std::string> problems;     // dump-level: bad index or loss-log lines, ...
   int64_t bytes_compared = 0;            // tensor bytes read, both sides
   double seconds = 0;
   bool agree = false;
@@ -72,10 +80,20 @@ struct CompareResult {
   std::vector<size_t> divergence_window() const;
 };
 
+// An input of compare_paths that exists but cannot be read; what() names the side, the path and
+// the reason: "cannot read B (/runs/b): /runs/b/index.jsonl: is a FIFO, not a regular file".
+struct UnreadableInput : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+// The exit status of `compare` and `align` when they give no verdict because an input could not be
+// read or a side could not run: neither "agree" (0) nor "differ" (1) is true of it.
+inline constexpr int kNoVerdictExit = 3;
+
 using CompareProgress = std::function<void(size_t done, size_t total)>;
 
 // Compares two dump directories, two loss logs, or a dump's loss log with a loss log.
-// Throws std::invalid_argument when a path does not exist.
+// Throws std::invalid_argument or UnreadableInput for an input that cannot be compared (above).
 CompareResult compare_paths(const std::string& a, const std::string& b, const CompareOptions& options,
                             const CompareProgress& progress = nullptr);
 

@@ -284,7 +284,12 @@ AlignRun run_align(const AlignOptions& options, std::ostream& log) {
 
   align::CompareOptions compare;
   compare.strict = o.strict;
-  run.result = align::compare_paths(compared_dump(run.out_dir, "a", s.a), compared_dump(run.out_dir, "b", s.b), compare);
+  try {
+    run.result = align::compare_paths(compared_dump(run.out_dir, "a", s.a), compared_dump(run.out_dir, "b", s.b), compare);
+  } catch (const std::exception& e) {
+    // Both sides ran, but a dump they wrote cannot be read back ("cannot read A: ..."): no verdict.
+    throw AlignSideFailed("the dumps in " + run.out_dir + " cannot be compared: " + first_line(e.what()));
+  }
   if (!stopped_a.empty()) run.result.problems.push_back("run A stopped early: " + first_line(stopped_a));
   if (!stopped_b.empty()) run.result.problems.push_back("run B stopped early: " + first_line(stopped_b));
   if (!stopped_a.empty() || !stopped_b.empty()) run.result.agree = false;

@@ -43,7 +43,7 @@ struct AlignOptions {
 struct AlignSideFailed : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
-inline constexpr int kAlignSideFailedExit = 3;
+inline constexpr int kAlignSideFailedExit = align::kNoVerdictExit;
 
 struct AlignRun {
   std::string out_dir;           // where the dumps are
