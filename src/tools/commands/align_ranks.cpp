@@ -5,6 +5,7 @@
 #include <fstream>
 #include <iterator>
 #include <stdexcept>
+#include <vector>
 
 #include "tools/launch/launcher.h"
 
@@ -14,37 +15,7 @@ namespace {
 
 constexpr const char* kRoleVariable = "CROSSTRAIN_ALIGN_SIDE";  // "SIDE:OUT"
 
-// Restores the variable when the side is done, also when launching throws.
-class ScopedVariable {
- public:
-  ScopedVariable(const char* name, const std::string& value) : name_(name) {
-    if (::setenv(name, value.c_str(), 1) != 0) throw std::runtime_error(std::string("cannot set ") + name);
-  }
-  ~ScopedVariable() { ::unsetenv(name_); }
-  ScopedVariable(const ScopedVariable&) = delete;
-  ScopedVariable& operator=(const ScopedVariable&) = delete;
-
- private:
-  const char* name_;
-};
-
-}  // namespace
-
-std::optional<AlignWorkerRole> align_worker_role() {
-  const char* role = std::getenv(kRoleVariable);
-  if (!role) return std::nullopt;
-  const std::string text = role;
-  const auto colon = text.find(':');
-  if (colon == std::string::npos || (text.substr(0, colon) != "a" && text.substr(0, colon) != "b"))
-    throw std::invalid_argument(std::string(kRoleVariable) + ": expected SIDE:DIR, got '" + text + "'");
-  AlignWorkerRole r;
-  r.side = text.substr(0, colon);
-  r.out = text.substr(colon + 1);
-  const char* rank = std::getenv("RANK");
-  r.rank = rank ? std::atoi(rank) : 0;
-  return r;
-}
-
+// This process's command line as the kernel holds it.
 std::vector<std::string> own_command_line() {
   std::ifstream in("/proc/self/cmdline", std::ios::binary);
   const std::string raw((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
@@ -59,13 +30,28 @@ std::vector<std::string> own_command_line() {
   return argv;
 }
 
+}  // namespace
+
+std::optional<AlignWorkerRole> align_worker_role() {
+  const char* role = std::getenv(kRoleVariable);
+  if (!role) return std::nullopt;
+  const std::string text = role;
+  const auto colon = text.find(':');
+  if (colon == std::string::npos || (text.substr(0, colon) != "a" && text.substr(0, colon) != "b"))
+    throw std::invalid_argument(std::string(kRoleVariable) + ": expected SIDE:DIR, got '" + text + "'");
+  AlignWorkerRole r;
+  r.side = text.substr(0, colon);
+  r.out = text.substr(colon + 1);
+  return r;
+}
+
 int run_side_ranks(const std::string& side, int nproc, const std::string& out) {
   launch::LaunchRequest request;
   request.shape.nproc_per_node = nproc;
   request.shape.master_port = 0;
   request.program.path = std::filesystem::read_symlink("/proc/self/exe").string();
   request.program.argv = own_command_line();
-  const ScopedVariable role(kRoleVariable, side + ":" + std::filesystem::absolute(out).string());
+  request.extra_env[kRoleVariable] = side + ":" + std::filesystem::absolute(out).string();
   return launch::run_launch(request);
 }
 

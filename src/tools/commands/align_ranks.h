@@ -8,7 +8,6 @@
 //   worker:  if (auto role = align_worker_role()) { ... train role->side, dump to role->out ... }
 #include <optional>
 #include <string>
-#include <vector>
 
 namespace crosstrain::commands {
 
@@ -18,18 +17,15 @@ inline constexpr int kAlignRankStoppedExit = 4;
 struct AlignWorkerRole {
   std::string side;  // "a" or "b"
   std::string out;   // the align output directory the parent chose
-  int rank = 0;
 };
 
-// Set in a process the parent started for a multi-process side; nullopt otherwise.
+// Set in a process the parent started for a multi-process side; nullopt otherwise. The rank is
+// torchrun's (dist::WorkerEnv).
 std::optional<AlignWorkerRole> align_worker_role();
 
 // Runs `nproc` copies of this process (its own executable and command line) as one data-parallel
 // side on this node, on a free port, and returns the launcher's exit status: 0, the first failing
 // rank's status, or 128 + a stop signal. Their output goes to this process's, prefixed by rank.
 int run_side_ranks(const std::string& side, int nproc, const std::string& out);
-
-// This process's command line as the kernel holds it (/proc/self/cmdline).
-std::vector<std::string> own_command_line();
 
 }  // namespace crosstrain::commands

@@ -12,6 +12,7 @@
 #include "core/device.h"
 #include "core/models.h"
 #include "tools/commands/align_ranks.h"
+#include "tools/dist/worker_env.h"
 #include "tools/train.h"
 #include "tools/trainer.h"
 
@@ -213,7 +214,9 @@ AlignRun run_as_rank(AlignOptions o, const AlignWorkerRole& role, std::ostream& 
   const bool is_b = role.side == "b";
   tools::TrainConfig c = (is_b ? s.b : s.a).config;
   if (o.base.weights_in.empty()) c.weights_in = initial_weights_path(role.out);
-  const std::string dir = (fs::path(role.out) / role.side / ("rank" + std::to_string(role.rank))).string();
+  const auto env = dist::WorkerEnv::from_environment();
+  const int rank = env ? env->rank : 0;
+  const std::string dir = (fs::path(role.out) / role.side / ("rank" + std::to_string(rank))).string();
   const std::string name = side_name(is_b ? "B" : "A", is_b ? o.b : o.a);
   AlignRun run;
   run.worker = true;

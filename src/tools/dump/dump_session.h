@@ -13,8 +13,8 @@
 // parameter's gradient (scaled and unscaled when a loss scaler runs). With K accumulated
 // micro-batches, the loss and module records are of the first micro-batch, and module gradients are
 // taken with respect to that micro-batch's own loss (backward saw it divided by K): what rank 0 of
-// a K-rank data-parallel run records for the same samples. loss.jsonl has the step's mean. The loss of every step goes to
-// loss.jsonl. Tensors are copied to host memory on dumped steps only; other steps cost one branch
+// a K-rank data-parallel run records for the same samples. The loss of every step (the mean of its
+// micro-batches) goes to loss.jsonl. Tensors are copied to host memory on dumped steps only; other steps cost one branch
 // per module. Writes are serialised (backward hooks may run on autograd's device threads).
 //
 // ModuleDisturbance is a test aid: it changes one named module's output (relative noise or a NaN) so tests can prove that a comparison finds the place where two runs part.

@@ -112,7 +112,8 @@ int run_launch(LaunchRequest request) {
     shape.master_port = pick_free_port();
     say("MASTER_PORT=" + std::to_string(shape.master_port) + " (a free port)");
   }
-  const Environment inherited = current_environment();
+  Environment inherited = current_environment();
+  for (const auto& [name, value] : request.extra_env) inherited[name] = value;
   if (sets_omp_threads(shape, inherited))
     say("OMP_NUM_THREADS=1 for each worker, since it is not set: tune it for your workload");
 

@@ -21,6 +21,7 @@ struct LaunchRequest {
   Program program;
   bool prefix_output = true;
   double kill_timeout_s = 30;
+  Environment extra_env;  // set for every worker on top of the launcher's own environment
 };
 
 // Runs the launch to its end and returns the exit status; the launcher's messages go to stderr
