@@ -35,6 +35,11 @@ struct DataParallelOptions {
   std::string compression = "none";  // none | fp16 | bf16
 };
 
+// Two figures that change when any element of `tensors` changes, compared across ranks to show they
+// hold the same parameters: the sum of all elements and a sum of even-position elements weighted by
+// the tensor's index (order-sensitive). Computed in double through views, without a copy.
+std::vector<double> parameter_checksum(const std::vector<at::Tensor>& tensors);
+
 class DataParallel final : public GradientSync {
  public:
   DataParallel(Group& group, core::TrainableModel& model, DataParallelOptions options);
@@ -53,7 +58,6 @@ class DataParallel final : public GradientSync {
  private:
   void check_same_everywhere(const std::vector<double>& local, const std::string& what);
   void broadcast_state();
-  static std::vector<double> checksum(const std::vector<at::Tensor>& tensors);
 
   Group& group_;
   DataParallelOptions options_;
