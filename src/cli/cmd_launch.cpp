@@ -14,6 +14,7 @@
 #include "cli/flag_checks.h"
 #include "report/envelope.h"
 #include "tools/launch/launcher.h"
+#include "tools/launch/nproc.h"
 #include "tools/launch/worker_env.h"
 
 namespace crosstrain::cli {
@@ -21,7 +22,8 @@ namespace crosstrain::cli {
 namespace {
 
 struct LaunchArgs {
-  int nproc_per_node = 1;
+  std::string nproc_per_node = "1";
+  bool standalone = false;
   std::string nnodes = "1";
   int node_rank = 0;
   std::string master_addr = launch::kDefaultMasterAddr;
@@ -39,10 +41,13 @@ Examples:
   crosstrain launch --nproc-per-node 2 -- python train.py --epochs 1
   crosstrain launch --nproc-per-node 8 --nnodes 2 --node-rank 0 --master-addr 10.0.0.1 -- train ...
   crosstrain launch --nproc-per-node 2 --max-restarts 3 --master-port 0 -- ./worker.sh
+  crosstrain launch --standalone --nproc_per_node=gpu -- python train.py   # torchrun's spellings
 
 A first word after '--' that names a crosstrain command runs this crosstrain; any other is a
 program found as the shell would (a '/' in it, or on PATH), run without an interpreter in front.
-Each worker gets RANK, LOCAL_RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT and torchrun's other
+--nproc-per-node takes a number or auto, cpu, gpu (cuda), npu: one worker per visible device of that
+kind (auto: GPUs, else NPUs, else CPUs). torchrun's underscore spellings (--nproc_per_node,
+--master_port, ...) are accepted too. Each worker gets RANK, LOCAL_RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT and torchrun's other
 variables (docs/DISTRIBUTED.md). Exit status: 0, the first failing worker's status (128+N for
 signal N), or 128+N when the launcher was stopped by signal N.
 )";
@@ -93,10 +98,10 @@ launch::Program worker_program(const CLI::App& top, const std::vector<std::strin
 }
 
 // Elastic node counts are torchrun's: the process becomes torchrun, which runs this command.
-[[noreturn]] void hand_over_to_torchrun(const LaunchArgs& args, const launch::NodeCount& nodes,
+[[noreturn]] void hand_over_to_torchrun(const LaunchArgs& args, int nproc_per_node, const launch::NodeCount& nodes,
                                         const launch::Program& program) {
   launch::LaunchShape shape;  // checks what both kinds of launch share
-  shape.nproc_per_node = args.nproc_per_node;
+  shape.nproc_per_node = nproc_per_node;
   shape.nnodes = nodes.max;
   shape.master_addr = args.master_addr;
   shape.master_port = args.master_port;
@@ -111,7 +116,7 @@ launch::Program worker_program(const CLI::App& top, const std::vector<std::strin
                                 "use a fixed --nnodes N with --node-rank on each node");
   launch::ElasticRequest request;
   request.nodes = nodes;
-  request.nproc_per_node = args.nproc_per_node;
+  request.nproc_per_node = nproc_per_node;
   request.rdzv_endpoint = args.master_addr + ":" + std::to_string(args.master_port);
   request.run_id = args.run_id;
   request.max_restarts = args.max_restarts;
@@ -125,16 +130,36 @@ launch::Program worker_program(const CLI::App& top, const std::vector<std::strin
   throw std::runtime_error("launch: cannot run " + torchrun + ": " + std::strerror(errno));
 }
 
-void run(const CLI::App& top, const LaunchArgs& args) {
+// A symbolic --nproc-per-node becomes a number, said once on stderr.
+int workers_per_node(const std::string& spec) {
+  const int n = launch::resolve_nproc_per_node(spec, launch::visible_devices(launch::current_environment()));
+  if (spec != std::to_string(n)) std::cerr << "crosstrain launch: --nproc-per-node " << spec << ": " << n << " workers" << std::endl;
+  return n;
+}
+
+// torchrun's --standalone: one node, rendezvous on this host at a free port.
+void apply_standalone(LaunchArgs& args, const CLI::App& cmd) {
+  if (!args.standalone) return;
+  for (const char* flag : {"--nnodes", "--node-rank", "--master-addr", "--master-port"})
+    if (cmd.count(flag) > 0)
+      throw std::invalid_argument(std::string("launch: --standalone runs one node on this host; drop ") + flag);
+  args.nnodes = "1";
+  args.master_addr = launch::kDefaultMasterAddr;
+  args.master_port = 0;
+}
+
+void run(const CLI::App& top, const CLI::App& cmd, LaunchArgs args) {
   check_separator(args.command);
+  apply_standalone(args, cmd);
   const launch::NodeCount nodes = launch::parse_nnodes(args.nnodes);
   if (!(args.kill_timeout_s >= 0 && args.kill_timeout_s <= 1e6))
     throw std::invalid_argument("launch: --kill-timeout must be between 0 and 1000000 seconds");
   const launch::Program program = worker_program(top, args.command);
-  if (nodes.elastic) hand_over_to_torchrun(args, nodes, program);
+  const int nproc_per_node = workers_per_node(args.nproc_per_node);
+  if (nodes.elastic) hand_over_to_torchrun(args, nproc_per_node, nodes, program);
 
   launch::LaunchRequest request;
-  request.shape.nproc_per_node = args.nproc_per_node;
+  request.shape.nproc_per_node = nproc_per_node;
   request.shape.nnodes = nodes.min;
   request.shape.node_rank = args.node_rank;
   request.shape.master_addr = args.master_addr;
@@ -154,25 +179,28 @@ void add_launch_command(CLI::App& app) {
   CLI::App* cmd = app.add_subcommand(
       "launch", "Run N workers per node with torchrun's environment (RANK, WORLD_SIZE, ...), without Python");
   cmd->footer(kExamples);
-  cmd->add_option("--nproc-per-node", args->nproc_per_node, "Workers on this node")->type_name("N")->capture_default_str()
-      ->check(int_range(1, launch::kMaxProcPerNode));
+  cmd->add_option("--nproc-per-node,--nproc_per_node", args->nproc_per_node,
+                  "Workers on this node: N, or auto, cpu, gpu (cuda), npu for one per visible device")
+      ->type_name("N|auto|cpu|gpu|npu")
+      ->capture_default_str();
+  cmd->add_flag("--standalone", args->standalone, "One node: rendezvous on this host at a free port (torchrun's --standalone)");
   cmd->add_option("--nnodes", args->nnodes, "Nodes: N (static), or MIN:MAX for elastic rendezvous through torchrun")
       ->type_name("N|MIN:MAX")
       ->capture_default_str();
-  cmd->add_option("--node-rank", args->node_rank, "This node's rank, 0 <= R < nnodes")->type_name("R")->capture_default_str()
+  cmd->add_option("--node-rank,--node_rank", args->node_rank, "This node's rank, 0 <= R < nnodes")->type_name("R")->capture_default_str()
       ->check(int_range(0, launch::kMaxNodes - 1));
-  cmd->add_option("--master-addr", args->master_addr, "Address of rank 0's node (MASTER_ADDR)")
+  cmd->add_option("--master-addr,--master_addr", args->master_addr, "Address of rank 0's node (MASTER_ADDR)")
       ->type_name("ADDR")
       ->capture_default_str();
-  cmd->add_option("--master-port", args->master_port, "Port of rank 0's TCPStore (MASTER_PORT); 0 picks a free one")
+  cmd->add_option("--master-port,--master_port", args->master_port, "Port of rank 0's TCPStore (MASTER_PORT); 0 picks a free one")
       ->type_name("PORT")
       ->capture_default_str()
       ->check(int_range(0, 65535));
-  cmd->add_option("--max-restarts", args->max_restarts, "Restart all local workers up to K times when one fails")
+  cmd->add_option("--max-restarts,--max_restarts", args->max_restarts, "Restart all local workers up to K times when one fails")
       ->type_name("K")
       ->capture_default_str()
       ->check(int_range(0, 1e9));
-  cmd->add_option("--rdzv-id", args->run_id, "Job id (TORCHELASTIC_RUN_ID)")->type_name("ID")->capture_default_str();
+  cmd->add_option("--rdzv-id,--rdzv_id", args->run_id, "Job id (TORCHELASTIC_RUN_ID)")->type_name("ID")->capture_default_str();
   cmd->add_option("--kill-timeout", args->kill_timeout_s,
                   "Seconds between SIGTERM (or a forwarded signal) and SIGKILL when stopping workers")
       ->type_name("SECONDS")
@@ -181,7 +209,7 @@ void add_launch_command(CLI::App& app) {
   cmd->add_flag("--no-prefix", args->no_prefix, "Leave the workers' output as it is (no '[rankN]: ' prefix per line)");
   cmd->add_option("command", args->command, "The worker command and its arguments, after '--' (required)")->type_name("COMMAND");
   const CLI::App* top = &app;
-  cmd->callback([top, args]() { run(*top, *args); });
+  cmd->callback([top, cmd, args]() { run(*top, *cmd, *args); });
 }
 
 }  // namespace crosstrain::cli

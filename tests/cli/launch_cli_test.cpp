@@ -1,6 +1,7 @@
 // `crosstrain launch` through the binary: the worker environment, rank-prefixed output, failures,
 // signals, restarts, free ports, crosstrain commands and Python as workers, usage errors.
 #include <gtest/gtest.h>
+#include <sched.h>
 #include <sys/stat.h>
 
 #include <chrono>
@@ -217,6 +218,28 @@ TEST(Launch, MasterPortZeroPicksOneFreePortForAll) {
   EXPECT_NE(r.output.find("MASTER_PORT=" + m[1].str() + " (a free port)"), std::string::npos) << r.output;
 }
 
+TEST(Launch, TakesTorchrunsSpellingsAndStandalone) {
+  // A command line copied from torchrun: underscores, '=' values, --standalone, a symbolic count.
+  auto r = run_command("env -u CUDA_VISIBLE_DEVICES " +
+                       launch("--standalone --nproc_per_node=cpu --max_restarts=0 --rdzv_id=job9 -- /bin/sh -c "
+                              "'echo $RANK/$WORLD_SIZE $MASTER_ADDR $TORCHELASTIC_RUN_ID port=$MASTER_PORT'"));
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  ASSERT_EQ(sched_getaffinity(0, sizeof(set), &set), 0);
+  const int cpus = CPU_COUNT(&set);
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(r.output, m, std::regex(R"(\[rank0\]: 0/(\d+) 127\.0\.0\.1 job9 port=(\d+))"))) << r.output;
+  EXPECT_EQ(std::stoi(m[1]), std::min(cpus, 1024)) << r.output;  // one worker per CPU
+  EXPECT_NE(m[2].str(), "29500") << r.output;  // standalone: a free port, not the default
+  EXPECT_NE(r.output.find("--nproc-per-node cpu: " + m[1].str() + " workers"), std::string::npos) << r.output;
+
+  auto node = run_command(launch("--nproc_per_node 2 --node_rank=0 --master_addr=127.0.0.1 --master_port=0 -- "
+                                 "/bin/sh -c 'echo ok-$RANK'"));
+  EXPECT_EQ(node.exit_code, 0) << node.output;
+  EXPECT_EQ(count_of(node.output, "[rank1]: ok-1\n"), 1u) << node.output;
+}
+
 TEST(Launch, RunsCrosstrainCommandsAndPython) {
   // A crosstrain command name after '--' runs this same crosstrain.
   auto r = run_command(launch("--nproc-per-node 2 -- analyze --help"), false);
@@ -236,7 +259,8 @@ TEST(Launch, UsageErrorsAreOneLineAndExitTwo) {
            "--nproc-per-node 2", "--nproc-per-node 2 --", "--nproc-per-node 0 -- true", "--nproc-per-node 1025 -- true",
            "--nnodes 2 --node-rank 2 -- true", "--master-port 70000 -- true", "--nnodes 2 --master-port 0 -- true",
            "--nnodes 0 -- true", "--max-restarts -1 -- true", "--kill-timeout -1 -- true", "-- no-such-program-xyz",
-           "-- ./no/such/file", "-- launch -- true", "extra -- true"}) {
+           "-- ./no/such/file", "-- launch -- true", "extra -- true", "--nproc-per-node xpu -- true",
+           "--standalone --master-port 29511 -- true", "--standalone --nnodes 2 -- true"}) {
     auto r = run_command(launch(args));
     EXPECT_EQ(r.exit_code, 2) << args << "\n" << r.output;
     EXPECT_EQ(count_of(r.output, "\n"), 1u) << args << "\n" << r.output;

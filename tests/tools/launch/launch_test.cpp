@@ -7,6 +7,7 @@
 #include "test_support.h"
 #include "tools/launch/launcher.h"
 #include "tools/launch/line_prefixer.h"
+#include "tools/launch/nproc.h"
 #include "tools/launch/worker_env.h"
 
 using namespace crosstrain::launch;
@@ -143,4 +144,53 @@ TEST(FreePort, IsBindable) {
   const int port = pick_free_port();
   EXPECT_GT(port, 0);
   EXPECT_LE(port, 65535);
+}
+
+TEST(NprocPerNode, VisibleListsStopAtTheFirstInvalidEntryAsTheRuntimesDo) {
+  EXPECT_EQ(visible_count("", 8, true), 0);
+  EXPECT_EQ(visible_count("0,1,2,3", 8, true), 4);
+  EXPECT_EQ(visible_count("3, 1", 8, true), 2);
+  EXPECT_EQ(visible_count("0,1,-1,2", 8, true), 2);  // -1 ends the list
+  EXPECT_EQ(visible_count("0,9,1", 8, true), 1);     // no device 9
+  EXPECT_EQ(visible_count("GPU-5ab3c1e2,MIG-1f2e", 8, true), 2);
+  EXPECT_EQ(visible_count("GPU-5ab3c1e2", 8, false), 0);  // Ascend lists are indices only
+  EXPECT_EQ(visible_count("0,1,2", 2, true), 2);
+  EXPECT_EQ(visible_count("0,", 8, true), 1);
+}
+
+TEST(NprocPerNode, DeviceFilesAreCountedAndNarrowedByTheVisibleList) {
+  const auto dev = crosstrain::testing::scratch_dir("nproc_dev");
+  for (const char* name : {"nvidia0", "nvidia1", "nvidia2", "nvidiactl", "nvidia-uvm", "nvidia-caps", "davinci0",
+                           "davinci_manager", "null"})
+    std::ofstream(dev / name).put('\n');
+  auto d = visible_devices({}, dev.string());
+  EXPECT_EQ(d.cuda, 3);
+  EXPECT_EQ(d.npu, 1);
+  EXPECT_GE(d.cpus, 1);
+  d = visible_devices({{"CUDA_VISIBLE_DEVICES", "2,0"}, {"ASCEND_RT_VISIBLE_DEVICES", ""}}, dev.string());
+  EXPECT_EQ(d.cuda, 2);
+  EXPECT_EQ(d.npu, 0);
+  d = visible_devices({{"CUDA_VISIBLE_DEVICES", "0,1"}}, (dev / "absent").string());
+  EXPECT_EQ(d.cuda, 0);  // a list cannot make devices the node does not have
+}
+
+TEST(NprocPerNode, WordsResolveToTheDevicesOfTheirKind) {
+  const NodeDevices cpu_node{16, 0, 0}, gpu_node{64, 8, 0}, npu_node{192, 0, 8};
+  EXPECT_EQ(resolve_nproc_per_node("4", cpu_node), 4);
+  EXPECT_EQ(resolve_nproc_per_node("cpu", gpu_node), 64);
+  EXPECT_EQ(resolve_nproc_per_node("gpu", gpu_node), 8);
+  EXPECT_EQ(resolve_nproc_per_node("cuda", gpu_node), 8);
+  EXPECT_EQ(resolve_nproc_per_node("npu", npu_node), 8);
+  EXPECT_EQ(resolve_nproc_per_node("auto", gpu_node), 8);
+  EXPECT_EQ(resolve_nproc_per_node("auto", npu_node), 8);
+  EXPECT_EQ(resolve_nproc_per_node("auto", cpu_node), 16);
+  EXPECT_EQ(resolve_nproc_per_node("cpu", NodeDevices{4096, 0, 0}), kMaxProcPerNode);
+  for (const char* bad : {"0", "-1", "1025", "99999999999", "", "GPU", "2x", " 2", "xpu"})
+    EXPECT_THROW(resolve_nproc_per_node(bad, gpu_node), std::invalid_argument) << bad;
+  try {
+    resolve_nproc_per_node("gpu", cpu_node);
+    FAIL() << "a CPU node has no GPU";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("no CUDA GPU is visible"), std::string::npos) << e.what();
+  }
 }
