@@ -10,6 +10,7 @@
 #include "tools/analyze/advisor.h"
 #include "tools/analyze/analysis_report.h"
 #include "tools/analyze/ascend_output.h"
+#include "tools/analyze/rank_compare.h"
 #include "tools/analyze/trace_reader.h"
 
 namespace crosstrain::cli {
@@ -89,13 +90,15 @@ void run_analyze(const AnalyzeArgs& args) {
     ascend_ranks.push_back(all[i].rank >= 0 ? all[i].rank : static_cast<int>(ascend.size() - 1));
     ascend_of.push_back(i);
   }
+  const auto across = analyze::rank_findings(all);
   if (!quiet) {
-    if (all.size() > 1) std::cout << analyze::render_rank_summary(all) << "\n";
+    if (all.size() > 1) std::cout << analyze::render_rank_summary(all) << analyze::render_rank_findings(across) << "\n";
     for (const auto& a : all) std::cout << analyze::render_console(a, {args.top}) << "\n";
     if (!ascend.empty()) std::cout << analyze::render_ascend_console(ascend, ascend_ranks) << "\n";
   }
   if (!args.json.empty()) {
     auto j = analyze::analyses_to_json(all);
+    if (all.size() > 1) j["rank_findings"] = analyze::findings_to_json(across);
     for (size_t k = 0; k < ascend.size(); ++k) j["traces"][ascend_of[k]]["ascend"] = analyze::ascend_output_to_json(ascend[k]);
     report::write_json(report::with_envelope("analyze", j), args.json);
   }

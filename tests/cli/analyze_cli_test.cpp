@@ -110,6 +110,28 @@ TEST(CliAnalyze, CsvFilesAndRankFolder) {
   EXPECT_NE(ops.find("aten::mm"), std::string::npos);
 }
 
+TEST(CliAnalyze, AStragglerRankIsNamedAcrossRanks) {
+  auto r = run("analyze --json - " + kData + "ddp/straggler");  // real DDP traces (make_ddp_traces.py)
+  ASSERT_EQ(r.code, 0) << r.out;
+  auto j = nlohmann::json::parse(r.out);
+  ASSERT_EQ(j["rank_findings"].size(), 1u) << r.out;
+  EXPECT_EQ(j["rank_findings"][0]["rule"], "straggler");
+  EXPECT_EQ(j["rank_findings"][0]["title"], "Rank 1 is a straggler");
+  EXPECT_GT(j["traces"][1]["compute_us_per_step"].get<double>(), 1.3 * j["traces"][0]["compute_us_per_step"].get<double>());
+  auto console = run("analyze " + kData + "ddp/straggler");
+  EXPECT_NE(console.out.find("Across ranks: 1 finding(s)\n  [straggler] Rank 1 is a straggler"), std::string::npos)
+      << console.out;
+  const auto html = temp_dir("straggler_html") / "report.html";
+  ASSERT_EQ(run("analyze --html " + html.string() + " " + kData + "ddp/straggler").code, 0);
+  const std::string page = slurp(html);
+  const auto table = page.find("id=\"rank-findings\"");
+  ASSERT_NE(table, std::string::npos);
+  EXPECT_NE(page.find("Rank 1 is a straggler", table), std::string::npos);
+  auto balanced = run("analyze --json - " + kData + "ddp/balanced");
+  ASSERT_EQ(balanced.code, 0) << balanced.out;
+  EXPECT_TRUE(nlohmann::json::parse(balanced.out)["rank_findings"].empty()) << balanced.out;
+}
+
 TEST(CliAnalyze, DiffOfTwoTraces) {
   auto r = run("analyze --diff " + kData + "crosstrain_cpu.json " + kData + "torch_cpu_small.json --json -");
   ASSERT_EQ(r.code, 0) << r.out;

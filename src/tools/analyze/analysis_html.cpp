@@ -8,6 +8,7 @@
 #include "report/html_page.h"
 #include "report/units.h"
 #include "tools/analyze/analysis_report.h"
+#include "tools/analyze/rank_compare.h"
 
 namespace crosstrain::analyze {
 
@@ -17,13 +18,14 @@ std::string render_analysis_html(const std::vector<TraceAnalysis>& all) {
   page.add_raw("<style>table[id^=findings] td,table[id^=findings] th{text-align:left;vertical-align:top}</style>");
   if (all.size() > 1) {
     // The per-rank comparison of the console output: where ranks differ is where to look first.
-    std::vector<std::string> head = {"Trace", "Rank", "Steps", "Mean step", "Device busy"};
+    std::vector<std::string> head = {"Trace", "Rank", "Steps", "Mean step", "Compute/step", "Device busy"};
     for (int c = 0; c < kStepCategoryCount; ++c) head.push_back(step_category_name(c));
     head.push_back("Findings");
     std::vector<std::vector<std::string>> rows;
     for (const auto& a : all) {
       std::vector<std::string> row = {a.path.substr(a.path.find_last_of('/') + 1), a.rank >= 0 ? std::to_string(a.rank) : "-",
                                       std::to_string(a.steps.size()), report::format_us(a.mean_step_us()),
+                                      report::format_us(compute_us_per_step(a)),
                                       a.has_device ? report::format_percent(a.share(a.total.device_busy_us)) : "n/a"};
       for (int c = 0; c < kStepCategoryCount; ++c)
         row.push_back(report::format_percent(a.share(a.total.category_us[static_cast<size_t>(c)])));
@@ -34,6 +36,10 @@ std::string render_analysis_html(const std::vector<TraceAnalysis>& all) {
     }
     page.add_heading("Ranks");
     page.add_table(head, rows, "ranks");
+    std::vector<std::vector<std::string>> across;
+    for (const auto& f : rank_findings(all)) across.push_back({f.title, f.measured, f.evidence, f.threshold, f.suggestion});
+    if (across.empty()) page.add_raw("<p class=\"pass\" id=\"rank-findings\">Across ranks: no rule fired.</p>");
+    else page.add_table({"Finding", "Measured", "Evidence", "Threshold", "Suggestion"}, across, "rank-findings");
   }
   for (size_t r = 0; r < all.size(); ++r) {
     const TraceAnalysis& a = all[r];

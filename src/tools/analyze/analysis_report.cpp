@@ -1,5 +1,7 @@
 #include "tools/analyze/analysis_report.h"
 
+#include "tools/analyze/rank_compare.h"
+
 #include <algorithm>
 #include <filesystem>
 #include <sstream>
@@ -8,6 +10,7 @@
 #include "report/output.h"
 #include "report/table.h"
 #include "report/units.h"
+#include "tools/analyze/rank_compare.h"
 
 namespace crosstrain::analyze {
 
@@ -153,14 +156,14 @@ std::string render_console(const TraceAnalysis& a, const RenderOptions& opt) {
 }
 
 std::string render_rank_summary(const std::vector<TraceAnalysis>& ranks) {
-  std::vector<std::string> head = {"Trace", "Rank", "Steps", "Mean step"};
+  std::vector<std::string> head = {"Trace", "Rank", "Steps", "Mean step", "Compute/step"};
   for (int c = 0; c < kStepCategoryCount; ++c) head.push_back(step_category_name(c));
   head.push_back("Findings");
   report::Table t(head);
   for (const auto& a : ranks) {
     std::vector<std::string> row = {std::filesystem::path(a.path).filename().string(),
                                     a.rank >= 0 ? std::to_string(a.rank) : "-", std::to_string(a.steps.size()),
-                                    format_us(a.mean_step_us())};
+                                    format_us(a.mean_step_us()), format_us(compute_us_per_step(a))};
     for (int c = 0; c < kStepCategoryCount; ++c) row.push_back(format_percent(a.share(a.total.category_us[static_cast<size_t>(c)])));
     std::string rules;
     for (const auto& f : a.findings) rules += (rules.empty() ? "" : ",") + f.rule;
@@ -187,6 +190,14 @@ std::string render_diff_console(const TraceDiff& d, size_t top) {
   out << t.render();
   if (n == 0) out << "no operator or category changed by more than 2%\n";
   return out.str();
+}
+
+nlohmann::json findings_to_json(const std::vector<Finding>& findings) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const auto& f : findings)
+    out.push_back({{"rule", f.rule}, {"title", f.title}, {"measured", f.measured}, {"value", f.value},
+                   {"threshold", f.threshold}, {"suggestion", f.suggestion}, {"evidence", f.evidence}});
+  return out;
 }
 
 nlohmann::json analysis_to_json(const TraceAnalysis& a) {
@@ -249,11 +260,8 @@ nlohmann::json analysis_to_json(const TraceAnalysis& a) {
                    {"curve", pts}});
   }
   j["memory"] = mem;
-  json findings = json::array();
-  for (const auto& f : a.findings)
-    findings.push_back({{"rule", f.rule}, {"title", f.title}, {"measured", f.measured}, {"value", f.value},
-                        {"threshold", f.threshold}, {"suggestion", f.suggestion}, {"evidence", f.evidence}});
-  j["findings"] = findings;
+  j["compute_us_per_step"] = compute_us_per_step(a);
+  j["findings"] = findings_to_json(a.findings);
   return j;
 }
 

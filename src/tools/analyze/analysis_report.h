@@ -29,6 +29,7 @@ std::string render_diff_console(const TraceDiff& d, size_t top);
 std::string render_device_views_console(const TraceAnalysis& a, size_t top);
 nlohmann::json device_views_to_json(const TraceAnalysis& a);
 
+nlohmann::json findings_to_json(const std::vector<Finding>& findings);
 nlohmann::json analysis_to_json(const TraceAnalysis& a);
 nlohmann::json analyses_to_json(const std::vector<TraceAnalysis>& all);  // {"schema_version", "traces": [...]}
 nlohmann::json diff_to_json(const TraceDiff& d);

@@ -3,10 +3,12 @@
 // multi-worker DataLoader and with_stack (tests/data/traces/make_torch_variants.py).
 #include <gtest/gtest.h>
 
+#include <regex>
 #include <string>
 
 #include "tools/analyze/advisor.h"
 #include "tools/analyze/analysis.h"
+#include "tools/analyze/rank_compare.h"
 #include "tools/analyze/trace_diff.h"
 #include "tools/analyze/trace_reader.h"
 
@@ -220,4 +222,51 @@ TEST(AscendNames, EventWaitTasksAreNotDeviceWork) {
   EXPECT_EQ(a.format, "ascend");
   EXPECT_DOUBLE_EQ(a.total.device_busy_us, 25);  // the 500 us wait is not busy time
   EXPECT_DOUBLE_EQ(a.total.category_us[static_cast<size_t>(StepCategory::Memcpy)], 5);
+}
+
+// Real per-rank torch.profiler traces of a 2-process DDP job (Gloo, CPU; make_ddp_traces.py). In
+// the straggler job rank 1 runs two extra forwards per step; rank 0 waits for it in the all-reduce.
+namespace {
+std::vector<TraceAnalysis> ddp_job(const std::string& name) {
+  std::vector<TraceAnalysis> out;
+  for (const auto& t : read_traces(kData + "ddp/" + name)) out.push_back(analyzed(t));
+  return out;
+}
+}  // namespace
+
+TEST(RankFindings, AStragglerIsNamedWithTheOtherRanksWait) {
+  const auto job = ddp_job("straggler");
+  ASSERT_EQ(job.size(), 2u);
+  EXPECT_EQ(job[0].rank, 0);
+  EXPECT_EQ(job[1].rank, 1);
+  const auto f = rank_findings(job);
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0].rule, "straggler");
+  EXPECT_EQ(f[0].title, "Rank 1 is a straggler");
+  EXPECT_GT(f[0].value, 1.3);  // three forwards and one backward against one and one
+  EXPECT_NEAR(f[0].value, compute_us_per_step(job[1]) / compute_us_per_step(job[0]), 1e-9);
+  // More work, not slower work: the forward operators ran three times as often.
+  EXPECT_TRUE(std::regex_search(f[0].evidence, std::regex(R"(\((aten::\w+): 36 calls against 12\))"))) << f[0].evidence;
+  EXPECT_NE(f[0].evidence.find("the ranks did not do the same work"), std::string::npos) << f[0].evidence;
+  // Rank 0's communication is its wait: it exceeds rank 1's by most of the compute difference.
+  const double wait = cat(job[0].total, StepCategory::Communication) / 6 - cat(job[1].total, StepCategory::Communication) / 6;
+  EXPECT_GT(wait, 0.5 * (compute_us_per_step(job[1]) - compute_us_per_step(job[0])));
+  EXPECT_NE(f[0].evidence.find("they wait for it"), std::string::npos) << f[0].evidence;
+}
+
+TEST(RankFindings, BalancedRanksAndSlowerWorkAtTheSamePace) {
+  auto job = ddp_job("balanced");
+  ASSERT_EQ(job.size(), 2u);
+  EXPECT_TRUE(rank_findings(job).empty());
+  EXPECT_NEAR(compute_us_per_step(job[0]) / compute_us_per_step(job[1]), 1.0, 0.05);
+  // The same job with rank 0's operators 30% slower (a throttled core): same calls, slower work.
+  for (auto& o : job[0].operators) o.host_self_us *= 1.3;
+  const auto f = rank_findings(job);
+  ASSERT_EQ(f.size(), 1u);
+  EXPECT_EQ(f[0].title, "Rank 0 is a straggler");
+  EXPECT_NE(f[0].evidence.find("the same operators ran as often on both"), std::string::npos) << f[0].evidence;
+  // One trace, or traces without ranks: nothing to compare.
+  EXPECT_TRUE(rank_findings({job[0]}).empty());
+  for (auto& a : job) a.rank = -1;
+  EXPECT_TRUE(rank_findings(job).empty());
 }
