@@ -7,7 +7,8 @@
 #   CPU time per image of each run (all processes, from /proc/stat), which says what the exchange
 #   costs in cycles whatever the noise of the shared host;
 #   overlap: the share of all-reduce time hidden behind other work, from each rank's trace with
-#   `crosstrain analyze` (target >= 50%).
+#   `crosstrain analyze` (target >= 50%), with each rank's compute per step and analyze's straggler
+#   finding (ranks run in lockstep, so a slower core costs the job its difference).
 # usage: bench/dist_scaling.sh [rounds] [batch] [steps]   (after scripts/build.sh; 2+ cores)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -73,5 +74,8 @@ for t in traces:
     total = t["total"] if "total" in t else t["analysis"]["total"]
     comm, hidden = total["comm_us"], total["comm_overlapped_us"]
     rank = t.get("rank", "?")
-    print(f"rank {rank}: all-reduce and broadcast {comm / 1e3:.1f} ms in steps, {hidden / comm:.1%} overlapped (target >= 50%)")
+    print(f"rank {rank}: all-reduce and broadcast {comm / 1e3:.1f} ms in steps, {hidden / comm:.1%} overlapped (target >= 50%); "
+          f"compute {t['compute_us_per_step'] / 1e3:.1f} ms per step")
+for f in doc.get("rank_findings", []):  # a slower core holds every rank back at the all-reduce
+    print(f"across ranks: {f['title']}: {f['measured']}")
 PYEOF
