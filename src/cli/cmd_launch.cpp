@@ -137,6 +137,22 @@ int workers_per_node(const std::string& spec) {
   return n;
 }
 
+// At parse time, so the error names the flag: a count in range or one of the words (what the words
+// resolve to is known only once the devices are looked at).
+CLI::Validator nproc_spec() {
+  auto check = [](std::string& text) -> std::string {
+    try {
+      launch::resolve_nproc_per_node(text, launch::NodeDevices{1, 1, 1});
+      return {};
+    } catch (const std::invalid_argument&) {
+      const std::string shown = text.size() > 12 ? text.substr(0, 12) + "..." : text;
+      return "must be an integer between 1 and " + std::to_string(launch::kMaxProcPerNode) +
+             ", or auto, cpu, gpu (cuda), npu (got '" + shown + "')";
+    }
+  };
+  return CLI::Validator(check, "");
+}
+
 // torchrun's --standalone: one node, rendezvous on this host at a free port.
 void apply_standalone(LaunchArgs& args, const CLI::App& cmd) {
   if (!args.standalone) return;
@@ -182,7 +198,8 @@ void add_launch_command(CLI::App& app) {
   cmd->add_option("--nproc-per-node,--nproc_per_node", args->nproc_per_node,
                   "Workers on this node: N, or auto, cpu, gpu (cuda), npu for one per visible device")
       ->type_name("N|auto|cpu|gpu|npu")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(nproc_spec());
   cmd->add_flag("--standalone", args->standalone, "One node: rendezvous on this host at a free port (torchrun's --standalone)");
   cmd->add_option("--nnodes", args->nnodes, "Nodes: N (static), or MIN:MAX for elastic rendezvous through torchrun")
       ->type_name("N|MIN:MAX")
