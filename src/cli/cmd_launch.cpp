@@ -24,6 +24,8 @@ namespace {
 struct LaunchArgs {
   std::string nproc_per_node = "1";
   bool standalone = false;
+  std::string rdzv_backend = "static";
+  std::string rdzv_endpoint;
   std::string nnodes = "1";
   int node_rank = 0;
   std::string master_addr = launch::kDefaultMasterAddr;
@@ -99,7 +101,7 @@ launch::Program worker_program(const CLI::App& top, const std::vector<std::strin
 
 // Elastic node counts are torchrun's: the process becomes torchrun, which runs this command.
 [[noreturn]] void hand_over_to_torchrun(const LaunchArgs& args, int nproc_per_node, const launch::NodeCount& nodes,
-                                        const launch::Program& program) {
+                                        const std::string& endpoint, const launch::Program& program) {
   launch::LaunchShape shape;  // checks what both kinds of launch share
   shape.nproc_per_node = nproc_per_node;
   shape.nnodes = nodes.max;
@@ -111,17 +113,18 @@ launch::Program worker_program(const CLI::App& top, const std::vector<std::strin
   const char* path_variable = std::getenv("PATH");
   const std::string torchrun = launch::find_program("torchrun", path_variable ? path_variable : "");
   if (torchrun.empty())
-    throw std::invalid_argument("launch: --nnodes " + args.nnodes +
+    throw std::invalid_argument("launch: " + (args.rdzv_backend == "c10d" ? "--rdzv-backend c10d" : "--nnodes " + args.nnodes) +
                                 " asks for elastic rendezvous, which needs torchrun on PATH (not found); "
                                 "use a fixed --nnodes N with --node-rank on each node");
   launch::ElasticRequest request;
   request.nodes = nodes;
   request.nproc_per_node = nproc_per_node;
-  request.rdzv_endpoint = args.master_addr + ":" + std::to_string(args.master_port);
+  request.rdzv_endpoint = endpoint;
   request.run_id = args.run_id;
   request.max_restarts = args.max_restarts;
   const auto line = launch::torchrun_argv(torchrun, request, program);
-  std::cerr << "crosstrain launch: elastic --nnodes " << args.nnodes << ": handing over to " << torchrun << std::endl;
+  std::cerr << "crosstrain launch: elastic rendezvous (--nnodes " << args.nnodes << ", c10d at " << endpoint
+            << "): handing over to " << torchrun << std::endl;
   std::vector<char*> argv;
   for (const auto& a : line) argv.push_back(const_cast<char*>(a.c_str()));
   argv.push_back(nullptr);
@@ -156,7 +159,7 @@ CLI::Validator nproc_spec() {
 // torchrun's --standalone: one node, rendezvous on this host at a free port.
 void apply_standalone(LaunchArgs& args, const CLI::App& cmd) {
   if (!args.standalone) return;
-  for (const char* flag : {"--nnodes", "--node-rank", "--master-addr", "--master-port"})
+  for (const char* flag : {"--nnodes", "--node-rank", "--master-addr", "--master-port", "--rdzv-backend", "--rdzv-endpoint"})
     if (cmd.count(flag) > 0)
       throw std::invalid_argument(std::string("launch: --standalone runs one node on this host; drop ") + flag);
   args.nnodes = "1";
@@ -164,15 +167,34 @@ void apply_standalone(LaunchArgs& args, const CLI::App& cmd) {
   args.master_port = 0;
 }
 
+// torchrun's rendezvous flags: static names rank 0's node (like --master-addr/--master-port); c10d
+// lets nodes join without --node-rank, which torchrun does (the launch hands over to it).
+// Returns the c10d endpoint, host:port.
+std::string apply_rdzv(LaunchArgs& args, const CLI::App& cmd) {
+  if (args.rdzv_backend != "static" && args.rdzv_backend != "c10d")
+    throw std::invalid_argument("launch: --rdzv-backend " + args.rdzv_backend +
+                                ": crosstrain launch takes static (rank 0's node from --rdzv-endpoint or --master-addr) "
+                                "or c10d (handed over to torchrun)");
+  if (args.rdzv_endpoint.empty()) return launch::format_endpoint({args.master_addr, args.master_port});
+  if (cmd.count("--master-addr") > 0 || cmd.count("--master-port") > 0)
+    throw std::invalid_argument("launch: give --rdzv-endpoint or --master-addr/--master-port, not both");
+  const auto endpoint = launch::parse_endpoint(args.rdzv_endpoint, launch::kDefaultRdzvPort);
+  args.master_addr = endpoint.host;
+  args.master_port = endpoint.port;
+  return launch::format_endpoint(endpoint);
+}
+
 void run(const CLI::App& top, const CLI::App& cmd, LaunchArgs args) {
   check_separator(args.command);
   apply_standalone(args, cmd);
-  const launch::NodeCount nodes = launch::parse_nnodes(args.nnodes);
+  const std::string endpoint = apply_rdzv(args, cmd);
+  launch::NodeCount nodes = launch::parse_nnodes(args.nnodes);
+  if (args.rdzv_backend == "c10d") nodes.elastic = true;
   if (!(args.kill_timeout_s >= 0 && args.kill_timeout_s <= 1e6))
     throw std::invalid_argument("launch: --kill-timeout must be between 0 and 1000000 seconds");
   const launch::Program program = worker_program(top, args.command);
   const int nproc_per_node = workers_per_node(args.nproc_per_node);
-  if (nodes.elastic) hand_over_to_torchrun(args, nproc_per_node, nodes, program);
+  if (nodes.elastic) hand_over_to_torchrun(args, nproc_per_node, nodes, endpoint, program);
 
   launch::LaunchRequest request;
   request.shape.nproc_per_node = nproc_per_node;
@@ -217,6 +239,13 @@ void add_launch_command(CLI::App& app) {
       ->type_name("K")
       ->capture_default_str()
       ->check(int_range(0, 1e9));
+  cmd->add_option("--rdzv-backend,--rdzv_backend", args->rdzv_backend,
+                  "static: rank 0's node is the endpoint; c10d: nodes join without --node-rank (through torchrun)")
+      ->type_name("static|c10d")
+      ->capture_default_str();
+  cmd->add_option("--rdzv-endpoint,--rdzv_endpoint", args->rdzv_endpoint,
+                  "HOST[:PORT] of the rendezvous (port 29400 when left out), instead of --master-addr/--master-port")
+      ->type_name("HOST[:PORT]");
   cmd->add_option("--rdzv-id,--rdzv_id", args->run_id, "Job id (TORCHELASTIC_RUN_ID)")->type_name("ID")->capture_default_str();
   cmd->add_option("--kill-timeout", args->kill_timeout_s,
                   "Seconds between SIGTERM (or a forwarded signal) and SIGKILL when stopping workers")

@@ -238,6 +238,12 @@ TEST(Launch, TakesTorchrunsSpellingsAndStandalone) {
                                  "/bin/sh -c 'echo ok-$RANK'"));
   EXPECT_EQ(node.exit_code, 0) << node.output;
   EXPECT_EQ(count_of(node.output, "[rank1]: ok-1\n"), 1u) << node.output;
+
+  // A static rendezvous endpoint is rank 0's node.
+  auto endpoint = run_command(launch("--nproc-per-node 2 --rdzv-backend static --rdzv_endpoint=127.0.0.1:4567 -- "
+                                     "/bin/sh -c 'echo at-$MASTER_ADDR-$MASTER_PORT'"));
+  EXPECT_EQ(endpoint.exit_code, 0) << endpoint.output;
+  EXPECT_EQ(count_of(endpoint.output, "]: at-127.0.0.1-4567\n"), 2u) << endpoint.output;
 }
 
 TEST(Launch, RunsCrosstrainCommandsAndPython) {
@@ -260,7 +266,9 @@ TEST(Launch, UsageErrorsAreOneLineAndExitTwo) {
            "--nnodes 2 --node-rank 2 -- true", "--master-port 70000 -- true", "--nnodes 2 --master-port 0 -- true",
            "--nnodes 0 -- true", "--max-restarts -1 -- true", "--kill-timeout -1 -- true", "-- no-such-program-xyz",
            "-- ./no/such/file", "-- launch -- true", "extra -- true", "--nproc-per-node xpu -- true",
-           "--standalone --master-port 29511 -- true", "--standalone --nnodes 2 -- true"}) {
+           "--standalone --master-port 29511 -- true", "--standalone --nnodes 2 -- true", "--rdzv-backend etcd -- true",
+           "--rdzv-endpoint fe80::1 -- true", "--rdzv-endpoint node0:0 -- true",
+           "--rdzv-endpoint node0:1 --master-addr node1 -- true", "--standalone --rdzv-endpoint node0 -- true"}) {
     auto r = run_command(launch(args));
     EXPECT_EQ(r.exit_code, 2) << args << "\n" << r.output;
     EXPECT_EQ(count_of(r.output, "\n"), 1u) << args << "\n" << r.output;
@@ -284,6 +292,16 @@ TEST(Launch, ElasticNodeCountsGoToTorchrun) {
                           "--rdzv-id=job --max-restarts=1 --no-python " + self + " train --steps 5\n"),
             std::string::npos)
       << r.output;
+
+  // torchrun's c10d rendezvous with a fixed node count: nodes join without --node-rank.
+  auto c10d = run_command("PATH=" + dir.string() + ":/usr/bin:/bin " +
+                          launch("--nnodes=2 --nproc_per_node=4 --rdzv_backend=c10d --rdzv_endpoint=[fe80::1] "
+                                 "--rdzv_id=7 -- /bin/true"));
+  EXPECT_EQ(c10d.exit_code, 6) << c10d.output;
+  EXPECT_NE(c10d.output.find("torchrun --nnodes=2:2 --nproc-per-node=4 --rdzv-backend=c10d "
+                             "--rdzv-endpoint=[fe80::1]:29400 --rdzv-id=7 --max-restarts=0 --no-python /bin/true\n"),
+            std::string::npos)
+      << c10d.output;
 
   auto none = run_command("PATH=/nonexistent " + launch("--nnodes 1:4 -- /bin/true"));
   EXPECT_EQ(none.exit_code, 2) << none.output;

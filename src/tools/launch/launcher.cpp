@@ -77,6 +77,43 @@ std::string find_program(const std::string& name, const std::string& path_variab
   }
 }
 
+Endpoint parse_endpoint(const std::string& text, int default_port) {
+  const std::string what = "--rdzv-endpoint '" + text + "': expected HOST[:PORT] or [IPV6][:PORT]";
+  Endpoint e;
+  e.port = default_port;
+  std::string port;
+  if (!text.empty() && text.front() == '[') {
+    const auto close = text.find(']');
+    if (close == std::string::npos || close == 1) throw std::invalid_argument(what);
+    e.host = text.substr(1, close - 1);
+    const std::string rest = text.substr(close + 1);
+    if (!rest.empty() && rest.front() != ':') throw std::invalid_argument(what);
+    port = rest.empty() ? "" : rest.substr(1);
+    if (!rest.empty() && port.empty()) throw std::invalid_argument(what);
+  } else {
+    const auto colon = text.find(':');
+    if (colon != std::string::npos && text.find(':', colon + 1) != std::string::npos)
+      throw std::invalid_argument(what + " (an IPv6 address goes in brackets)");
+    e.host = text.substr(0, colon);
+    if (colon != std::string::npos) {
+      port = text.substr(colon + 1);
+      if (port.empty()) throw std::invalid_argument(what);
+    }
+  }
+  if (e.host.empty() || e.host.find_first_of(" \t/") != std::string::npos) throw std::invalid_argument(what);
+  if (!port.empty()) {
+    if (port.size() > 5 || port.find_first_not_of("0123456789") != std::string::npos) throw std::invalid_argument(what);
+    e.port = std::stoi(port);
+    if (e.port < 1 || e.port > 65535) throw std::invalid_argument(what + " (port 1 to 65535)");
+  }
+  return e;
+}
+
+std::string format_endpoint(const Endpoint& e) {
+  const bool v6 = e.host.find(':') != std::string::npos;
+  return (v6 ? "[" + e.host + "]" : e.host) + ":" + std::to_string(e.port);
+}
+
 NodeCount parse_nnodes(const std::string& text) {
   NodeCount n;
   const size_t colon = text.find(':');

@@ -43,6 +43,16 @@ struct NodeCount {
 };
 NodeCount parse_nnodes(const std::string& text);  // std::invalid_argument when malformed
 
+// A rendezvous endpoint: "host", "host:port", "[v6addr]" or "[v6addr]:port" (torchrun's
+// --rdzv-endpoint); the port is default_port when left out. std::invalid_argument when malformed.
+constexpr int kDefaultRdzvPort = 29400;  // torchrun's
+struct Endpoint {
+  std::string host;  // without brackets
+  int port = kDefaultRdzvPort;
+};
+Endpoint parse_endpoint(const std::string& text, int default_port);
+std::string format_endpoint(const Endpoint& e);  // host:port, an IPv6 host in brackets
+
 // torchrun's command line for an elastic launch of `program` (run with --no-python).
 struct ElasticRequest {
   NodeCount nodes;

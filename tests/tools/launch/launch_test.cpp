@@ -194,3 +194,21 @@ TEST(NprocPerNode, WordsResolveToTheDevicesOfTheirKind) {
     EXPECT_NE(std::string(e.what()).find("no CUDA GPU is visible"), std::string::npos) << e.what();
   }
 }
+
+TEST(RdzvEndpoint, HostPortAndBracketedIpv6) {
+  auto e = parse_endpoint("node0", kDefaultRdzvPort);
+  EXPECT_EQ(e.host, "node0");
+  EXPECT_EQ(e.port, 29400);
+  e = parse_endpoint("10.0.0.1:1234", kDefaultRdzvPort);
+  EXPECT_EQ(e.host, "10.0.0.1");
+  EXPECT_EQ(e.port, 1234);
+  e = parse_endpoint("[fe80::1]:29500", kDefaultRdzvPort);
+  EXPECT_EQ(e.host, "fe80::1");
+  EXPECT_EQ(e.port, 29500);
+  EXPECT_EQ(format_endpoint(e), "[fe80::1]:29500");
+  EXPECT_EQ(parse_endpoint("[::1]", 7).port, 7);
+  EXPECT_EQ(format_endpoint(parse_endpoint("node0", kDefaultRdzvPort)), "node0:29400");
+  for (const char* bad : {"", ":29400", "node0:", "node0:0", "node0:65536", "node0:12x", "fe80::1", "[fe80::1", "[]:1",
+                          "[::1]x", "[::1]:", "a b:1", "node0:123456"})
+    EXPECT_THROW(parse_endpoint(bad, kDefaultRdzvPort), std::invalid_argument) << bad;
+}
