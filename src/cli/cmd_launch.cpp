@@ -144,14 +144,10 @@ int workers_per_node(const std::string& spec) {
 // resolve to is known only once the devices are looked at).
 CLI::Validator nproc_spec() {
   auto check = [](std::string& text) -> std::string {
-    try {
-      launch::resolve_nproc_per_node(text, launch::NodeDevices{1, 1, 1});
-      return {};
-    } catch (const std::invalid_argument&) {
-      const std::string shown = text.size() > 12 ? text.substr(0, 12) + "..." : text;
-      return "must be an integer between 1 and " + std::to_string(launch::kMaxProcPerNode) +
-             ", or auto, cpu, gpu (cuda), npu (got '" + shown + "')";
-    }
+    if (launch::is_nproc_spec(text)) return {};
+    const std::string shown = text.size() > 12 ? text.substr(0, 12) + "..." : text;
+    return "must be an integer between 1 and " + std::to_string(launch::kMaxProcPerNode) +
+           ", or auto, cpu, gpu (cuda), npu (got '" + shown + "')";
   };
   return CLI::Validator(check, "");
 }
@@ -190,8 +186,6 @@ void run(const CLI::App& top, const CLI::App& cmd, LaunchArgs args) {
   const std::string endpoint = apply_rdzv(args, cmd);
   launch::NodeCount nodes = launch::parse_nnodes(args.nnodes);
   if (args.rdzv_backend == "c10d") nodes.elastic = true;
-  if (!(args.kill_timeout_s >= 0 && args.kill_timeout_s <= 1e6))
-    throw std::invalid_argument("launch: --kill-timeout must be between 0 and 1000000 seconds");
   const launch::Program program = worker_program(top, args.command);
   const int nproc_per_node = workers_per_node(args.nproc_per_node);
   if (nodes.elastic) hand_over_to_torchrun(args, nproc_per_node, nodes, endpoint, program);

@@ -1,7 +1,5 @@
 #include "tools/analyze/analysis_report.h"
 
-#include "tools/analyze/rank_compare.h"
-
 #include <algorithm>
 #include <filesystem>
 #include <sstream>

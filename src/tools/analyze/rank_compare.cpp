@@ -1,6 +1,7 @@
 #include "tools/analyze/rank_compare.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <map>
 #include <sstream>
@@ -80,29 +81,34 @@ double compute_us_per_step(const TraceAnalysis& a) {
 }
 
 std::vector<Finding> rank_findings(const std::vector<TraceAnalysis>& ranks) {
-  std::vector<const TraceAnalysis*> usable;
-  for (const auto& a : ranks)
-    if (a.rank >= 0 && !a.steps.empty() && compute_us_per_step(a) > 0) usable.push_back(&a);
+  struct Rank {
+    const TraceAnalysis* trace;
+    double compute_us;  // per step
+  };
+  std::vector<Rank> usable;
+  for (const auto& a : ranks) {
+    const double us = a.rank >= 0 && !a.steps.empty() ? compute_us_per_step(a) : 0;
+    if (us > 0) usable.push_back({&a, us});
+  }
   if (usable.size() < 2) return {};
-  const auto slowest = *std::max_element(usable.begin(), usable.end(), [](const auto* x, const auto* y) {
-    return compute_us_per_step(*x) < compute_us_per_step(*y);
-  });
-  std::vector<double> others;
-  for (const auto* a : usable)
-    if (a != slowest) others.push_back(compute_us_per_step(*a));
+  const auto slow_it = std::max_element(usable.begin(), usable.end(),
+                                        [](const Rank& x, const Rank& y) { return x.compute_us < y.compute_us; });
+  const Rank slow = *slow_it;
+  usable.erase(slow_it);  // the other ranks from here on
+  std::vector<double> others, waits;
+  for (const auto& r : usable) {
+    others.push_back(r.compute_us);
+    waits.push_back(comm_us_per_step(*r.trace));
+  }
   const double typical_us = median(others);
-  const double slow_us = compute_us_per_step(*slowest);
-  const double ratio = slow_us / typical_us;
+  const double ratio = slow.compute_us / typical_us;
   if (!(ratio > kStragglerRatio)) return {};
   // The rank whose compute is nearest the median of the others stands for them in the evidence.
-  const TraceAnalysis* typical = nullptr;
-  std::vector<double> waits;
-  for (const auto* a : usable) {
-    if (a == slowest) continue;
-    waits.push_back(comm_us_per_step(*a));
-    if (!typical || std::abs(compute_us_per_step(*a) - typical_us) < std::abs(compute_us_per_step(*typical) - typical_us))
-      typical = a;
-  }
+  const Rank typical = *std::min_element(usable.begin(), usable.end(), [&](const Rank& x, const Rank& y) {
+    return std::abs(x.compute_us - typical_us) < std::abs(y.compute_us - typical_us);
+  });
+  const TraceAnalysis* slowest = slow.trace;
+  const double slow_us = slow.compute_us;
   const double extra_wait = median(waits) - comm_us_per_step(*slowest);
 
   Finding f;
@@ -112,7 +118,7 @@ std::vector<Finding> rank_findings(const std::vector<TraceAnalysis>& ranks) {
   f.measured = "rank " + std::to_string(slowest->rank) + " computes " + report::format_us(slow_us) + " per step, " +
                ratio_text(ratio) + " the median of the other ranks (" + report::format_us(typical_us) + ")";
   f.threshold = "> " + ratio_text(kStragglerRatio) + " the median of the other ranks";
-  f.evidence = operator_evidence(*slowest, *typical);
+  f.evidence = operator_evidence(*slowest, *typical.trace);
   if (extra_wait > 0)
     f.evidence += "; the other ranks (median) spend " + report::format_us(extra_wait) +
                   " more per step in communication than rank " + std::to_string(slowest->rank) +

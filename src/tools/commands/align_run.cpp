@@ -162,10 +162,6 @@ AlignSide parse_align_side(const tools::TrainConfig& base, const std::string& si
   return r;
 }
 
-tools::TrainConfig apply_align_side(const tools::TrainConfig& base, const std::string& side, const std::string& spec) {
-  return parse_align_side(base, side, spec).config;
-}
-
 void match_align_sides(AlignSide& a, AlignSide& b, std::ostream* log) {
   if (a.nproc == 1 && b.nproc == 1) return;
   auto describe = [](const AlignSide& s) {

@@ -61,7 +61,6 @@ struct AlignSide {
   bool accumulate_set = false;  // the spec set accumulate_steps
 };
 AlignSide parse_align_side(const tools::TrainConfig& base, const std::string& side, const std::string& spec);
-tools::TrainConfig apply_align_side(const tools::TrainConfig& base, const std::string& side, const std::string& spec);
 
 // Makes both sides see the same samples per step when their process counts differ: the side with
 // fewer processes accumulates micro-batches unless its spec set accumulate_steps, and both read

@@ -68,29 +68,40 @@ NodeDevices visible_devices(const Environment& env, const std::string& dev_dir) 
   return d;
 }
 
+namespace {
+
+bool is_count(const std::string& spec) {
+  return !spec.empty() && spec.size() <= 4 &&
+         std::all_of(spec.begin(), spec.end(), [](unsigned char c) { return std::isdigit(c) != 0; }) &&
+         std::stoi(spec) >= 1 && std::stoi(spec) <= kMaxProcPerNode;
+}
+
+}  // namespace
+
+bool is_nproc_spec(const std::string& spec) {
+  return is_count(spec) || spec == "cpu" || spec == "gpu" || spec == "cuda" || spec == "npu" || spec == "auto";
+}
+
 int resolve_nproc_per_node(const std::string& spec, const NodeDevices& devices) {
   const std::string flag = "--nproc-per-node " + spec + ": ";
-  if (!spec.empty() && spec.size() <= 9 &&
-      std::all_of(spec.begin(), spec.end(), [](unsigned char c) { return std::isdigit(c) != 0; })) {
-    const long n = std::stol(spec);
-    if (n >= 1 && n <= kMaxProcPerNode) return static_cast<int>(n);
-  } else if (spec == "cpu") {
-    return std::min(devices.cpus, kMaxProcPerNode);
-  } else if (spec == "gpu" || spec == "cuda") {
+  if (!is_nproc_spec(spec))
+    throw std::invalid_argument(flag + "expected a number of workers from 1 to " + std::to_string(kMaxProcPerNode) +
+                                ", or auto, cpu, gpu (cuda) or npu");
+  if (is_count(spec)) return std::stoi(spec);
+  if (spec == "cpu") return std::min(devices.cpus, kMaxProcPerNode);
+  if (spec == "gpu" || spec == "cuda") {
     if (devices.cuda == 0)
       throw std::invalid_argument(flag + "no CUDA GPU is visible on this node (no /dev/nvidiaN, or CUDA_VISIBLE_DEVICES "
                                          "hides them all)");
     return devices.cuda;
-  } else if (spec == "npu") {
+  }
+  if (spec == "npu") {
     if (devices.npu == 0)
       throw std::invalid_argument(flag + "no Ascend NPU is visible on this node (no /dev/davinciN, or "
                                          "ASCEND_RT_VISIBLE_DEVICES hides them all)");
     return devices.npu;
-  } else if (spec == "auto") {
-    return devices.cuda > 0 ? devices.cuda : devices.npu > 0 ? devices.npu : std::min(devices.cpus, kMaxProcPerNode);
   }
-  throw std::invalid_argument(flag + "expected a number of workers from 1 to " + std::to_string(kMaxProcPerNode) +
-                              ", or auto, cpu, gpu (cuda) or npu");
+  return devices.cuda > 0 ? devices.cuda : devices.npu > 0 ? devices.npu : std::min(devices.cpus, kMaxProcPerNode);  // auto
 }
 
 }  // namespace crosstrain::launch

@@ -27,6 +27,10 @@ struct NodeDevices {
 // `dev_dir` is where the device files are looked for (tests pass a folder of their own).
 NodeDevices visible_devices(const Environment& env, const std::string& dev_dir = "/dev");
 
+// True for a count from 1 to kMaxProcPerNode or one of the words above: what can be checked before
+// the devices are looked at.
+bool is_nproc_spec(const std::string& spec);
+
 // The number of workers for `spec`; std::invalid_argument naming the flag when it is not a number
 // from 1 to kMaxProcPerNode or one of the words above, or when the devices it names are absent.
 int resolve_nproc_per_node(const std::string& spec, const NodeDevices& devices);

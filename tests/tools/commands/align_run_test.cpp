@@ -12,7 +12,7 @@
 namespace fs = std::filesystem;
 using crosstrain::commands::AlignSideFailed;
 using crosstrain::commands::AlignOptions;
-using crosstrain::commands::apply_align_side;
+using crosstrain::commands::parse_align_side;
 using crosstrain::commands::run_align;
 
 namespace {
@@ -107,7 +107,7 @@ TEST(AlignRun, ASideThatCannotRunThrowsNamingIt) {
 
 TEST(AlignRun, SideSpecsSetTheirKeysOverTheBase) {
   const auto base = crosstrain::testing::tiny_train_config(2, 2, 0);
-  const auto c = apply_align_side(base, "b", "precision=bf16 threads=2 channels_last=yes loss_scale=off");
+  const auto c = parse_align_side(base, "b", "precision=bf16 threads=2 channels_last=yes loss_scale=off").config;
   EXPECT_EQ(c.precision, "bf16");
   EXPECT_EQ(c.threads, 2);
   EXPECT_TRUE(c.channels_last);
@@ -115,7 +115,7 @@ TEST(AlignRun, SideSpecsSetTheirKeysOverTheBase) {
   EXPECT_EQ(c.model, base.model);
   for (const char* bad : {"threads=-1", "threads=2x", "channels_last=maybe", "device", "=cpu"}) {
     try {
-      apply_align_side(base, "b", bad);
+      parse_align_side(base, "b", bad);
       ADD_FAILURE() << bad;
     } catch (const std::invalid_argument& e) {
       EXPECT_EQ(std::string(e.what()).rfind("--b", 0), 0u) << e.what();
