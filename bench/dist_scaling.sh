@@ -9,12 +9,14 @@
 #   overlap: the share of all-reduce time hidden behind other work, from each rank's trace with
 #   `crosstrain analyze` (target >= 50%), with each rank's compute per step and analyze's straggler
 #   finding (ranks run in lockstep, so a slower core costs the job its difference).
-# usage: bench/dist_scaling.sh [rounds] [batch] [steps]   (after scripts/build.sh; 2+ cores)
+# usage: bench/dist_scaling.sh [rounds=2] [batch=64] [steps=10]   (after scripts/build.sh; 2+ cores)
+# Per-rank batch matters on 2 cores: the exchange (45 MB of gradients per step) costs the same CPU
+# whatever the batch, so at batch 32 it is a larger share of a step (docs/PERFORMANCE.md).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 ROUNDS="${1:-2}"
-BATCH="${2:-32}"
-STEPS="${3:-16}"
+BATCH="${2:-64}"
+STEPS="${3:-10}"
 BIN=build/crosstrain
 PY=.venv/bin/python
 DIR=$(mktemp -d)
