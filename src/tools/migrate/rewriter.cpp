@@ -341,8 +341,8 @@ class Matcher {
         if (target_ == Target::Npu) continue;
         const Rule& rule = rule_by_id("device-ids");
         strings_.wrap_value(rule, value, call);
-      } else if (name == "device" && kinds_.is_int(value, scope())) {
-        int_device(value);
+      } else if (name == "device") {
+        device_value(value);
       }
     }
   }
@@ -367,7 +367,19 @@ class Matcher {
   void int_to(TSNode args) {
     std::vector<TSNode> list = named_children(args);
     if (list.empty() || is_type(list[0], "keyword_argument")) return;
-    if (kinds_.is_int(list[0], scope())) int_device(list[0]);
+    device_value(list[0]);
+  }
+
+  // `.to(x)` / `device=x`: an int becomes the target's device at x. A name that conventionally
+  // holds an index (rank, gpu, ...) but is bound here to something unknown (a loop, a call) is
+  // flagged; on cpu, where every placement means "cpu", it is rewritten all the same.
+  void device_value(TSNode value) {
+    if (kinds_.is_int(value, scope())) {
+      int_device(value);
+    } else if (is_type(value, "identifier") && int_like_name(text(value)) && !kinds_.is_device(value, scope())) {
+      if (target_ == Target::Cpu) int_device(value);
+      else plan_.find(rule_by_id("int-device"), value, std::string(text(value)), target_);
+    }
   }
 
   void nccl_available(TSNode call, TSNode name) {

@@ -147,6 +147,20 @@ std::vector<Fixture> fixtures() {
        "import torch\n_accel_device = torch.accelerator.current_accelerator() if torch.accelerator.is_available() else torch.device(\"cpu\")\nm2 = m.to(torch.device(_accel_device.type))\n"},
       {"device_type_derivation_npu", N, "device = 'cuda'\ndevice_type = 'cuda' if 'cuda' in device else 'cpu'\n",
        "device = 'npu'\ndevice_type = 'npu' if 'npu' in device else 'cpu'\n"},
+      // `self.gpu_id = gpu_id` binds an attribute, not the parameter: gpu_id stays an index.
+      {"attribute_target_keeps_parameter_kind", A,
+       "import torch\nclass Trainer:\n    def __init__(self, model, gpu_id):\n        self.gpu_id = gpu_id\n        self.model = model.to(gpu_id)\n",
+       "import torch\n_accel_device = torch.accelerator.current_accelerator() if torch.accelerator.is_available() else torch.device(\"cpu\")\nclass Trainer:\n    def __init__(self, model, gpu_id):\n        self.gpu_id = gpu_id\n        self.model = model.to(torch.device(_accel_device.type, gpu_id))\n"},
+      {"subscript_target_keeps_rank_kind", C, "def f(x, rank, seen):\n    seen[rank] = 1\n    return x.to(rank)\n",
+       "def f(x, rank, seen):\n    seen[rank] = 1\n    return x.to(\"cpu\")\n"},
+      // DeepSpeed's accelerator names its device string local_device ("cuda:0"): not an index.
+      {"local_device_is_a_device_string", A, "import torch\ndef test(model, local_device):\n    return model(x.to(local_device))\n",
+       "import torch\ndef test(model, local_device):\n    return model(x.to(local_device))\n"},
+      // An index-named loop variable: on cpu every placement is "cpu"; elsewhere it is flagged.
+      {"loop_rank_to_cpu", C, "for rank, x in enumerate(xs):\n    y = x.to(rank)\n",
+       "for rank, x in enumerate(xs):\n    y = x.to(\"cpu\")\n"},
+      {"loop_rank_to_agnostic_is_left", A, "import torch\nfor rank, x in enumerate(xs):\n    y = x.to(rank)\n",
+       "import torch\nfor rank, x in enumerate(xs):\n    y = x.to(rank)\n"},
       {"npu_import_in_entry_file", N, "import torch\nx = t.cuda()\nif __name__ == \"__main__\":\n    main()\n",
        "import torch\nimport torch_npu\nx = t.to(\"npu\")\nif __name__ == \"__main__\":\n    main()\n"},
   };
