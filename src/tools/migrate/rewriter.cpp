@@ -425,23 +425,26 @@ class Matcher {
                      std::string(expand("{device_type}")) + ", i)) for an index, .to(d) for a device");
       return;
     }
+    // A storage's .to() takes the device only by keyword; a tensor's or module's positionally.
+    std::string keyword = is_storage(field(field(call, "function"), "object")) ? "device=" : "";
     std::vector<SpanEdit> edits;
     edits.push_back({ts_node_start_byte(attr), ts_node_end_byte(attr), "to"});
     uint32_t open = ts_node_start_byte(args) + 1;
     if (ts_node_is_null(index)) {
-      edits.push_back({open, open, expand("{device}") + (count ? ", " : "")});
+      edits.push_back({open, open, keyword + expand("{device}") + (count ? ", " : "")});
     } else {
       uint32_t from = ts_node_is_null(device_keyword) ? ts_node_start_byte(index) : ts_node_start_byte(device_keyword);
       uint32_t start = ts_node_start_byte(index), end = ts_node_end_byte(index);
       if (none || target_ == Target::Cpu) {
-        edits.push_back({from, end, expand("{device}")});
+        edits.push_back({from, end, keyword + expand("{device}")});
       } else if (is_device) {
-        if (from != start) edits.push_back({from, start, ""});
+        if (from != start && keyword.empty()) edits.push_back({from, start, ""});
+        else if (from == start && !keyword.empty()) edits.push_back({start, start, keyword});
       } else {
         static constexpr std::string_view kMarker = "\x01index\x01";
         std::string wrapped = expand("{device_at_index}", kMarker);
         size_t marker = wrapped.find(kMarker);
-        edits.push_back({from, start, wrapped.substr(0, marker)});
+        edits.push_back({from, start, keyword + wrapped.substr(0, marker)});
         edits.push_back({end, end, wrapped.substr(marker + kMarker.size())});
       }
     }
@@ -450,6 +453,24 @@ class Matcher {
       edits.push_back({at, at, "non_blocking="});
     }
     plan_.add(rule, std::move(edits), call, "`" + std::string(text(call)) + "`: " + std::string(rule.message));
+  }
+
+  // `lambda storage, loc: storage.cuda()` passed to torch.load (as map_location or its second
+  // argument): `object` is the lambda's first parameter, which torch.load binds to a storage.
+  bool is_storage(TSNode object) const {
+    if (!is_type(object, "identifier")) return false;
+    const std::vector<TSNode>& up = *ancestors_;
+    for (size_t i = up.size(); i-- > 1;) {
+      if (!is_type(up[i], "lambda")) continue;
+      TSNode params = field(up[i], "parameters");
+      if (ts_node_is_null(params) || ts_node_named_child_count(params) == 0 ||
+          text(ts_node_named_child(params, 0)) != text(object))
+        return false;
+      TSNode parent = up[i - 1];
+      if (is_type(parent, "keyword_argument")) return text(field(parent, "name")) == "map_location";
+      return is_type(parent, "argument_list") && i >= 2 && last_segment(syntax_, field(up[i - 2], "function")) == "load";
+    }
+    return false;
   }
 
   // torch.cuda.amp.autocast(...) / GradScaler(...) -> torch.amp.*, adding the device argument.

@@ -161,6 +161,17 @@ std::vector<Fixture> fixtures() {
        "for rank, x in enumerate(xs):\n    y = x.to(\"cpu\")\n"},
       {"loop_rank_to_agnostic_is_left", A, "import torch\nfor rank, x in enumerate(xs):\n    y = x.to(rank)\n",
        "import torch\nfor rank, x in enumerate(xs):\n    y = x.to(rank)\n"},
+      // torch.load binds a map_location lambda's first parameter to a storage, whose .to() takes
+      // the device only by keyword.
+      {"map_location_storage_lambda_agnostic", A,
+       "import torch\nck = torch.load(p, map_location=lambda storage, loc: storage.cuda(args.gpu))\nc2 = torch.load(p, lambda s, l: s.cuda())\n",
+       "import torch\n_accel_device = torch.accelerator.current_accelerator() if torch.accelerator.is_available() else torch.device(\"cpu\")\nck = torch.load(p, map_location=lambda storage, loc: storage.to(device=torch.device(_accel_device.type, args.gpu)))\nc2 = torch.load(p, lambda s, l: s.to(device=_accel_device))\n"},
+      {"map_location_storage_lambda_cpu", C,
+       "ck = torch.load(p, map_location=lambda storage, loc: storage.cuda(gpu))\nf = lambda t, l: t.cuda(1)\n",
+       "ck = torch.load(p, map_location=lambda storage, loc: storage.to(device=\"cpu\"))\nf = lambda t, l: t.to(\"cpu\")\n"},
+      {"map_location_storage_lambda_npu", N,
+       "import torch\nck = torch.load(p, map_location=lambda storage, loc: storage.cuda(device=torch.device(\"cuda\", 0)))\n",
+       "import torch\nck = torch.load(p, map_location=lambda storage, loc: storage.to(device=torch.device(\"npu\", 0)))\n"},
       {"npu_import_in_entry_file", N, "import torch\nx = t.cuda()\nif __name__ == \"__main__\":\n    main()\n",
        "import torch\nimport torch_npu\nx = t.to(\"npu\")\nif __name__ == \"__main__\":\n    main()\n"},
   };
