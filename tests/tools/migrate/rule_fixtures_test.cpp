@@ -172,6 +172,10 @@ std::vector<Fixture> fixtures() {
       {"map_location_storage_lambda_npu", N,
        "import torch\nck = torch.load(p, map_location=lambda storage, loc: storage.cuda(device=torch.device(\"cuda\", 0)))\n",
        "import torch\nck = torch.load(p, map_location=lambda storage, loc: storage.to(device=torch.device(\"npu\", 0)))\n"},
+      {"stream_context_agnostic", A, "import torch\ns = torch.cuda.Stream()\nwith torch.cuda.stream(s):\n    pass\n",
+       "import torch\n_accel_device = torch.accelerator.current_accelerator() if torch.accelerator.is_available() else torch.device(\"cpu\")\ns = torch.get_device_module(_accel_device).Stream()\nwith torch.get_device_module(_accel_device).stream(s):\n    pass\n"},
+      {"stream_context_cpu", C, "import torch\nwith torch.cuda.stream(s):\n    pass\n",
+       "import torch\nwith torch.cpu.stream(s):\n    pass\n"},
       {"npu_import_in_entry_file", N, "import torch\nx = t.cuda()\nif __name__ == \"__main__\":\n    main()\n",
        "import torch\nimport torch_npu\nx = t.to(\"npu\")\nif __name__ == \"__main__\":\n    main()\n"},
   };
