@@ -19,6 +19,12 @@ namespace {
 
 bool is_type(TSNode node, std::string_view type) { return node_type(node) == type; }
 
+// Inside a type annotation (`scaler: Optional[GradScaler]`, `-> GradScaler`): evaluated at most
+// once, never called.
+bool in_annotation(const std::vector<TSNode>& ancestors) {
+  return std::any_of(ancestors.begin(), ancestors.end(), [](TSNode a) { return is_type(a, "type"); });
+}
+
 class Matcher {
  public:
   Matcher(const PythonSyntax& syntax, Target target, PlanBuilder& plan)
@@ -184,6 +190,7 @@ class Matcher {
       if (is_type(parent, "call") && ts_node_eq(field(parent, "function"), node)) return;
       if (is_type(parent, "attribute") && !ts_node_eq(field(parent, "object"), node)) return;
       if (is_type(parent, "keyword_argument") && ts_node_eq(field(parent, "name"), node)) return;
+      if (in_annotation(ancestors)) return;
       amp_referenced_.emplace(text(node));
     });
   }
@@ -194,8 +201,8 @@ class Matcher {
     for (TSNode a : ancestors)
       if (is_type(a, "import_from_statement")) return;
     if (is_type(parent, "call") && ts_node_eq(field(parent, "function"), node)) return;
-    if (is_type(parent, "attribute") || is_type(parent, "keyword_argument")) return;
-    plan_.find(rule_by_id("amp-reference"), node, std::string(text(node)), target_);
+    if (is_type(parent, "attribute") || is_type(parent, "keyword_argument") || in_annotation(ancestors)) return;
+    plan_.find(rule_by_id("amp-reference"), node, std::string(text(node)), target_, amp_reference_advice(text(node)));
   }
 
   // --- attribute chains --------------------------------------------------------------------------
@@ -259,11 +266,22 @@ class Matcher {
       return;
     }
     if (rule->id == "torch.cuda.amp.autocast" || rule->id == "torch.cuda.amp.GradScaler") {
-      if (is_function && ts_node_eq(matched, node)) amp_call(*rule, parent, matched, expand(replacement));
-      else plan_.find(rule_by_id("amp-reference"), node, std::string(text(node)), target_);
+      bool whole = ts_node_eq(matched, node);
+      if (is_function && whole) amp_call(*rule, parent, matched, expand(replacement));
+      else if (whole && in_annotation(ancestors))
+        plan_.replace(*rule, matched, expand(replacement), "in a type annotation: the torch.amp class it derives from");
+      else plan_.find(rule_by_id("amp-reference"), node, std::string(text(node)), target_, amp_reference_advice(path));
       return;
     }
     plan_.replace(*rule, matched, expand(replacement), "");
+  }
+
+  // A reference to GradScaler needs the device bound as its first argument, one to autocast the
+  // device type (the rule's own advice).
+  std::string amp_reference_advice(std::string_view api) const {
+    if (api.size() < 10 || api.substr(api.size() - 10) != "GradScaler") return {};
+    return "torch.amp.GradScaler needs the device: use functools.partial(torch.amp.GradScaler, " +
+           expand("{device_type}") + ")";
   }
 
   // `torch.cuda.device_count()` whose value is only tested (`if n:`, `n > 0`, `not n`) or shown

@@ -214,6 +214,15 @@ TEST(FileMigration, IndexNamesOfUnknownKindAreFlagged) {
   }
 }
 
+// A GradScaler passed around as a value needs the device bound, not autocast's device_type.
+TEST(FileMigration, GradScalerReferenceAdviceNamesGradScaler) {
+  FileMigration m = migrate_source("f.py", "import torch\nmake = torch.cuda.amp.GradScaler\n", Target::Cpu);
+  ASSERT_EQ(m.findings.size(), 1u);
+  EXPECT_EQ(std::string(m.findings[0].rule->id), "amp-reference");
+  EXPECT_NE(m.findings[0].advice.find("functools.partial(torch.amp.GradScaler, \"cpu\")"), std::string::npos)
+      << m.findings[0].advice;
+}
+
 // On cpu, torch.cuda.is_available() already answers False: it stays (torch.cpu.is_available()
 // would answer True and send CPU runs down the CUDA branch).
 TEST(FileMigration, CudaAvailabilityStaysOnCpu) {

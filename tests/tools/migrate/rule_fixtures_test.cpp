@@ -176,6 +176,13 @@ std::vector<Fixture> fixtures() {
        "import torch\n_accel_device = torch.accelerator.current_accelerator() if torch.accelerator.is_available() else torch.device(\"cpu\")\ns = torch.get_device_module(_accel_device).Stream()\nwith torch.get_device_module(_accel_device).stream(s):\n    pass\n"},
       {"stream_context_cpu", C, "import torch\nwith torch.cuda.stream(s):\n    pass\n",
        "import torch\nwith torch.cpu.stream(s):\n    pass\n"},
+      // In a type annotation the class is only named: torch.amp.GradScaler is its base class.
+      {"gradscaler_annotation", A,
+       "import torch\ndef run(scaler: Optional[torch.cuda.amp.GradScaler] = None) -> torch.cuda.amp.GradScaler:\n    return scaler\n",
+       "import torch\ndef run(scaler: Optional[torch.amp.GradScaler] = None) -> torch.amp.GradScaler:\n    return scaler\n"},
+      {"gradscaler_imported_annotation", C,
+       "from torch.cuda.amp import GradScaler\ndef run(scaler: GradScaler):\n    return GradScaler()\n",
+       "from torch.amp import GradScaler\ndef run(scaler: GradScaler):\n    return GradScaler(device=\"cpu\")\n"},
       {"npu_import_in_entry_file", N, "import torch\nx = t.cuda()\nif __name__ == \"__main__\":\n    main()\n",
        "import torch\nimport torch_npu\nx = t.to(\"npu\")\nif __name__ == \"__main__\":\n    main()\n"},
   };
