@@ -19,6 +19,12 @@ namespace {
 
 bool is_type(TSNode node, std::string_view type) { return node_type(node) == type; }
 
+// Inside a type annotation (`scaler: Optional[GradScaler]`, `-> GradScaler`): evaluated at most
+// once, never called.
+bool in_annotation(const std::vector<TSNode>& ancestors) {
+  return std::any_of(ancestors.begin(), ancestors.end(), [](TSNode a) { return is_type(a, "type"); });
+}
+
 class Matcher {
  public:
   Matcher(const PythonSyntax& syntax, Target target, PlanBuilder& plan)
@@ -184,6 +190,7 @@ class Matcher {
       if (is_type(parent, "call") && ts_node_eq(field(parent, "function"), node)) return;
       if (is_type(parent, "attribute") && !ts_node_eq(field(parent, "object"), node)) return;
       if (is_type(parent, "keyword_argument") && ts_node_eq(field(parent, "name"), node)) return;
+      if (in_annotation(ancestors)) return;
       amp_referenced_.emplace(text(node));
     });
   }
@@ -194,8 +201,8 @@ class Matcher {
     for (TSNode a : ancestors)
       if (is_type(a, "import_from_statement")) return;
     if (is_type(parent, "call") && ts_node_eq(field(parent, "function"), node)) return;
-    if (is_type(parent, "attribute") || is_type(parent, "keyword_argument")) return;
-    plan_.find(rule_by_id("amp-reference"), node, std::string(text(node)), target_);
+    if (is_type(parent, "attribute") || is_type(parent, "keyword_argument") || in_annotation(ancestors)) return;
+    plan_.find(rule_by_id("amp-reference"), node, std::string(text(node)), target_, amp_reference_advice(text(node)));
   }
 
   // --- attribute chains --------------------------------------------------------------------------
@@ -259,11 +266,22 @@ class Matcher {
       return;
     }
     if (rule->id == "torch.cuda.amp.autocast" || rule->id == "torch.cuda.amp.GradScaler") {
-      if (is_function && ts_node_eq(matched, node)) amp_call(*rule, parent, matched, expand(replacement));
-      else plan_.find(rule_by_id("amp-reference"), node, std::string(text(node)), target_);
+      bool whole = ts_node_eq(matched, node);
+      if (is_function && whole) amp_call(*rule, parent, matched, expand(replacement));
+      else if (whole && in_annotation(ancestors))
+        plan_.replace(*rule, matched, expand(replacement), "in a type annotation: the torch.amp class it derives from");
+      else plan_.find(rule_by_id("amp-reference"), node, std::string(text(node)), target_, amp_reference_advice(path));
       return;
     }
     plan_.replace(*rule, matched, expand(replacement), "");
+  }
+
+  // A reference to GradScaler needs the device bound as its first argument, one to autocast the
+  // device type (the rule's own advice).
+  std::string amp_reference_advice(std::string_view api) const {
+    if (api.size() < 10 || api.substr(api.size() - 10) != "GradScaler") return {};
+    return "torch.amp.GradScaler needs the device: use functools.partial(torch.amp.GradScaler, " +
+           expand("{device_type}") + ")";
   }
 
   // `torch.cuda.device_count()` whose value is only tested (`if n:`, `n > 0`, `not n`) or shown
@@ -341,8 +359,8 @@ class Matcher {
         if (target_ == Target::Npu) continue;
         const Rule& rule = rule_by_id("device-ids");
         strings_.wrap_value(rule, value, call);
-      } else if (name == "device" && kinds_.is_int(value, scope())) {
-        int_device(value);
+      } else if (name == "device") {
+        device_value(value);
       }
     }
   }
@@ -367,7 +385,19 @@ class Matcher {
   void int_to(TSNode args) {
     std::vector<TSNode> list = named_children(args);
     if (list.empty() || is_type(list[0], "keyword_argument")) return;
-    if (kinds_.is_int(list[0], scope())) int_device(list[0]);
+    device_value(list[0]);
+  }
+
+  // `.to(x)` / `device=x`: an int becomes the target's device at x. A name that conventionally
+  // holds an index (rank, gpu, ...) but is bound here to something unknown (a loop, a call) is
+  // flagged; on cpu, where every placement means "cpu", it is rewritten all the same.
+  void device_value(TSNode value) {
+    if (kinds_.is_int(value, scope())) {
+      int_device(value);
+    } else if (is_type(value, "identifier") && int_like_name(text(value)) && !kinds_.is_device(value, scope())) {
+      if (target_ == Target::Cpu) int_device(value);
+      else plan_.find(rule_by_id("int-device"), value, std::string(text(value)), target_);
+    }
   }
 
   void nccl_available(TSNode call, TSNode name) {
@@ -413,23 +443,26 @@ class Matcher {
                      std::string(expand("{device_type}")) + ", i)) for an index, .to(d) for a device");
       return;
     }
+    // A storage's .to() takes the device only by keyword; a tensor's or module's positionally.
+    std::string keyword = is_storage(field(field(call, "function"), "object")) ? "device=" : "";
     std::vector<SpanEdit> edits;
     edits.push_back({ts_node_start_byte(attr), ts_node_end_byte(attr), "to"});
     uint32_t open = ts_node_start_byte(args) + 1;
     if (ts_node_is_null(index)) {
-      edits.push_back({open, open, expand("{device}") + (count ? ", " : "")});
+      edits.push_back({open, open, keyword + expand("{device}") + (count ? ", " : "")});
     } else {
       uint32_t from = ts_node_is_null(device_keyword) ? ts_node_start_byte(index) : ts_node_start_byte(device_keyword);
       uint32_t start = ts_node_start_byte(index), end = ts_node_end_byte(index);
       if (none || target_ == Target::Cpu) {
-        edits.push_back({from, end, expand("{device}")});
+        edits.push_back({from, end, keyword + expand("{device}")});
       } else if (is_device) {
-        if (from != start) edits.push_back({from, start, ""});
+        if (from != start && keyword.empty()) edits.push_back({from, start, ""});
+        else if (from == start && !keyword.empty()) edits.push_back({start, start, keyword});
       } else {
         static constexpr std::string_view kMarker = "\x01index\x01";
         std::string wrapped = expand("{device_at_index}", kMarker);
         size_t marker = wrapped.find(kMarker);
-        edits.push_back({from, start, wrapped.substr(0, marker)});
+        edits.push_back({from, start, keyword + wrapped.substr(0, marker)});
         edits.push_back({end, end, wrapped.substr(marker + kMarker.size())});
       }
     }
@@ -438,6 +471,24 @@ class Matcher {
       edits.push_back({at, at, "non_blocking="});
     }
     plan_.add(rule, std::move(edits), call, "`" + std::string(text(call)) + "`: " + std::string(rule.message));
+  }
+
+  // `lambda storage, loc: storage.cuda()` passed to torch.load (as map_location or its second
+  // argument): `object` is the lambda's first parameter, which torch.load binds to a storage.
+  bool is_storage(TSNode object) const {
+    if (!is_type(object, "identifier")) return false;
+    const std::vector<TSNode>& up = *ancestors_;
+    for (size_t i = up.size(); i-- > 1;) {
+      if (!is_type(up[i], "lambda")) continue;
+      TSNode params = field(up[i], "parameters");
+      if (ts_node_is_null(params) || ts_node_named_child_count(params) == 0 ||
+          text(ts_node_named_child(params, 0)) != text(object))
+        return false;
+      TSNode parent = up[i - 1];
+      if (is_type(parent, "keyword_argument")) return text(field(parent, "name")) == "map_location";
+      return is_type(parent, "argument_list") && i >= 2 && last_segment(syntax_, field(up[i - 2], "function")) == "load";
+    }
+    return false;
   }
 
   // torch.cuda.amp.autocast(...) / GradScaler(...) -> torch.amp.*, adding the device argument.

@@ -11,12 +11,33 @@ namespace {
 
 bool is_type(TSNode node, std::string_view type) { return node_type(node) == type; }
 
+// The names a binding target introduces: `a`, `a, (b, *c)`; an attribute or subscript target
+// (`self.rank = rank`, `table[k] = v`) introduces none.
+std::vector<TSNode> bound_names(TSNode target) {
+  std::vector<TSNode> names, pending{target};
+  while (!pending.empty()) {
+    TSNode node = pending.back();
+    pending.pop_back();
+    if (ts_node_is_null(node)) continue;
+    std::string_view type = node_type(node);
+    if (type == "identifier") {
+      names.push_back(node);
+    } else if (type == "pattern_list" || type == "tuple_pattern" || type == "list_pattern" || type == "tuple" ||
+               type == "list" || type == "parenthesized_expression" || type == "list_splat_pattern") {
+      for (TSNode part : named_children(node)) pending.push_back(part);
+    }
+  }
+  return names;
+}
+
 }  // namespace
 
 bool int_like_name(std::string_view name) {
-  static constexpr std::array<std::string_view, 14> kNames = {
+  // Not `local_device`: DeepSpeed's accelerator API spells its device string that way
+  // (`local_device = get_accelerator().device_name(local_rank)` is "cuda:0").
+  static constexpr std::array<std::string_view, 13> kNames = {
       "rank",      "local_rank", "gpu",        "gpu_id",    "gpu_idx",    "gpu_index",    "device_id",
-      "device_idx", "device_index", "local_device", "gpu_rank", "ddp_local_rank", "gpu_num", "cuda_id"};
+      "device_idx", "device_index", "gpu_rank", "ddp_local_rank", "gpu_num", "cuda_id"};
   for (std::string_view n : kNames)
     if (n == name) return true;
   return false;
@@ -31,8 +52,8 @@ uint32_t scope_of(const std::vector<TSNode>& ancestors) {
 ValueKinds::ValueKinds(const PythonSyntax& syntax) : syntax_(syntax) {
   walk_named(syntax.root(), [&](TSNode node, const std::vector<TSNode>& ancestors) {
     auto bind_other = [&](TSNode target) {
-      if (is_type(target, "identifier"))
-        values_[{scope_of(ancestors), std::string(syntax.text(target))}].push_back(TSNode{});
+      for (TSNode name : bound_names(target))
+        values_[{scope_of(ancestors), std::string(syntax.text(name))}].push_back(TSNode{});
     };
     std::string_view type = node_type(node);
     if (type == "assignment") {
@@ -40,7 +61,7 @@ ValueKinds::ValueKinds(const PythonSyntax& syntax) : syntax_(syntax) {
       if (is_type(left, "identifier") && !ts_node_is_null(right))
         values_[{scope_of(ancestors), std::string(syntax.text(left))}].push_back(right);
       else if (!is_type(left, "identifier"))
-        for (TSNode part : named_children(left)) bind_other(part);
+        bind_other(left);
     } else if (type == "augmented_assignment" || type == "for_statement" || type == "as_pattern_target") {
       bind_other(type == "as_pattern_target" ? ts_node_named_child(node, 0) : field(node, "left"));
     }

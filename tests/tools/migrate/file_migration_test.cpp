@@ -196,6 +196,33 @@ TEST(FileMigration, UnprovenRewritesAreFlaggedNotMade) {
   EXPECT_EQ(std::find(npu.begin(), npu.end(), "event-timing"), npu.end());
 }
 
+// A name that conventionally holds an index but is bound here by something the analysis cannot
+// see through (a loop, an environment string) is flagged where it is placed, not guessed.
+TEST(FileMigration, IndexNamesOfUnknownKindAreFlagged) {
+  const std::string src =
+      "import os\n"
+      "import torch\n"
+      "rank = os.environ['RANK']\n"
+      "x = torch.ones(2).to(rank)\n"
+      "for gpu, y in enumerate(ys):\n"
+      "    z = torch.zeros(2, device=gpu)\n";
+  for (Target target : {Target::DeviceAgnostic, Target::Npu}) {
+    FileMigration m = migrate_source("f.py", src, target);
+    auto ids = finding_rules(m);
+    EXPECT_EQ(std::count(ids.begin(), ids.end(), "int-device"), 2) << target_name(target);
+    EXPECT_EQ(m.status, FileStatus::Unchanged) << m.migrated;
+  }
+}
+
+// A GradScaler passed around as a value needs the device bound, not autocast's device_type.
+TEST(FileMigration, GradScalerReferenceAdviceNamesGradScaler) {
+  FileMigration m = migrate_source("f.py", "import torch\nmake = torch.cuda.amp.GradScaler\n", Target::Cpu);
+  ASSERT_EQ(m.findings.size(), 1u);
+  EXPECT_EQ(std::string(m.findings[0].rule->id), "amp-reference");
+  EXPECT_NE(m.findings[0].advice.find("functools.partial(torch.amp.GradScaler, \"cpu\")"), std::string::npos)
+      << m.findings[0].advice;
+}
+
 // On cpu, torch.cuda.is_available() already answers False: it stays (torch.cpu.is_available()
 // would answer True and send CPU runs down the CUDA branch).
 TEST(FileMigration, CudaAvailabilityStaysOnCpu) {

@@ -147,6 +147,42 @@ std::vector<Fixture> fixtures() {
        "import torch\n_accel_device = torch.accelerator.current_accelerator() if torch.accelerator.is_available() else torch.device(\"cpu\")\nm2 = m.to(torch.device(_accel_device.type))\n"},
       {"device_type_derivation_npu", N, "device = 'cuda'\ndevice_type = 'cuda' if 'cuda' in device else 'cpu'\n",
        "device = 'npu'\ndevice_type = 'npu' if 'npu' in device else 'cpu'\n"},
+      // `self.gpu_id = gpu_id` binds an attribute, not the parameter: gpu_id stays an index.
+      {"attribute_target_keeps_parameter_kind", A,
+       "import torch\nclass Trainer:\n    def __init__(self, model, gpu_id):\n        self.gpu_id = gpu_id\n        self.model = model.to(gpu_id)\n",
+       "import torch\n_accel_device = torch.accelerator.current_accelerator() if torch.accelerator.is_available() else torch.device(\"cpu\")\nclass Trainer:\n    def __init__(self, model, gpu_id):\n        self.gpu_id = gpu_id\n        self.model = model.to(torch.device(_accel_device.type, gpu_id))\n"},
+      {"subscript_target_keeps_rank_kind", C, "def f(x, rank, seen):\n    seen[rank] = 1\n    return x.to(rank)\n",
+       "def f(x, rank, seen):\n    seen[rank] = 1\n    return x.to(\"cpu\")\n"},
+      // DeepSpeed's accelerator names its device string local_device ("cuda:0"): not an index.
+      {"local_device_is_a_device_string", A, "import torch\ndef test(model, local_device):\n    return model(x.to(local_device))\n",
+       "import torch\ndef test(model, local_device):\n    return model(x.to(local_device))\n"},
+      // An index-named loop variable: on cpu every placement is "cpu"; elsewhere it is flagged.
+      {"loop_rank_to_cpu", C, "for rank, x in enumerate(xs):\n    y = x.to(rank)\n",
+       "for rank, x in enumerate(xs):\n    y = x.to(\"cpu\")\n"},
+      {"loop_rank_to_agnostic_is_left", A, "import torch\nfor rank, x in enumerate(xs):\n    y = x.to(rank)\n",
+       "import torch\nfor rank, x in enumerate(xs):\n    y = x.to(rank)\n"},
+      // torch.load binds a map_location lambda's first parameter to a storage, whose .to() takes
+      // the device only by keyword.
+      {"map_location_storage_lambda_agnostic", A,
+       "import torch\nck = torch.load(p, map_location=lambda storage, loc: storage.cuda(args.gpu))\nc2 = torch.load(p, lambda s, l: s.cuda())\n",
+       "import torch\n_accel_device = torch.accelerator.current_accelerator() if torch.accelerator.is_available() else torch.device(\"cpu\")\nck = torch.load(p, map_location=lambda storage, loc: storage.to(device=torch.device(_accel_device.type, args.gpu)))\nc2 = torch.load(p, lambda s, l: s.to(device=_accel_device))\n"},
+      {"map_location_storage_lambda_cpu", C,
+       "ck = torch.load(p, map_location=lambda storage, loc: storage.cuda(gpu))\nf = lambda t, l: t.cuda(1)\n",
+       "ck = torch.load(p, map_location=lambda storage, loc: storage.to(device=\"cpu\"))\nf = lambda t, l: t.to(\"cpu\")\n"},
+      {"map_location_storage_lambda_npu", N,
+       "import torch\nck = torch.load(p, map_location=lambda storage, loc: storage.cuda(device=torch.device(\"cuda\", 0)))\n",
+       "import torch\nck = torch.load(p, map_location=lambda storage, loc: storage.to(device=torch.device(\"npu\", 0)))\n"},
+      {"stream_context_agnostic", A, "import torch\ns = torch.cuda.Stream()\nwith torch.cuda.stream(s):\n    pass\n",
+       "import torch\n_accel_device = torch.accelerator.current_accelerator() if torch.accelerator.is_available() else torch.device(\"cpu\")\ns = torch.get_device_module(_accel_device).Stream()\nwith torch.get_device_module(_accel_device).stream(s):\n    pass\n"},
+      {"stream_context_cpu", C, "import torch\nwith torch.cuda.stream(s):\n    pass\n",
+       "import torch\nwith torch.cpu.stream(s):\n    pass\n"},
+      // In a type annotation the class is only named: torch.amp.GradScaler is its base class.
+      {"gradscaler_annotation", A,
+       "import torch\ndef run(scaler: Optional[torch.cuda.amp.GradScaler] = None) -> torch.cuda.amp.GradScaler:\n    return scaler\n",
+       "import torch\ndef run(scaler: Optional[torch.amp.GradScaler] = None) -> torch.amp.GradScaler:\n    return scaler\n"},
+      {"gradscaler_imported_annotation", C,
+       "from torch.cuda.amp import GradScaler\ndef run(scaler: GradScaler):\n    return GradScaler()\n",
+       "from torch.amp import GradScaler\ndef run(scaler: GradScaler):\n    return GradScaler(device=\"cpu\")\n"},
       {"npu_import_in_entry_file", N, "import torch\nx = t.cuda()\nif __name__ == \"__main__\":\n    main()\n",
        "import torch\nimport torch_npu\nx = t.to(\"npu\")\nif __name__ == \"__main__\":\n    main()\n"},
   };

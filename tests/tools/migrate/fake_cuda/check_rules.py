@@ -36,6 +36,7 @@ SNIPPETS = {
     "torch.cuda.synchronize": "import torch\ntorch.cuda.synchronize()\n",
     "torch.cuda.current_stream": "import torch\ntorch.cuda.current_stream()\n",
     "torch.cuda.Stream": "import torch\ns = torch.cuda.Stream()\n",
+    "torch.cuda.stream": "import torch\ns = torch.cuda.Stream()\nwith torch.cuda.stream(s):\n    pass\n",
     "torch.cuda.Event": "import torch\ne = torch.cuda.Event()\ne.record()\n",
     "torch.cuda.empty_cache": "import torch\ntorch.cuda.empty_cache()\n",
     "torch.cuda.memory_allocated": "import torch\nrecord(torch.cuda.memory_allocated())\n",

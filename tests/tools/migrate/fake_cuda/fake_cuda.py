@@ -129,6 +129,7 @@ def install():
     cuda.current_device = lambda: 0
     cuda.Stream = lambda *a, **kw: _Recorded("Stream", *a, **kw)
     cuda.Event = lambda *a, **kw: _Recorded("Event", *a, **kw)
+    cuda.stream = lambda s=None: _Recorded("stream", type(s).__name__)
     real_module = torch.get_device_module
     torch.get_device_module = lambda d=None: cuda if _is_cuda(d) else real_module(d)
 
