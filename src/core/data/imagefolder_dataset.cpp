@@ -1,5 +1,6 @@
 // torchvision's ImageFolder layout: ROOT/<class>/**/<file>.{jpg,jpeg,png}, classes sorted by
-// folder name, files sorted by path. Files are only listed when the dataset is opened; they are
+// folder name, files sorted by path. Files of torchvision's other image formats (.bmp, .webp ...)
+// are listed as skipped, with the reason. Files are only listed when the dataset is opened; they are
 // read and decoded by decode(), so a bad file is found (and skipped or reported) when it is used.
 #include <sys/stat.h>
 
@@ -19,10 +20,28 @@ bool is_dir(const fs::path& p) {
   return fs::is_directory(p, ec);
 }
 
-bool has_image_extension(const fs::path& p) {
+std::string lower_extension(const fs::path& p) {
   std::string ext = p.extension().string();
   std::transform(ext.begin(), ext.end(), ext.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return ext;
+}
+
+bool has_image_extension(const fs::path& p) {
+  const std::string ext = lower_extension(p);
   return ext == ".jpg" || ext == ".jpeg" || ext == ".png";
+}
+
+// The other extensions of torchvision's IMG_EXTENSIONS: ImageFolder would load these files, so
+// leaving them out changes the dataset and must be said.
+bool is_other_torchvision_image(const fs::path& p) {
+  static const std::set<std::string> other{".ppm", ".bmp", ".pgm", ".tif", ".tiff", ".webp"};
+  return other.count(lower_extension(p)) > 0;
+}
+
+SkippedItem undecodable_format(const fs::path& p) {
+  return {p.string(), "a " + lower_extension(p) +
+                          " image: crosstrain decodes JPEG and PNG only (torchvision's ImageFolder would load it; "
+                          "convert it to JPEG or PNG)"};
 }
 
 // Directories already walked, by (device, inode): a directory reached again through a symbolic
@@ -68,6 +87,8 @@ void walk_images(const fs::path& dir, std::vector<std::string>& found, std::vect
       } else if (has_image_extension(p)) {
         if (S_ISREG(target.st_mode)) found.push_back(p.string());
         else skipped.push_back({p.string(), "not a regular file"});
+      } else if (is_other_torchvision_image(p) && S_ISREG(target.st_mode)) {
+        skipped.push_back(undecodable_format(p));
       }
     }
     if (dec && d == dir) ec = dec;

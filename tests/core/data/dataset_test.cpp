@@ -4,6 +4,7 @@
 #include <zlib.h>
 
 #include <numeric>
+#include <set>
 
 #include "core/data/fixed_size_dataset.h"
 #include "core/data/sample_files.h"
@@ -248,6 +249,32 @@ TEST(ImageFolderDataset, TrainValTreesShareTheClassList) {
   EXPECT_THROW(open_dataset("imagefolder:" + (root / "train").string(), o), std::invalid_argument);
   o.val_root = (root / "val").string();
   EXPECT_EQ(open_dataset("imagefolder:" + (root / "train").string(), o)->label(0), 1);
+}
+
+// torchvision's ImageFolder also loads .bmp, .webp, .tif ...: crosstrain cannot decode them, and
+// leaving them out silently would train on a different dataset than the user's Python script.
+TEST(ImageFolderDataset, OtherTorchvisionFormatsAreReportedNotDropped) {
+  const auto root = scratch_dir("imagefolder_formats");
+  const auto jpeg = encode_jpeg(textured_image(20, 20, 3, 3), 90);
+  write_file(root / "cat" / "1.jpg", jpeg);
+  write_file(root / "cat" / "2.BMP", std::vector<uint8_t>{'B', 'M'});
+  write_file(root / "dog" / "1.jpg", jpeg);
+  write_file(root / "dog" / "deep" / "3.webp", std::vector<uint8_t>{'R', 'I', 'F', 'F'});
+  write_file(root / "dog" / "notes.txt", std::vector<uint8_t>{'x'});  // not an image anywhere
+  auto d = open_dataset("imagefolder:" + root.string(), small_eval());
+  ASSERT_EQ(d->size(), 2u);
+  ASSERT_EQ(d->skipped().size(), 2u);
+  EXPECT_EQ(d->skipped_samples(), 2);
+  std::set<std::string> names;
+  for (const auto& s : d->skipped()) {
+    names.insert(fs::path(s.where).filename().string());
+    EXPECT_NE(s.reason.find("decodes JPEG and PNG only"), std::string::npos) << s.reason;
+    EXPECT_NE(s.reason.find("torchvision"), std::string::npos) << s.reason;
+  }
+  EXPECT_EQ(names, (std::set<std::string>{"2.BMP", "3.webp"}));
+  DatasetOptions strict = small_eval();
+  strict.strict = true;
+  EXPECT_NE(error_of([&] { open_dataset("imagefolder:" + root.string(), strict); }).find("2.BMP"), std::string::npos);
 }
 
 TEST(ImageFolderDataset, NoUsableSamplesIsAnError) {
