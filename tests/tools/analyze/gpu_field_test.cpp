@@ -1,6 +1,7 @@
 // Constructs seen in torch.profiler traces recorded on real GPUs (A100, H100, B200, MI250, MI300)
-// that the hand-written fixtures did not have, each rebuilt here in a few lines: broadcast-named
-// compute (aten::broadcast_to, the elementwise kernels of broadcasting ops).
+// that the hand-written fixtures did not have, each rebuilt here in a few lines: graph launches
+// (one cudaGraphLaunch / hipGraphLaunch whose correlation id every kernel of the graph carries)
+// and broadcast-named compute (aten::broadcast_to, the elementwise kernels of broadcasting ops).
 #include <gtest/gtest.h>
 
 #include <string>
@@ -54,4 +55,25 @@ TEST(GpuFieldNames, BroadcastKernelCountsAsCompute) {
   EXPECT_DOUBLE_EQ(a.total.comm_us, 0.0);
   EXPECT_DOUBLE_EQ(a.total.category_us[static_cast<size_t>(StepCategory::Communication)], 0.0);
   EXPECT_DOUBLE_EQ(a.op_types[static_cast<size_t>(OpType::Communication)].host_self_us, 0.0);
+}
+
+// A 2000 us step; one hipGraphLaunch at [100, 150] whose graph runs three kernels back to back
+// from 160 us, then a plain launch at [600, 610] -> [620, 640]. Launches are the two calls; the
+// graph's delay is 160 - 100 = 60 us (to its first kernel), not 60/110/160 us.
+TEST(GpuFieldGraphs, AGraphLaunchIsOneLaunch) {
+  KinetoTraceWriter w;
+  w.compute_major(9)
+      .step("ProfilerStep#1", 0, 2000)
+      .graph_launch("hipGraphLaunch", 100, 50,
+                    {{"triton_poi_fused_0", 160, 50}, {"Rmsnorm2dFwd", 210, 50}, {"Cijk_Alik_Bljk_gemm", 260, 50}})
+      .launch(600, 10, "vectorized_elementwise_kernel", 620, 20);
+  TraceAnalysis a = analyzed(w);
+  EXPECT_EQ(a.kernel_count, 4);
+  EXPECT_EQ(a.launches, 2);
+  EXPECT_EQ(a.launch_delay.count, 2);
+  EXPECT_DOUBLE_EQ(a.launch_delay.max_us, 60.0);
+  // Both calls found the device idle: the graph's first kernel, and the plain launch after it.
+  EXPECT_EQ(a.launches_into_idle, 2);
+  EXPECT_EQ(a.idle_launch_latency.count, 2);
+  EXPECT_DOUBLE_EQ(a.idle_launch_latency.max_us, 10.0);  // 160 - 150
 }
