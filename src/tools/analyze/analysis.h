@@ -165,7 +165,7 @@ struct TraceAnalysis {
   int64_t kernel_count = 0;          // compute kernels in steps
   int64_t short_kernel_count = 0;
   double kernel_us = 0;
-  int64_t launches = 0;              // device activity linked to a host launch
+  int64_t launches = 0;              // runtime calls that launched device work (a graph launch once)
   int64_t launches_into_idle = 0;    // ... issued while the device had nothing queued
   double idle_gap_min_us = 0;        // the option the gaps were found with
   int64_t idle_gap_count = 0;
@@ -182,7 +182,7 @@ struct TraceAnalysis {
 
   // Device views.
   std::vector<KernelStats> top_kernels;        // compute kernels by total time, at most 50
-  DelayStats launch_delay;                     // launch call start -> device start, every linked launch
+  DelayStats launch_delay;                     // launch call start -> start of its first device work
   DelayStats idle_launch_latency;              // launches into an idle device: launch end -> device start
   std::vector<CollectiveStats> collectives;    // device collectives by name, by total time
   std::vector<StreamIdle> stream_idle;         // per device stream, busiest first

@@ -133,7 +133,7 @@ void compute_device_views(const Trace& t, const SpanLinks& L, const std::vector<
       add(ai_cpu, name, d.dur);
       out.ai_cpu_us += d.dur;
     }
-    if (ls != nullptr && ls->kind == SpanKind::Runtime) {
+    if (L.first_of_launch[static_cast<size_t>(i)]) {
       delays.push_back(std::max(0.0, d.ts - ls->ts));
       if (busy_until <= ls->end()) idle_latency.push_back(std::max(0.0, d.ts - ls->end()));
     }

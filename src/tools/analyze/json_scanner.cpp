@@ -166,7 +166,9 @@ std::string_view JsonScanner::read_string() {
     }
     if (static_cast<unsigned char>(c) < 0x20) {
       if (p_ >= end_) fail("unexpected end of file inside a string (truncated?)");
-      fail("control character inside a string");
+      scratch_ += c;  // a raw control byte: kept (see the header)
+      ++p_;
+      continue;
     }
     const char* run = p_;
     while (!kStringStop.stop[static_cast<unsigned char>(*p_)]) ++p_;
@@ -199,7 +201,7 @@ void JsonScanner::skip_string() {
       continue;
     }
     if (p_ >= end_) fail("unexpected end of file inside a string (truncated?)");
-    fail("control character inside a string");
+    ++p_;  // a raw control byte: kept (see the header)
   }
 }
 

@@ -5,8 +5,13 @@
 // truncated or malformed trace produces "trace.json: byte 1234: expected ':' after object key".
 //
 // The buffer must end with at least one NUL byte past `size` (the reader guarantees it): NUL is
-// never valid JSON outside a string nor raw inside one, so it doubles as the end sentinel and the
-// hot loops need no separate bounds check.
+// never valid JSON outside a string, so it doubles as the end sentinel and the hot loops need no
+// separate bounds check; inside a string a stop byte is the end only at `size`.
+//
+// Two departures from strict JSON, both for traces real writers produce: Python's NaN/Infinity
+// in skipped values, and raw control bytes inside strings, kept as they are (torch 2.4 writes
+// garbage bytes into some python_function names, pytorch/pytorch#136180; Perfetto refuses such
+// a file, the TensorBoard profiler plugin reads it with json.loads(strict=False)).
 #include <cstdint>
 #include <stdexcept>
 #include <string>

@@ -71,10 +71,13 @@ const char* op_type_name(OpType t) {
   return names[static_cast<int>(t)];
 }
 
+// No bare "broadcast": aten::broadcast_to / broadcast_tensors and the elementwise kernels of
+// broadcasting binary ops (type_specialized_broadcast_kernel_launcher) are compute; the broadcast
+// collectives carry a backend name (c10d::broadcast_, nccl:broadcast, ncclKernel_Broadcast_*,
+// gloo:broadcast, hcom_broadcast_).
 bool is_communication_name(std::string_view n) {
   return any_ci(n, {"nccl", "hccl", "hcom", "gloo", "c10d::", "allreduce", "all_reduce", "allgather", "all_gather",
-                    "reduce_scatter", "reducescatter", "alltoall", "all_to_all", "broadcast_", "record_param_comms",
-                    "sendrecv"});
+                    "reduce_scatter", "reducescatter", "alltoall", "all_to_all", "record_param_comms", "sendrecv"});
 }
 
 bool is_host_sync_name(std::string_view n) {

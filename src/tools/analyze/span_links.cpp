@@ -22,6 +22,18 @@ void sort_by_start(const Trace& t, std::vector<int32_t>& v) {
   if (!std::is_sorted(v.begin(), v.end(), before)) std::sort(v.begin(), v.end(), before);
 }
 
+// Walks the device work in start order; the first piece each runtime call launched is marked.
+void mark_first_of_launch(const Trace& t, SpanLinks& L) {
+  L.first_of_launch.assign(t.spans.size(), 0);
+  std::vector<char> seen(t.spans.size(), 0);
+  for (int32_t i : L.device_order) {
+    int32_t l = L.launcher[static_cast<size_t>(i)];
+    if (l == kNoSpan || t.spans[static_cast<size_t>(l)].kind != SpanKind::Runtime || seen[static_cast<size_t>(l)]) continue;
+    seen[static_cast<size_t>(l)] = 1;
+    L.first_of_launch[static_cast<size_t>(i)] = 1;
+  }
+}
+
 }  // namespace
 
 SpanLinks link_spans(const Trace& t) {
@@ -141,6 +153,7 @@ SpanLinks link_spans(const Trace& t) {
 
   for (const auto& list : device) L.device_order.insert(L.device_order.end(), list.begin(), list.end());
   sort_by_start(t, L.device_order);
+  mark_first_of_launch(t, L);
   return L;
 }
 

@@ -21,6 +21,11 @@ struct SpanLinks {
   std::vector<double> child_us;       // summed duration of direct host-tree children
   std::vector<uint32_t> child_count;  // number of direct host-tree children
   std::vector<int32_t> device_order;  // device spans sorted by start
+  // For device spans: the earliest device activity of its launching runtime call. One call can
+  // start many (cudaGraphLaunch / hipGraphLaunch: every kernel of the graph carries the call's
+  // correlation id; an Ascend aclnn call: several tasks): launch counts and launch delays take
+  // the call once, at the start of its first work.
+  std::vector<char> first_of_launch;
 };
 
 SpanLinks link_spans(const Trace& trace);

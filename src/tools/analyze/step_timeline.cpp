@@ -188,7 +188,7 @@ void compute_step_timeline(const Trace& t, const SpanLinks& links, const std::ve
       out.kernel_us += d.dur;
       if (d.dur < opt.short_kernel_us) ++out.short_kernel_count;
     }
-    if (k >= 0 && l != kNoSpan && t.spans[static_cast<size_t>(l)].kind == SpanKind::Runtime) {
+    if (k >= 0 && links.first_of_launch[static_cast<size_t>(i)]) {
       ++out.launches;
       if (busy_until <= t.spans[static_cast<size_t>(l)].end()) ++out.launches_into_idle;
     }

@@ -73,6 +73,29 @@ TEST(JsonScanner, SkipToleratesPythonNanAndInfinity) {
   EXPECT_THROW(num.read_number(), TraceFormatError);  // never as a time
 }
 
+// torch 2.4 can write garbage bytes, control characters among them, into a python_function name
+// (pytorch/pytorch#136180): kept, in read and skipped strings alike; the end of the buffer inside
+// a string is still a truncation.
+TEST(JsonScanner, RawControlBytesInsideStringsAreKept) {
+  const std::string doc = "[\"torch/_inductor/config.py(0): \x01\x1f\t\", \"a\nb\\n\x02\"]";
+  auto js = scan(doc);
+  js.skip_value();
+  EXPECT_TRUE(js.at_end());
+  const std::string strings("\"x\x01y\" \"\x02\\n\0z\"", 13);
+  auto rs = scan(strings);
+  EXPECT_EQ(rs.read_string(), "x\x01y");
+  EXPECT_EQ(rs.read_string(), std::string("\x02\n\0z", 4));
+  EXPECT_TRUE(rs.at_end());
+  const std::string cut = "\"abc\x01";
+  auto t = scan(cut);
+  try {
+    t.skip_value();
+    FAIL() << "no error";
+  } catch (const TraceFormatError& e) {
+    EXPECT_NE(std::string(e.what()).find("truncated"), std::string::npos) << e.what();
+  }
+}
+
 TEST(JsonScanner, DeepNestingIsAnErrorNotAStackOverflow) {
   std::string doc(100000, '[');
   auto js = scan(doc);

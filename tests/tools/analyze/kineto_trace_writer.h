@@ -32,6 +32,20 @@ class KinetoTraceWriter {
     return span(cat, kernel, 0, k_ts, k_dur, c, stream);
   }
 
+  // One runtime call starting several pieces of device work under its correlation id, as Kineto
+  // records a CUDA/HIP graph launch: each kernel is (name, ts, dur).
+  struct DeviceWork {
+    std::string name;
+    double ts, dur;
+  };
+  KinetoTraceWriter& graph_launch(const std::string& call, double rt_ts, double rt_dur,
+                                  const std::vector<DeviceWork>& work, int stream = 7) {
+    std::string c = "\"correlation\": " + std::to_string(next_corr_++);
+    span("cuda_runtime", call, 1, rt_ts, rt_dur, c);
+    for (const auto& w : work) span("kernel", w.name, 0, w.ts, w.dur, c, stream);
+    return *this;
+  }
+
   std::string json() const {
     std::ostringstream o;
     o << "{\"schemaVersion\": 1, \"deviceProperties\": [";

@@ -111,6 +111,21 @@ TEST(TraceReader, RejectsWrongSchemaMissingFieldsAndAbsurdNumbers) {
   EXPECT_NE(err.find("bad.json: byte 40"), std::string::npos) << err;
 }
 
+// pytorch/pytorch#136180: torch 2.4 wrote garbage bytes into a python_function name, e.g.
+// "torch/_inductor/config.py(0): " followed by control characters. The trace is still read.
+TEST(TraceReader, ControlBytesInANameDoNotRejectTheTrace) {
+  const std::string doc =
+      "{\"traceEvents\": [{\"ph\": \"X\", \"cat\": \"python_function\", \"name\": \"torch/_inductor/config.py(0): "
+      "\x01\x7f\x13\", \"pid\": 1, \"tid\": 1, \"ts\": 10, \"dur\": 5},\n"
+      "{\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"aten::mm\", \"pid\": 1, \"tid\": 1, \"ts\": 11, \"dur\": 2}]}";
+  Trace t = parse_trace(doc, "t.json");
+  ASSERT_EQ(t.spans.size(), 2u);
+  EXPECT_EQ(count_kind(t, SpanKind::CpuOp), 1u);
+  bool kept = false;
+  for (const auto& s : t.spans) kept |= t.strings.str(s.name) == "torch/_inductor/config.py(0): \x01\x7f\x13";
+  EXPECT_TRUE(kept);
+}
+
 TEST(TraceReader, MissingAndCorruptFilesAreRuntimeErrors) {
   EXPECT_THROW(read_traces(kData + "no_such_trace.json"), std::runtime_error);
   auto dir = std::filesystem::temp_directory_path() / "crosstrain_reader_test";
