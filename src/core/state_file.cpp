@@ -129,10 +129,12 @@ class GraphToIValue {
         v = x;
         break;
       }
+      case NodeKind::Array: v = array_tensor(n); break;
       case NodeKind::Global:
+      case NodeKind::NumpyDtype:
       case NodeKind::Storage:
         throw torchsave::FormatError(n.kind == NodeKind::Global ? "a class or function '" + n.text + "' as a value"
-                                                                : std::string("a storage outside a tensor"));
+                                                                : std::string("a storage or numpy dtype outside a tensor"));
     }
     done_[i] = v;
     state_[i] = 2;
@@ -141,6 +143,20 @@ class GraphToIValue {
 
  private:
   static constexpr int kMaxDepth = 256;
+  // A numpy array becomes a tensor, as torch.from_numpy would make it (Fortran order kept by strides).
+  static at::Tensor array_tensor(const torchsave::Node& n) {
+    at::Tensor t = at::empty({static_cast<int64_t>(n.text.size() / torchsave::dtype_size(n.dtype))},
+                             at::TensorOptions().dtype(scalar_type(n.dtype)));
+    if (!n.text.empty()) std::memcpy(t.data_ptr(), n.text.data(), n.text.size());
+    if (!n.fortran) return t.view(n.sizes);
+    std::vector<int64_t> reversed(n.sizes.rbegin(), n.sizes.rend());
+    return t.view(reversed).permute(reverse_order(n.sizes.size()));
+  }
+  static std::vector<int64_t> reverse_order(size_t dims) {
+    std::vector<int64_t> order;
+    for (size_t i = dims; i-- > 0;) order.push_back(static_cast<int64_t>(i));
+    return order;
+  }
   // One tensor per storage, copied out of the file's bytes (which need not be aligned).
   at::Tensor storage(uint32_t s) {
     auto it = storages_.find(s);

@@ -1,11 +1,19 @@
-// CIFAR-10 and CIFAR-100 "binary version" batches. A record is the label byte(s) followed by
-// 3072 bytes: the 32x32 red plane, then green, then blue.
+// CIFAR-10 and CIFAR-100, in the "binary version" and in the "python version" torchvision
+// downloads. A binary record is the label byte(s) followed by 3072 bytes: the 32x32 red plane,
+// then green, then blue.
 //   CIFAR-10:  data_batch_1..5.bin (train), test_batch.bin (val); 1 label byte, 10 classes
 //   CIFAR-100: train.bin, test.bin; coarse then fine label byte; we use the fine one (100 classes)
+// A python batch (data_batch_1..5 and test_batch, or train and test) is a pickled dict: "data", a
+// uint8 numpy array of N x 3072 rows in the same plane order, and "labels" (CIFAR-10) or
+// "fine_labels" (CIFAR-100), a list of N ints. It is read by the restricted pickle machine of
+// torch.save files, which builds nothing but containers, numbers, strings and numeric arrays.
 #include <algorithm>
+#include <cstring>
 #include <filesystem>
 
 #include "core/data/fixed_size_dataset.h"
+#include "core/torchsave/pickle_reader.h"
+#include "core/torchsave/zip_archive.h"
 
 namespace crosstrain::data {
 namespace {
@@ -23,28 +31,91 @@ bool is_file(const fs::path& p) {
   return fs::exists(st) && !fs::is_directory(p, ec);
 }
 
+// Which of the four layouts a folder holds; ".bin" or "" is the files' suffix.
+struct Layout {
+  fs::path dir;
+  bool cifar100 = false;
+  std::string suffix;
+};
+
+bool holds(const fs::path& d, const std::string& suffix, Layout& out) {
+  if (is_file(d / ("train" + suffix)) || is_file(d / ("test" + suffix))) {
+    out = {d, true, suffix};
+    return true;
+  }
+  if (is_file(d / ("test_batch" + suffix)) || is_file(d / ("data_batch_1" + suffix))) {
+    out = {d, false, suffix};
+    return true;
+  }
+  return false;
+}
+
 // The folder holding the batches: PATH itself or the folder the official archives unpack to.
-fs::path batches_dir(const fs::path& root) {
+Layout find_layout(const fs::path& root) {
+  Layout l;
   for (const fs::path& d : {root, root / "cifar-10-batches-bin", root / "cifar-100-binary"})
-    if (is_file(d / "test_batch.bin") || is_file(d / "data_batch_1.bin") || is_file(d / "test.bin") || is_file(d / "train.bin"))
-      return d;
-  throw std::runtime_error("cifar dataset: no CIFAR-10 (data_batch_N.bin, test_batch.bin) or CIFAR-100 (train.bin, test.bin) files in " +
-                           root.string());
+    if (holds(d, ".bin", l)) return l;
+  for (const fs::path& d : {root / "cifar-10-batches-py", root / "cifar-100-python", root})
+    if (holds(d, "", l)) return l;
+  throw std::runtime_error(
+      "cifar dataset: no CIFAR-10 (data_batch_N[.bin], test_batch[.bin]) or CIFAR-100 (train[.bin], test[.bin]) "
+      "files in " + root.string() + " (nor in its cifar-10-batches-bin/, cifar-10-batches-py/, cifar-100-binary/ "
+      "or cifar-100-python/)");
+}
+
+const torchsave::Node* dict_entry(const torchsave::Pickle& p, const torchsave::Node& dict, const std::string& key) {
+  for (size_t i = 0; i + 1 < dict.items.size(); i += 2) {
+    const auto& k = p.nodes[dict.items[i]];
+    if (k.kind == torchsave::NodeKind::String && k.text == key) return &p.nodes[dict.items[i + 1]];
+  }
+  return nullptr;
+}
+
+// A python batch as binary records (label byte(s), then 3072 pixel bytes), so that both versions
+// share the checks below. Labels outside 0..255 become 255, which the range check then refuses.
+std::vector<uint8_t> python_batch_records(const std::vector<uint8_t>& bytes, bool cifar100, size_t pixels) {
+  using torchsave::NodeKind;
+  const auto p = torchsave::read_pickle(std::string_view(reinterpret_cast<const char*>(bytes.data()), bytes.size()));
+  const auto& root = p.nodes[p.root];
+  if (root.kind != NodeKind::Dict) throw torchsave::FormatError("not a pickled dict");
+  const char* label_key = cifar100 ? "fine_labels" : "labels";
+  const auto* data = dict_entry(p, root, "data");
+  const auto* labels = dict_entry(p, root, label_key);
+  if (!data || !labels) throw torchsave::FormatError(std::string("no 'data' and '") + label_key + "' entries");
+  if (data->kind != NodeKind::Array || data->dtype != torchsave::DType::UInt8 || data->fortran ||
+      data->sizes.size() != 2 || static_cast<size_t>(data->sizes[1]) != pixels)
+    throw torchsave::FormatError("'data' is not a uint8 array of N x " + std::to_string(pixels) + " rows");
+  const size_t n = static_cast<size_t>(data->sizes[0]);
+  if (labels->kind != NodeKind::List || labels->items.size() != n)
+    throw torchsave::FormatError(std::string("'") + label_key + "' is not a list of " + std::to_string(n) + " labels");
+  const size_t label_bytes = cifar100 ? 2 : 1;
+  std::vector<uint8_t> records(n * (label_bytes + pixels));
+  for (size_t r = 0; r < n; ++r) {
+    const auto& l = p.nodes[labels->items[r]];
+    if (l.kind != NodeKind::Int) throw torchsave::FormatError("label " + std::to_string(r) + " is not an integer");
+    uint8_t* rec = records.data() + r * (label_bytes + pixels);
+    rec[label_bytes - 1] = static_cast<uint8_t>(l.integer < 0 || l.integer > 255 ? 255 : l.integer);
+    std::memcpy(rec + label_bytes, data->text.data() + r * pixels, pixels);
+  }
+  return records;
 }
 
 }  // namespace
 
 std::unique_ptr<Dataset> open_cifar_dataset(const std::string& path, const DatasetOptions& options) {
-  const fs::path dir = batches_dir(path);
-  const bool cifar100 = is_file(dir / "train.bin") || is_file(dir / "test.bin");
+  const Layout layout = find_layout(path);
+  const fs::path& dir = layout.dir;
+  const bool cifar100 = layout.cifar100;
+  const bool python = layout.suffix.empty();
   std::vector<std::string> files;
   if (cifar100) {
-    files.push_back((dir / (options.split == Split::Train ? "train.bin" : "test.bin")).string());
+    files.push_back((dir / ((options.split == Split::Train ? "train" : "test") + layout.suffix)).string());
   } else if (options.split == Split::Val) {
-    files.push_back((dir / "test_batch.bin").string());
+    files.push_back((dir / ("test_batch" + layout.suffix)).string());
   } else {
     for (int i = 1; i <= 5; ++i)
-      if (is_file(dir / ("data_batch_" + std::to_string(i) + ".bin"))) files.push_back((dir / ("data_batch_" + std::to_string(i) + ".bin")).string());
+      if (is_file(dir / ("data_batch_" + std::to_string(i) + layout.suffix)))
+        files.push_back((dir / ("data_batch_" + std::to_string(i) + layout.suffix)).string());
   }
   const size_t label_bytes = cifar100 ? 2 : 1;
   const size_t record = label_bytes + kPixels;
@@ -58,9 +129,17 @@ std::unique_ptr<Dataset> open_cifar_dataset(const std::string& path, const Datas
     std::vector<uint8_t> bytes;
     try {
       bytes = read_file_bytes(file, options.max_file_bytes);
+      if (python) bytes = python_batch_records(bytes, cifar100, kPixels);
     } catch (const BadSample& e) {
       if (options.strict) throw std::runtime_error(std::string("cifar dataset: ") + e.what());
       dataset->add_skipped({e.where(), e.reason()});
+      continue;
+    } catch (const torchsave::FormatError& e) {
+      std::string what = e.what();
+      if (what.rfind("data.pkl: ", 0) == 0) what.erase(0, 10);  // the pickle reader names torch.save's record
+      const std::string reason = "not a CIFAR python batch: " + what;
+      if (options.strict) throw std::runtime_error("cifar dataset: " + file + ": " + reason);
+      dataset->add_skipped({file, reason});
       continue;
     }
     const size_t records = bytes.size() / record;

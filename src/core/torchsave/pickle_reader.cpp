@@ -47,7 +47,39 @@ const std::pair<const char*, DType> kStorages[] = {
     {"torch.ByteStorage", DType::UInt8},        {"torch.BoolStorage", DType::Bool},
     {"torch.ComplexFloatStorage", DType::Complex64}, {"torch.ComplexDoubleStorage", DType::Complex128}};
 const char* const kCallables[] = {"collections.OrderedDict", "torch._utils._rebuild_tensor_v2",
-                                  "torch._utils._rebuild_tensor", "torch._utils._rebuild_parameter"};
+                                  "torch._utils._rebuild_tensor", "torch._utils._rebuild_parameter",
+                                  "_codecs.encode", "numpy.ndarray", "numpy.dtype",
+                                  "numpy.core.multiarray._reconstruct", "numpy._core.multiarray._reconstruct",
+                                  "numpy.core.multiarray.scalar", "numpy._core.multiarray.scalar",
+                                  "numpy.core.numeric._frombuffer", "numpy._core.numeric._frombuffer"};
+
+// numpy's dtype codes (kind + item size) of the dtypes a tensor can hold.
+const std::pair<const char*, DType> kNumpyTypes[] = {
+    {"f4", DType::Float32}, {"f8", DType::Float64}, {"f2", DType::Float16}, {"i8", DType::Int64},
+    {"i4", DType::Int32},   {"i2", DType::Int16},   {"i1", DType::Int8},    {"u1", DType::UInt8},
+    {"b1", DType::Bool},    {"c8", DType::Complex64}, {"c16", DType::Complex128}};
+
+bool numpy_global(const std::string& name, const char* what) {
+  return name == std::string("numpy.core.") + what || name == std::string("numpy._core.") + what;
+}
+
+// Python 3 pickles bytes at protocol 2 as _codecs.encode(text, "latin1"): the text is UTF-8 here,
+// each code point below 256 one byte.
+std::string latin1_bytes(const std::string& utf8) {
+  std::string out;
+  out.reserve(utf8.size());
+  for (size_t i = 0; i < utf8.size(); ++i) {
+    const auto c = static_cast<unsigned char>(utf8[i]);
+    if (c < 0x80) {
+      out.push_back(static_cast<char>(c));
+    } else if ((c == 0xc2 || c == 0xc3) && i + 1 < utf8.size()) {
+      out.push_back(static_cast<char>(((c & 0x03) << 6) | (static_cast<unsigned char>(utf8[++i]) & 0x3f)));
+    } else {
+      throw FormatError("data.pkl: _codecs.encode of text outside latin-1");
+    }
+  }
+  return out;
+}
 
 const DType* storage_dtype(const std::string& global) {
   for (const auto& [name, dtype] : kStorages)
@@ -179,11 +211,98 @@ class Machine {
     return out;
   }
 
+  // numpy.dtype("f4", False, True): the type code is checked here, the byte order by BUILD.
+  void numpy_dtype(const std::vector<uint32_t>& a) {
+    if (a.empty()) fail("numpy.dtype without arguments");
+    const std::string code = expect(a[0], NodeKind::String, "a numpy type code").text;
+    Node n;
+    n.kind = NodeKind::NumpyDtype;
+    bool known = false;
+    for (const auto& [c, t] : kNumpyTypes)
+      if (code == c) n.dtype = t, known = true;
+    if (!known) fail("numpy dtype '" + code + "' (only numeric dtypes are read)");
+    push(add(std::move(n)));
+  }
+  // dtype state (version, byte order, ...): '<' and '|' (and '=' on this little-endian reader).
+  void build_numpy_dtype(const Node& state) {
+    if (state.kind != NodeKind::Tuple || state.items.size() < 2) fail("numpy dtype state that is not a tuple");
+    const std::string order = expect(state.items[1], NodeKind::String, "a numpy byte order").text;
+    if (order != "<" && order != "|" && order != "=") fail("big-endian numpy data ('" + order + "')");
+  }
+  void set_array_data(Node& arr, uint32_t dtype, uint32_t sizes, std::string bytes) {
+    arr.dtype = expect(dtype, NodeKind::NumpyDtype, "a numpy dtype").dtype;
+    arr.sizes = dims(sizes, "array shape");
+    uint64_t count = 1;
+    for (int64_t d : arr.sizes) {
+      if (d != 0 && count > (uint64_t{1} << 62) / static_cast<uint64_t>(d)) fail("array shape too large");
+      count *= static_cast<uint64_t>(d);
+    }
+    if (count * dtype_size(arr.dtype) != bytes.size())
+      fail("numpy array of " + std::to_string(count) + " " + dtype_name(arr.dtype) + " elements with " +
+           std::to_string(bytes.size()) + " bytes of data");
+    arr.text = std::move(bytes);
+  }
+  // ndarray.__setstate__((version, shape, dtype, is_fortran, data)).
+  void build_numpy_array(Node& arr, const Node& state) {
+    if (state.kind != NodeKind::Tuple || state.items.size() != 5) fail("numpy array state that is not a 5-tuple");
+    arr.fortran = expect(state.items[3], NodeKind::Bool, "is_fortran as a bool").integer != 0;
+    set_array_data(arr, state.items[2], state.items[1],
+                   expect(state.items[4], NodeKind::String, "numpy array data as bytes (object arrays are not read)").text);
+  }
+  // numpy.core.multiarray.scalar(dtype, bytes): a number.
+  void numpy_scalar(const std::vector<uint32_t>& a) {
+    if (a.size() != 2) fail("wrong number of arguments to a numpy scalar");
+    const uint32_t no_dims = add(NodeKind::Tuple);  // before taking references into the arena
+    Node arr;
+    arr.kind = NodeKind::Array;
+    set_array_data(arr, a[0], no_dims, expect(a[1], NodeKind::String, "numpy scalar bytes").text);
+    Node n;
+    const auto* b = reinterpret_cast<const unsigned char*>(arr.text.data());
+    auto load = [&](auto v) {
+      std::memcpy(&v, b, sizeof v);
+      return v;
+    };
+    switch (arr.dtype) {
+      case DType::Float32: n.kind = NodeKind::Float, n.real = load(float{}); break;
+      case DType::Float64: n.kind = NodeKind::Float, n.real = load(double{}); break;
+      case DType::Int64: n.kind = NodeKind::Int, n.integer = load(int64_t{}); break;
+      case DType::Int32: n.kind = NodeKind::Int, n.integer = load(int32_t{}); break;
+      case DType::Int16: n.kind = NodeKind::Int, n.integer = load(int16_t{}); break;
+      case DType::Int8: n.kind = NodeKind::Int, n.integer = load(int8_t{}); break;
+      case DType::UInt8: n.kind = NodeKind::Int, n.integer = b[0]; break;
+      case DType::Bool: n.kind = NodeKind::Bool, n.integer = b[0] != 0; break;
+      default: fail(std::string("numpy scalar of ") + dtype_name(arr.dtype));
+    }
+    push(add(std::move(n)));
+  }
+
   void reduce() {
     const uint32_t args = pop(), fn = pop();
     const std::string name = expect(fn, NodeKind::Global, "a callable before REDUCE").text;
     const std::vector<uint32_t> a = expect(args, NodeKind::Tuple, "an argument tuple for REDUCE").items;
-    if (name == "collections.OrderedDict") {
+    if (name == "_codecs.encode") {
+      if (a.empty() || a.size() > 2) fail("wrong number of arguments to _codecs.encode");
+      const std::string encoding = a.size() == 2 ? expect(a[1], NodeKind::String, "an encoding").text : "utf-8";
+      const std::string& text = expect(a[0], NodeKind::String, "text to encode").text;
+      if (encoding == "latin1" || encoding == "latin-1") push_string(latin1_bytes(text));
+      else if (encoding == "utf-8" || encoding == "utf8") push_string(text);
+      else fail("_codecs.encode to '" + encoding + "'");
+    } else if (name == "numpy.dtype") {
+      numpy_dtype(a);
+    } else if (numpy_global(name, "multiarray._reconstruct")) {
+      if (a.empty() || node(a[0]).kind != NodeKind::Global || node(a[0]).text != "numpy.ndarray")
+        fail("numpy _reconstruct of a class other than numpy.ndarray");
+      push(add(NodeKind::Array));  // filled by BUILD
+    } else if (numpy_global(name, "multiarray.scalar")) {
+      numpy_scalar(a);
+    } else if (numpy_global(name, "numeric._frombuffer")) {  // protocol 5: (buffer, dtype, shape, order)
+      if (a.size() != 4) fail("wrong number of arguments to numpy _frombuffer");
+      Node arr;
+      arr.kind = NodeKind::Array;
+      arr.fortran = expect(a[3], NodeKind::String, "an array order").text == "F";
+      set_array_data(arr, a[1], a[2], expect(a[0], NodeKind::String, "numpy array data as bytes").text);
+      push(add(std::move(arr)));
+    } else if (name == "collections.OrderedDict") {
       if (!a.empty()) fail("OrderedDict with arguments");
       push(add(NodeKind::Dict));
     } else if (name == "torch._utils._rebuild_tensor_v2" || name == "torch._utils._rebuild_tensor") {
@@ -265,6 +384,9 @@ class Machine {
       case 'X': case 'T': push_string(take(uint_le(4))); break;        // BINUNICODE, BINSTRING
       case 0x8c: case 'U': push_string(take(uint_le(1))); break;       // SHORT_BINUNICODE/_BINSTRING
       case 0x8d: push_string(take(uint_le(8))); break;                  // BINUNICODE8
+      case 'B': push_string(take(uint_le(4))); break;                   // BINBYTES
+      case 'C': push_string(take(uint_le(1))); break;                   // SHORT_BINBYTES
+      case 0x8e: case 0x96: push_string(take(uint_le(8))); break;       // BINBYTES8, BYTEARRAY8
       case 'q': memo_put(uint_le(1)); break;                            // BINPUT
       case 'r': memo_put(uint_le(4)); break;                            // LONG_BINPUT
       case 0x94: memo_put(memo_.size()); break;                         // MEMOIZE
@@ -315,8 +437,12 @@ class Machine {
       }
       case 'R': reduce(); break;                                        // REDUCE
       case 'b': {                                                       // BUILD
-        pop();  // the state: an OrderedDict's attributes (a state dict's _metadata) are not kept
-        expect(top(), NodeKind::Dict, "a dict before BUILD (objects are not rebuilt)");
+        const uint32_t state = pop();
+        Node& target = node(top());
+        if (target.kind == NodeKind::Array) build_numpy_array(target, node(state));
+        else if (target.kind == NodeKind::NumpyDtype) build_numpy_dtype(node(state));
+        // Otherwise the state is an OrderedDict's attributes (a state dict's _metadata): not kept.
+        else expect(top(), NodeKind::Dict, "a dict before BUILD (objects are not rebuilt)");
         break;
       }
       case 'Q': persistent_load(); break;                               // BINPERSID

@@ -3,7 +3,9 @@
 // strings, framing and memoisation are read too) run on a restricted machine, as Python's
 // torch.load(weights_only=True) does: plain containers, numbers, strings, collections.OrderedDict
 // (its attributes, such as a state dict's `_metadata`, are dropped), tensors rebuilt by
-// torch._utils from typed storages, and nothing else. Anything outside that set is refused with
+// torch._utils from typed storages, numpy arrays and scalars of numeric dtypes (which
+// weights_only also allows, and which pickled datasets such as CIFAR's python version hold), and
+// nothing else. Anything outside that set is refused with
 // FormatError naming the opcode or global and its byte position; every length is checked against
 // the input before it is read.
 //
@@ -23,20 +25,23 @@ enum class DType { Float32, Float64, Float16, BFloat16, Int64, Int32, Int16, Int
 size_t dtype_size(DType t);
 const char* dtype_name(DType t);  // torch's names: "float32", "int64", ...
 
-enum class NodeKind { None, Bool, Int, Float, String, List, Tuple, Dict, Global, Storage, Tensor };
+// Array: a numpy array (dtype, sizes; C order unless `fortran`; its bytes in `text`).
+// NumpyDtype: a numpy.dtype while the pickle is read (never a value of the result).
+enum class NodeKind { None, Bool, Int, Float, String, List, Tuple, Dict, Global, Storage, Tensor, Array, NumpyDtype };
 
 struct Node {
   NodeKind kind = NodeKind::None;
   int64_t integer = 0;            // Bool, Int
   double real = 0;                // Float
-  std::string text;               // String; Global: "module.name"; Storage: its record key
+  std::string text;               // String; Global: "module.name"; Storage: its record key; Array: bytes
   std::vector<uint32_t> items;    // List, Tuple; Dict: key, value, key, value, ...
-  DType dtype = DType::Float32;   // Storage
+  DType dtype = DType::Float32;   // Storage, Array, NumpyDtype
   int64_t numel = 0;              // Storage: elements
   uint32_t storage = 0;           // Tensor: its Storage node
   int64_t offset = 0;             // Tensor: in elements
-  std::vector<int64_t> sizes, strides;
+  std::vector<int64_t> sizes, strides;  // Tensor; Array: sizes
   bool requires_grad = false;
+  bool fortran = false;           // Array in Fortran (column-major) order
 };
 
 struct Pickle {
