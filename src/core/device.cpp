@@ -4,6 +4,7 @@
 
 #include <ATen/Context.h>
 #include <ATen/DeviceAccelerator.h>
+#include <ATen/Parallel.h>
 #include <c10/core/Allocator.h>
 #include <c10/core/CachingDeviceAllocator.h>
 #include <c10/core/DeviceType.h>
@@ -151,7 +152,9 @@ DeviceInfo DeviceContext::info() const {
       }
     }
     if (info.description.empty()) info.description = "cpu";
-    info.description += ", " + std::to_string(std::thread::hardware_concurrency()) + " threads";
+    // What the run computes with, next to what the machine has.
+    info.description += ", " + std::to_string(std::thread::hardware_concurrency()) + " hardware threads, " +
+                        std::to_string(at::get_num_threads()) + " intra-op";
     info.total_memory = memory().total_bytes;
     return info;
   }
