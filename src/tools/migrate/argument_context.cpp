@@ -24,6 +24,10 @@ bool contains_ci(std::string_view text, std::string_view needle) {
   return it != text.end();
 }
 
+bool equals_ignoring_case(std::string_view text, std::string_view lower) {
+  return text.size() == lower.size() && contains_ci(text, lower);
+}
+
 std::pair<bool, std::string_view> parse_cuda_string(std::string_view value) {
   if (value == "cuda") return {true, {}};
   if (value.size() > 5 && value.substr(0, 5) == "cuda:") {

@@ -36,5 +36,7 @@ std::string_view last_segment(const PythonSyntax& syntax, TSNode node);
 
 // Case-insensitive search for an ASCII lower-case needle.
 bool contains_ci(std::string_view text, std::string_view needle);
+// Whether `text` equals the ASCII lower-case `lower`, ignoring case.
+bool equals_ignoring_case(std::string_view text, std::string_view lower);
 
 }  // namespace crosstrain::migrate

@@ -118,7 +118,13 @@ void DeviceStrings::on_string(TSNode node, const std::vector<TSNode>& ancestors)
       plan_.find(rule_by_id("cuda-extension"), node, std::string(content), target_);
     return;
   }
-  if (!interpolated && content == "nccl") {
+  if (!interpolated && content == "CUDA_VISIBLE_DEVICES") {
+    if (context_of(node, ancestors).kind != ArgContext::Docstring)
+      plan_.find(rule_by_id("cuda-visible-devices"), node, std::string(content), target_);
+    return;
+  }
+  // torch.distributed.Backend lower-cases its name: "NCCL" is the same backend.
+  if (!interpolated && equals_ignoring_case(content, "nccl")) {
     auto context = context_of(node, ancestors).kind;
     if (context == ArgContext::Docstring || context == ArgContext::Comparison || context == ArgContext::Keyed) return;
     const Rule& rule = rule_by_id("nccl-backend");

@@ -154,7 +154,8 @@ class Matcher {
         bool aliased = is_type(child, "aliased_import");
         std::string_view name = text(aliased ? field(child, "name") : child);
         std::string_view local = aliased ? text(field(child, "alias")) : name;
-        if (name == "autocast" || name == "GradScaler") amp_names_.emplace(std::string(local), std::string(name));
+        if (name == "autocast" || name == "GradScaler" || is_custom_amp(name))
+          amp_names_.emplace(std::string(local), std::string(name));
       }
       return;
     }
@@ -173,18 +174,22 @@ class Matcher {
   // Pre-pass: names imported from torch.cuda.amp that are used other than as the callee of a call
   // (`ctx = autocast if amp else nullcontext`). Those uses are flagged and the import is kept.
   void find_amp_references() {
-    std::set<std::string, std::less<>> imported;
+    std::map<std::string, std::string, std::less<>> imported;  // local name -> name in torch.cuda.amp
     walk_named(syntax_.root(), [&](TSNode node, const std::vector<TSNode>&) {
       if (!is_type(node, "import_from_statement") || text(field(node, "module_name")) != "torch.cuda.amp") return;
       for (TSNode child : named_children(node)) {
-        if (is_type(child, "aliased_import")) imported.emplace(text(field(child, "alias")));
-        else if (is_type(child, "dotted_name") && !ts_node_eq(child, field(node, "module_name"))) imported.emplace(text(child));
+        if (is_type(child, "aliased_import"))
+          imported.emplace(text(field(child, "alias")), text(field(child, "name")));
+        else if (is_type(child, "dotted_name") && !ts_node_eq(child, field(node, "module_name")))
+          imported.emplace(text(child), text(child));
       }
     });
     if (imported.empty()) return;
     walk_named(syntax_.root(), [&](TSNode node, const std::vector<TSNode>& ancestors) {
-      if (!is_type(node, "identifier") || !imported.count(text(node)) || ancestors.empty()) return;
+      auto found = imported.find(text(node));
+      if (!is_type(node, "identifier") || found == imported.end() || ancestors.empty()) return;
       TSNode parent = ancestors.back();
+      if (is_type(parent, "decorator") && is_custom_amp(found->second)) return;
       for (TSNode a : ancestors)
         if (is_type(a, "import_from_statement") || is_type(a, "import_statement")) return;
       if (is_type(parent, "call") && ts_node_eq(field(parent, "function"), node)) return;
@@ -196,6 +201,12 @@ class Matcher {
   }
 
   void on_identifier(TSNode node, const std::vector<TSNode>& ancestors) {
+    auto amp = amp_names_.find(std::string(text(node)));
+    if (amp != amp_names_.end() && is_custom_amp(amp->second) && !ancestors.empty() &&
+        is_type(ancestors.back(), "decorator")) {
+      custom_amp_decorator(rule_by_id("torch.cuda.amp." + amp->second), node, TSNode{}, "");
+      return;
+    }
     if (!amp_referenced_.count(text(node)) || ancestors.empty()) return;
     TSNode parent = ancestors.back();
     for (TSNode a : ancestors)
@@ -273,12 +284,71 @@ class Matcher {
       else plan_.find(rule_by_id("amp-reference"), node, std::string(text(node)), target_, amp_reference_advice(path));
       return;
     }
+    if (rule->id == "torch.cuda.amp.custom_fwd" || rule->id == "torch.cuda.amp.custom_bwd") {
+      bool whole = ts_node_eq(matched, node);
+      if (whole && is_function) custom_amp_call(*rule, parent, matched, expand(replacement));
+      else if (whole && is_type(parent, "decorator")) custom_amp_decorator(*rule, node, matched, expand(replacement));
+      else plan_.find(rule_by_id("amp-reference"), node, std::string(text(node)), target_, amp_reference_advice(path));
+      return;
+    }
+    if (rule->family == "memory" && is_function && ts_node_eq(matched, node) &&
+        replacement.find("accelerator.memory") != std::string_view::npos) {
+      accelerator_memory_call(*rule, parent, matched, expand(replacement));
+      return;
+    }
     plan_.replace(*rule, matched, expand(replacement), "");
+  }
+
+  static bool is_custom_amp(std::string_view name) { return name == "custom_fwd" || name == "custom_bwd"; }
+
+  // torch.cuda.amp.custom_fwd(...) is torch.amp.custom_fwd(..., device_type="cuda"): the keyword
+  // goes after the last argument (a keyword-only parameter, so after any positional one).
+  void custom_amp_call(const Rule& rule, TSNode call, TSNode name, const std::string& new_name) {
+    TSNode args = field(call, "arguments");
+    if (!is_type(args, "argument_list")) return;
+    std::vector<TSNode> list;
+    for (TSNode arg : named_children(args))
+      if (!is_type(arg, "comment")) list.push_back(arg);
+    std::string keyword = "device_type=" + expand("{device_type}");
+    std::vector<SpanEdit> edits;
+    if (!ts_node_is_null(name)) edits.push_back({ts_node_start_byte(name), ts_node_end_byte(name), new_name});
+    if (list.empty()) {
+      uint32_t open = ts_node_start_byte(args) + 1;
+      edits.push_back({open, open, keyword});
+    } else {
+      uint32_t after = ts_node_end_byte(list.back());
+      edits.push_back({after, after, ", " + keyword});
+    }
+    plan_.add(rule, std::move(edits), call, std::string(rule.message));
+  }
+
+  // `@torch.cuda.amp.custom_fwd` decorates with device_type "cuda"; torch.amp.custom_fwd called
+  // with only device_type returns the decorator that does the same.
+  void custom_amp_decorator(const Rule& rule, TSNode reference, TSNode name, const std::string& new_name) {
+    std::vector<SpanEdit> edits;
+    if (!ts_node_is_null(name)) edits.push_back({ts_node_start_byte(name), ts_node_end_byte(name), new_name});
+    uint32_t end = ts_node_end_byte(reference);
+    edits.push_back({end, end, "(device_type=" + expand("{device_type}") + ")"});
+    plan_.add(rule, std::move(edits), reference, std::string(rule.message));
+  }
+
+  // torch.accelerator.memory.* take the device positionally only: `device=d` loses its keyword.
+  void accelerator_memory_call(const Rule& rule, TSNode call, TSNode name, const std::string& new_name) {
+    std::vector<SpanEdit> edits{{ts_node_start_byte(name), ts_node_end_byte(name), new_name}};
+    TSNode args = field(call, "arguments");
+    for (TSNode arg : named_children(args))
+      if (is_type(arg, "keyword_argument") && text(field(arg, "name")) == "device")
+        edits.push_back({ts_node_start_byte(arg), ts_node_start_byte(field(arg, "value")), ""});
+    plan_.add(rule, std::move(edits), call, "device passed positionally: torch.accelerator.memory takes no keywords");
   }
 
   // A reference to GradScaler needs the device bound as its first argument, one to autocast the
   // device type (the rule's own advice).
   std::string amp_reference_advice(std::string_view api) const {
+    std::string_view last = api.substr(api.rfind('.') == std::string_view::npos ? 0 : api.rfind('.') + 1);
+    if (is_custom_amp(last))
+      return "torch.amp." + std::string(last) + " needs device_type: use functools.partial(torch.amp." +
+             std::string(last) + ", device_type=" + expand("{device_type}") + ")";
     if (api.size() < 10 || api.substr(api.size() - 10) != "GradScaler") return {};
     return "torch.amp.GradScaler needs the device: use functools.partial(torch.amp.GradScaler, " +
            expand("{device_type}") + ")";
@@ -317,7 +387,9 @@ class Matcher {
     if (is_type(function, "identifier")) {
       std::string_view name = text(function);
       auto amp = amp_names_.find(std::string(name));
-      if (amp != amp_names_.end()) {
+      if (amp != amp_names_.end() && is_custom_amp(amp->second)) {
+        custom_amp_call(rule_by_id("torch.cuda.amp." + amp->second), call, TSNode{}, "");
+      } else if (amp != amp_names_.end()) {
         amp_call(rule_by_id("torch.cuda.amp." + amp->second), call, TSNode{}, "");
       } else if (name == "is_nccl_available") {
         nccl_available(call, function);
@@ -547,7 +619,7 @@ class Matcher {
   ValueKinds kinds_;
   CudaGuards guards_;
   DeviceStrings strings_;
-  std::map<std::string, std::string> amp_names_;  // local name -> "autocast" | "GradScaler"
+  std::map<std::string, std::string> amp_names_;  // local name -> "autocast" | "GradScaler" | "custom_fwd" | ...
   std::set<std::string, std::less<>> amp_referenced_;  // of those, names used as values
 };
 

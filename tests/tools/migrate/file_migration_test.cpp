@@ -223,6 +223,27 @@ TEST(FileMigration, GradScalerReferenceAdviceNamesGradScaler) {
       << m.findings[0].advice;
 }
 
+TEST(FileMigration, CustomFwdReferenceIsFlaggedWithItsOwnAdvice) {
+  FileMigration m = migrate_source("f.py", "import torch\nfwd = torch.cuda.amp.custom_fwd\n", Target::Cpu);
+  ASSERT_EQ(m.findings.size(), 1u);
+  EXPECT_EQ(std::string(m.findings[0].rule->id), "amp-reference");
+  EXPECT_NE(m.findings[0].advice.find("functools.partial(torch.amp.custom_fwd, device_type=\"cpu\")"), std::string::npos)
+      << m.findings[0].advice;
+}
+
+// Only CUDA reads CUDA_VISIBLE_DEVICES: setting or reading it is flagged on every target.
+TEST(FileMigration, CudaVisibleDevicesIsFlagged) {
+  const char* src = "import os\nos.environ[\"CUDA_VISIBLE_DEVICES\"] = str(rank)\nn = os.getenv('CUDA_VISIBLE_DEVICES')\n"
+                    "\"\"\"CUDA_VISIBLE_DEVICES\"\"\"\n";
+  for (Target target : {Target::DeviceAgnostic, Target::Npu, Target::Cpu}) {
+    FileMigration m = migrate_source("f.py", src, target);
+    ASSERT_EQ(m.findings.size(), 2u);
+    EXPECT_EQ(std::string(m.findings[0].rule->id), "cuda-visible-devices");
+    EXPECT_EQ(m.findings[1].line, 3u);
+    EXPECT_TRUE(m.changes.empty());
+  }
+}
+
 // On cpu, torch.cuda.is_available() already answers False: it stays (torch.cpu.is_available()
 // would answer True and send CPU runs down the CUDA branch).
 TEST(FileMigration, CudaAvailabilityStaysOnCpu) {

@@ -183,6 +183,25 @@ std::vector<Fixture> fixtures() {
       {"gradscaler_imported_annotation", C,
        "from torch.cuda.amp import GradScaler\ndef run(scaler: GradScaler):\n    return GradScaler()\n",
        "from torch.amp import GradScaler\ndef run(scaler: GradScaler):\n    return GradScaler(device=\"cpu\")\n"},
+      // torch.amp.custom_fwd/custom_bwd require device_type: the deprecated torch.cuda.amp ones
+      // are those with device_type="cuda".
+      {"custom_fwd_bwd_cpu", C,
+       "import torch\n@torch.cuda.amp.custom_fwd\ndef f(x):\n    return x\n@torch.cuda.amp.custom_bwd()\ndef g(x):\n    return x\n"
+       "h = torch.cuda.amp.custom_fwd(f, cast_inputs=torch.float16,)\n",
+       "import torch\n@torch.amp.custom_fwd(device_type=\"cpu\")\ndef f(x):\n    return x\n@torch.amp.custom_bwd(device_type=\"cpu\")\ndef g(x):\n    return x\n"
+       "h = torch.amp.custom_fwd(f, cast_inputs=torch.float16, device_type=\"cpu\",)\n"},
+      {"custom_fwd_imported_agnostic", A,
+       "import torch\nfrom torch.cuda.amp import custom_fwd, custom_bwd as cb\n@custom_fwd(cast_inputs=torch.float32)\ndef f(x):\n"
+       "    return x\n@cb\ndef g(x):\n    return x\n",
+       "import torch\nfrom torch.amp import custom_fwd, custom_bwd as cb\n" + kDefinition +
+       "@custom_fwd(cast_inputs=torch.float32, device_type=_accel_device.type)\ndef f(x):\n    return x\n"
+       "@cb(device_type=_accel_device.type)\ndef g(x):\n    return x\n"},
+      // torch.accelerator.memory.* take the device positionally only.
+      {"memory_device_keyword_agnostic", A, "import torch\nm = torch.cuda.max_memory_allocated(device=d)\nr = torch.cuda.memory_reserved(device = d)\n",
+       "import torch\nm = torch.accelerator.memory.max_memory_allocated(d)\nr = torch.accelerator.memory.memory_reserved(d)\n"},
+      // torch.distributed.Backend lower-cases its name.
+      {"nccl_upper_case_cpu", C, "import torch.distributed as dist\ndist.init_process_group(backend=\"NCCL\" if ok else \"GLOO\")\n",
+       "import torch.distributed as dist\ndist.init_process_group(backend=\"gloo\" if ok else \"GLOO\")\n"},
       {"npu_import_in_entry_file", N, "import torch\nx = t.cuda()\nif __name__ == \"__main__\":\n    main()\n",
        "import torch\nimport torch_npu\nx = t.to(\"npu\")\nif __name__ == \"__main__\":\n    main()\n"},
   };

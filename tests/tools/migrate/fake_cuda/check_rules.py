@@ -40,7 +40,8 @@ SNIPPETS = {
     "torch.cuda.Event": "import torch\ne = torch.cuda.Event()\ne.record()\n",
     "torch.cuda.empty_cache": "import torch\ntorch.cuda.empty_cache()\n",
     "torch.cuda.memory_allocated": "import torch\nrecord(torch.cuda.memory_allocated())\n",
-    "torch.cuda.max_memory_allocated": "import torch\nrecord(torch.cuda.max_memory_allocated())\n",
+    "torch.cuda.max_memory_allocated": "import torch\nrecord(torch.cuda.max_memory_allocated())\n"
+                                       "record(torch.cuda.max_memory_allocated(device=1))\n",
     "torch.cuda.memory_reserved": "import torch\nrecord(torch.cuda.memory_reserved())\n",
     "torch.cuda.max_memory_reserved": "import torch\nrecord(torch.cuda.max_memory_reserved())\n",
     "torch.cuda.memory_stats": "import torch\nrecord(torch.cuda.memory_stats())\n",
@@ -48,11 +49,17 @@ SNIPPETS = {
                                "with torch.cuda.amp.autocast(True, torch.bfloat16):\n    pass\n"
                                "with torch.cuda.amp.autocast(enabled=False):\n    pass\n",
     "torch.cuda.amp.GradScaler": "import torch\ns = torch.cuda.amp.GradScaler()\nt = torch.cuda.amp.GradScaler(2.0**10, enabled=False)\n",
+    "torch.cuda.amp.custom_fwd": "import torch\n@torch.cuda.amp.custom_fwd\ndef f(x):\n    return x\n"
+                                 "@torch.cuda.amp.custom_fwd(cast_inputs=torch.float32)\ndef g(x):\n    return x\n"
+                                 "from torch.cuda.amp import custom_fwd\n@custom_fwd\ndef h(x):\n    return x\n",
+    "torch.cuda.amp.custom_bwd": "import torch\n@torch.cuda.amp.custom_bwd\ndef f(x):\n    return x\n"
+                                 "h = torch.cuda.amp.custom_bwd(f)\n",
     "torch.cuda.amp": "import torch\nfrom torch.cuda.amp import autocast, GradScaler as GS\ns = GS(init_scale=4.0)\n"
                       "with autocast(dtype=torch.bfloat16):\n    pass\n",
     "nccl-backend": "import torch\nimport torch.distributed as dist\nimport argparse\np = argparse.ArgumentParser()\n"
                     "p.add_argument('--dist-backend', default='nccl')\nrecord(p.parse_args([]).dist_backend)\n"
-                    "dist.init_process_group('nccl', rank=0, world_size=1)\ndist.init_process_group(backend='nccl')\n",
+                    "dist.init_process_group('nccl', rank=0, world_size=1)\ndist.init_process_group(backend='nccl')\n"
+                    "dist.init_process_group(backend='NCCL' if torch.cuda.is_available() else 'GLOO')\n",
     "is_nccl_available": "import torch.distributed as dist\nrecord(dist.is_nccl_available())\n",
     "profiler-activity": "import torch\nfrom torch.profiler import ProfilerActivity\nrecord(ProfilerActivity.CUDA)\n",
 }

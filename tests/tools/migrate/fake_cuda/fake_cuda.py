@@ -103,6 +103,20 @@ def install():
 
     class AmpModule:
         pass
+    def custom_amp(kind, keywords):
+        def amp_custom(fn=None, *, device_type, **kw):  # device_type is required, as in torch.amp
+            if set(kw) - keywords:
+                raise TypeError(f"{kind}: unexpected {sorted(set(kw) - keywords)}")
+            if fn is None:
+                return lambda f: amp_custom(f, device_type=device_type, **kw)
+            record(kind, device_type, kw.get("cast_inputs"))
+            return fn
+
+        def cuda_custom(fn=None, **kw):
+            return amp_custom(fn, device_type="cuda", **kw)
+        return amp_custom, cuda_custom
+    torch.amp.custom_fwd, cuda.amp.custom_fwd = custom_amp("custom_fwd", {"cast_inputs"})
+    torch.amp.custom_bwd, cuda.amp.custom_bwd = custom_amp("custom_bwd", set())
     torch.amp.autocast = torch.autocast = autocast
     torch.amp.GradScaler = scaler
     cuda.amp.autocast = cuda_autocast
@@ -120,11 +134,15 @@ def install():
                  "max_memory_reserved", "memory_stats", "reset_peak_memory_stats", "manual_seed", "manual_seed_all",
                  "current_stream"]:
         def op(*a, _name=name, **kw):
-            record(_name, *a)
+            seed = _name.startswith("manual_seed")
+            record(_name, *(norm_device(d) if not seed and _is_cuda(d) else d for d in a + tuple(kw.values())))
             return 0
+
+        def accelerator_op(*a, _name=name):  # torch.accelerator.memory takes the device positionally only
+            return op(*a, _name=_name)
         setattr(cuda, name, op)
         if hasattr(torch.accelerator.memory, name):
-            setattr(torch.accelerator.memory, name, op)
+            setattr(torch.accelerator.memory, name, accelerator_op)
     cuda.set_device = lambda d: record("set_device", norm_device(d))
     cuda.current_device = lambda: 0
     cuda.Stream = lambda *a, **kw: _Recorded("Stream", *a, **kw)
@@ -146,7 +164,9 @@ def install():
     torch.load = lambda f, map_location=None, **kw: record("load", map_location if callable(map_location) else
                                                            (norm_device(map_location) if _is_cuda(map_location) else map_location)) or {}
 
-    dist.init_process_group = lambda backend=None, **kw: record("init_process_group", backend, *sorted(kw.items()))
+    # torch.distributed.Backend lower-cases the name it is given.
+    dist.init_process_group = lambda backend=None, **kw: record("init_process_group", backend.lower() if isinstance(backend, str)
+                                                                else backend, *sorted(kw.items()))
     dist.is_nccl_available = lambda: record("is_backend_available", "nccl") or True
     dist.is_backend_available = lambda b: record("is_backend_available", b) or True
 
