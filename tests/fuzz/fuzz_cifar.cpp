@@ -1,5 +1,6 @@
-// libFuzzer target: a CIFAR-10 batch file (test_batch.bin). Opening gives a dataset whose samples
-// decode, or throws std::exception (no usable records).
+// libFuzzer target: a CIFAR-10 batch file, binary (test_batch.bin) or, when the input starts like
+// a pickle (PROTO), python (test_batch, read by the restricted pickle machine). Opening gives a
+// dataset whose samples decode, or throws std::exception (no usable records).
 #include <cstddef>
 #include <cstdint>
 #include <exception>
@@ -10,7 +11,8 @@
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace crosstrain::data;
-  crosstrain::fuzz::put("test_batch.bin", data, size);
+  const bool pickle = size > 0 && data[0] == 0x80;
+  crosstrain::fuzz::put(pickle ? "test_batch" : "test_batch.bin", data, size);
   DatasetOptions o;
   o.split = Split::Val;
   o.transform.size = 0;
