@@ -34,6 +34,7 @@ struct Finding {
   size_t line = 0;
   std::string api;     // the reference as written, e.g. "torch.backends.cudnn.benchmark"
   std::string advice;
+  uint32_t start = 0, end = 0;  // byte extent of the flagged code in the original source
 };
 
 struct RewritePlan {

@@ -126,6 +126,8 @@ void DeviceStrings::on_string(TSNode node, const std::vector<TSNode>& ancestors)
   // torch.distributed.Backend lower-cases its name: "NCCL" is the same backend.
   if (!interpolated && equals_ignoring_case(content, "nccl")) {
     auto context = context_of(node, ancestors).kind;
+    if (context == ArgContext::Comparison && target_ != Target::DeviceAgnostic)
+      plan_.find(rule_by_id("nccl-test"), node, std::string(text(node)), target_);
     if (context == ArgContext::Docstring || context == ArgContext::Comparison || context == ArgContext::Keyed) return;
     const Rule& rule = rule_by_id("nccl-backend");
     plan_.replace(rule, node, requote(expand(per_target(rule)), quote), "");

@@ -81,7 +81,37 @@ void PlanBuilder::find(const Rule& rule, TSNode node, std::string api, Target ta
   if (advice.empty()) advice = std::string(rule.per_target[static_cast<size_t>(target)]);
   if (advice.empty()) advice = std::string(rule.message);
   f.advice = std::move(advice);
+  f.start = ts_node_start_byte(node);
+  f.end = ts_node_end_byte(node);
   findings_.push_back(std::move(f));
+}
+
+void PlanBuilder::replace_guard(const Rule& rule, TSNode node, std::string text, uint32_t body_start,
+                                uint32_t body_end) {
+  size_t index = candidates_.size();
+  replace(rule, node, std::move(text), "");
+  if (candidates_.size() > index) guard_bodies_[index] = {body_start, body_end};
+}
+
+// A guard whose body keeps a flagged call must keep answering "CUDA only" (False elsewhere), and a
+// flagged call keeps its arguments as written: a migrated argument of an unmigrated call helps nobody.
+std::vector<Change> PlanBuilder::drop_unsafe(std::vector<Change> candidates) const {
+  auto flagged_within = [&](uint32_t start, uint32_t end) {
+    return std::any_of(findings_.begin(), findings_.end(), [&](const Finding& f) {
+      return finding_fails_check(*f.rule) && f.start >= start && f.end <= end;
+    });
+  };
+  std::vector<Change> kept;
+  for (size_t i = 0; i < candidates.size(); ++i) {
+    auto guard = guard_bodies_.find(i);
+    if (guard != guard_bodies_.end() && flagged_within(guard->second.first, guard->second.second)) continue;
+    const Change& c = candidates[i];
+    bool inside_kept = std::any_of(kept_.begin(), kept_.end(), [&](const std::pair<uint32_t, uint32_t>& span) {
+      return c.start >= span.first && c.end <= span.second;
+    });
+    if (!inside_kept) kept.push_back(std::move(candidates[i]));
+  }
+  return kept;
 }
 
 // Outer matches first; a change is kept only when none of its edits conflicts with a kept edit:
@@ -120,7 +150,7 @@ std::vector<Change> PlanBuilder::resolve_nesting(std::vector<Change> candidates)
 }
 
 RewritePlan PlanBuilder::finish() {
-  std::vector<Change> accepted = resolve_nesting(std::move(candidates_));
+  std::vector<Change> accepted = resolve_nesting(drop_unsafe(std::move(candidates_)));
   if (!accepted.empty()) insert_module_lines(accepted);
   std::stable_sort(accepted.begin(), accepted.end(), [](const Change& a, const Change& b) {
     if (a.start != b.start) return a.start < b.start;

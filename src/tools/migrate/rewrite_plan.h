@@ -31,12 +31,18 @@ class PlanBuilder {
   void replace_span(const Rule& rule, uint32_t start, uint32_t end, TSNode node, std::string text, std::string message);
   void add(const Rule& rule, std::vector<SpanEdit> edits, TSNode node, std::string message);
   void find(const Rule& rule, TSNode node, std::string api, Target target, std::string advice = {});
+  // A rewrite of a test (`torch.cuda.is_available()`) that is dropped when the code it guards,
+  // [body_start, body_end), keeps a finding that fails --check: the test then stays as written.
+  void replace_guard(const Rule& rule, TSNode node, std::string text, uint32_t body_start, uint32_t body_end);
+  // A flagged call stays as written, arguments included: no rewrite is made inside `node`.
+  void keep_as_written(TSNode node) { kept_.emplace_back(ts_node_start_byte(node), ts_node_end_byte(node)); }
 
   RewritePlan finish();
 
  private:
   size_t line_at(uint32_t offset) const;  // 1-based
   std::vector<Change> resolve_nesting(std::vector<Change> candidates) const;
+  std::vector<Change> drop_unsafe(std::vector<Change> candidates) const;
   void insert_module_lines(std::vector<Change>& accepted);
   Change inserted(const Rule& rule, uint32_t offset, std::string line) const;
 
@@ -51,6 +57,8 @@ class PlanBuilder {
   std::map<uint32_t, uint32_t> first_binding_end_;  // scope -> where `_accel_device` is first bound
   std::vector<Change> candidates_;
   std::vector<Finding> findings_;
+  std::map<size_t, std::pair<uint32_t, uint32_t>> guard_bodies_;  // candidate index -> guarded body
+  std::vector<std::pair<uint32_t, uint32_t>> kept_;                // spans of flagged calls
 };
 
 }  // namespace crosstrain::migrate

@@ -21,6 +21,24 @@ bool is_type(TSNode node, std::string_view type) { return node_type(node) == typ
 
 // Inside a type annotation (`scaler: Optional[GradScaler]`, `-> GradScaler`): evaluated at most
 // once, never called.
+// The torch.<path> references the rule table speaks about: torch.cuda (not torch.cudart),
+// torch.backends.cudnn / .cuda settings and the autograd profiler's NVTX ranges.
+bool has_prefix(std::string_view path, std::string_view prefix) {
+  return path.substr(0, prefix.size()) == prefix && (path.size() == prefix.size() || path[prefix.size()] == '.');
+}
+bool is_cuda_path(std::string_view path) {
+  return has_prefix(path, "cuda") || has_prefix(path, "backends.cudnn") || has_prefix(path, "backends.cuda") ||
+         has_prefix(path, "autograd.profiler.emit_nvtx");
+}
+
+// A test that passes only where an accelerator is present (`torch.accelerator.is_available()`,
+// `torch.cuda.is_available()`, `_accel_device.type != "cpu"`), not negated.
+bool is_availability_test(std::string_view test) {
+  if (test.find("not ") != std::string_view::npos) return false;
+  return test.find("is_available()") != std::string_view::npos ||
+         test.find("_accel_device.type != \"cpu\"") != std::string_view::npos;
+}
+
 bool in_annotation(const std::vector<TSNode>& ancestors) {
   return std::any_of(ancestors.begin(), ancestors.end(), [](TSNode a) { return is_type(a, "type"); });
 }
@@ -127,7 +145,7 @@ class Matcher {
   void report_torch_module(std::string_view module, TSNode node) {
     if (module.substr(0, 6) != "torch.") return;
     std::string_view path = module.substr(6);
-    if (path.substr(0, 4) != "cuda" && path.substr(0, 14) != "backends.cudnn") return;
+    if (!is_cuda_path(path)) return;
     const Rule* rule = find_torch_api_rule(path);
     if (rule && rule->action == RuleAction::Report) plan_.find(*rule, node, std::string(module), target_);
   }
@@ -239,6 +257,10 @@ class Matcher {
         return;
       }
     }
+    if (last == "NCCL" && (text(field(node, "object")) == "Backend" || ends_with(text(field(node, "object")), ".Backend"))) {
+      backend_nccl(node, ancestors);
+      return;
+    }
     if (!is_type(cur, "identifier")) return;
     std::string_view base = text(cur);
     if (base == "apex" || base == "cupy" || base == "pynvml" || base == "triton") {
@@ -253,8 +275,7 @@ class Matcher {
       if (!path.empty()) path += '.';
       path += text(field(*it, "attribute"));
     }
-    if (path.substr(0, 4) != "cuda" && path.substr(0, 14) != "backends.cudnn") return;
-    if (path.substr(0, 4) == "cuda" && path.size() > 4 && path[4] != '.') return;  // torch.cudart, ...
+    if (!is_cuda_path(path)) return;
     const Rule* rule = find_torch_api_rule(path);
     if (!rule) return;
     std::string_view key = rule->id.substr(6);
@@ -266,6 +287,7 @@ class Matcher {
     if (replacement == "{keep}" && !(rule->id == "torch.cuda.device_count" && !is_tested(parent, ancestors))) return;
     if (rule->action == RuleAction::Report || replacement.empty()) {
       plan_.find(*rule, matched, api, target_);
+      if (finding_fails_check(*rule) && is_type(parent, "call")) plan_.keep_as_written(parent);
       return;
     }
     if (rule->id == "torch.cuda.device_count" && (!is_function || !is_tested(parent, ancestors))) {
@@ -296,7 +318,73 @@ class Matcher {
       accelerator_memory_call(*rule, parent, matched, expand(replacement));
       return;
     }
+    if (rule->id == "torch.cuda.is_available" && is_function && ts_node_eq(matched, node)) {
+      uint32_t body_start = 0, body_end = 0;
+      if (guarded_body(ancestors, body_start, body_end)) {
+        plan_.replace_guard(*rule, matched, expand(replacement), body_start, body_end);
+        return;
+      }
+    }
     plan_.replace(*rule, matched, expand(replacement), "");
+  }
+
+  // The code `torch.cuda.is_available()` (the callee's call is ancestors.back()) guards: the body
+  // of its `if`/`elif`, the first branch of its conditional expression, the right operand of `and`.
+  bool guarded_body(const std::vector<TSNode>& ancestors, uint32_t& start, uint32_t& end) const {
+    if (ancestors.empty()) return false;
+    TSNode child = ancestors.back();
+    for (size_t i = ancestors.size() - 1; i-- > 0;) {
+      TSNode parent = ancestors[i];
+      std::string_view type = node_type(parent);
+      TSNode body{};
+      if (type == "parenthesized_expression") {
+        child = parent;
+        continue;
+      }
+      if (type == "boolean_operator" && text(field(parent, "operator")) == "and") {
+        if (ts_node_eq(field(parent, "left"), child)) body = field(parent, "right");
+        else {
+          child = parent;
+          continue;
+        }
+      } else if ((type == "if_statement" || type == "elif_clause") && ts_node_eq(field(parent, "condition"), child)) {
+        body = field(parent, "consequence");
+      } else if (type == "conditional_expression" && ts_node_eq(ts_node_named_child(parent, 1), child)) {
+        body = ts_node_named_child(parent, 0);
+      }
+      if (ts_node_is_null(body)) return false;
+      // Inside an if's condition, the if's body is what the whole condition guards.
+      for (size_t j = i; j-- > 0;) {
+        std::string_view up = node_type(ancestors[j]);
+        if ((up == "if_statement" || up == "elif_clause") && ts_node_eq(field(ancestors[j], "condition"), ancestors[j + 1])) {
+          body = field(ancestors[j], "consequence");
+          break;
+        }
+        if (up != "boolean_operator" && up != "parenthesized_expression") break;
+      }
+      start = ts_node_start_byte(body);
+      end = ts_node_end_byte(body);
+      return true;
+    }
+    return false;
+  }
+
+  static bool ends_with(std::string_view s, std::string_view suffix) {
+    return s.size() >= suffix.size() && s.substr(s.size() - suffix.size()) == suffix;
+  }
+
+  // `Backend.NCCL` is the string "nccl": as a backend it becomes the target's, as in a comparison
+  // it is flagged where the target's backend makes the test false.
+  void backend_nccl(TSNode node, const std::vector<TSNode>& ancestors) {
+    ArgContext context =
+        classify_string_position(syntax_, node, ancestors, [&](std::string_view n) { return plan_.is_torch_alias(n); }).kind;
+    if (context == ArgContext::Comparison) {
+      if (target_ != Target::DeviceAgnostic) plan_.find(rule_by_id("nccl-test"), node, std::string(text(node)), target_);
+      return;
+    }
+    if (context == ArgContext::Keyed) return;
+    const Rule& rule = rule_by_id("nccl-backend");
+    plan_.replace(rule, node, expand(per_target(rule)), "Backend.NCCL is \"nccl\"");
   }
 
   static bool is_custom_amp(std::string_view name) { return name == "custom_fwd" || name == "custom_bwd"; }
@@ -415,6 +503,104 @@ class Matcher {
       int_to(args);
     } else if (method == "format") {
       strings_.on_format_call(call, *ancestors_);
+    } else if (method == "pin_memory") {
+      pin_memory_call(call, function, args);
+    }
+    pin_memory_keyword(call, function, args);
+  }
+
+  // --- pinned memory -------------------------------------------------------------------------------
+  // Pinning needs an accelerator: without one `.pin_memory()` and `pin_memory=True` raise. npu keeps
+  // them (torch_npu pins for the NPU); DataLoader(pin_memory=True) only warns and is not matched.
+  bool availability_guarded(TSNode node) const {
+    TSNode child = node;
+    const std::vector<TSNode>& up = *ancestors_;
+    for (auto it = up.rbegin(); it != up.rend(); ++it) {
+      TSNode parent = *it;
+      std::string_view type = node_type(parent);
+      if ((type == "if_statement" || type == "elif_clause") && ts_node_eq(field(parent, "consequence"), child) &&
+          is_availability_test(text(field(parent, "condition"))))
+        return true;
+      if (type == "conditional_expression" && ts_node_eq(ts_node_named_child(parent, 0), child) &&
+          is_availability_test(text(ts_node_named_child(parent, 1))))
+        return true;
+      if (type == "boolean_operator" && text(field(parent, "operator")) == "and" &&
+          ts_node_eq(field(parent, "right"), child) && is_availability_test(text(field(parent, "left"))))
+        return true;
+      child = parent;
+    }
+    return false;
+  }
+
+  // A tensor no other name refers to: the result of a torch factory or of a `new_*` method.
+  bool is_fresh_tensor(TSNode expr) const {
+    if (!is_type(expr, "call")) return false;
+    TSNode function = field(expr, "function");
+    if (!is_type(function, "attribute")) return false;
+    std::string_view name = text(field(function, "attribute"));
+    if (name.substr(0, 4) == "new_") return true;
+    TSNode object = field(function, "object");
+    if (!is_type(object, "identifier") || !plan_.is_torch_alias(text(object))) return false;
+    static const std::set<std::string_view> kFactories = {
+        "empty", "zeros", "ones", "full", "rand", "randn", "randint", "randperm", "arange", "linspace",
+        "tensor", "empty_strided", "empty_like", "zeros_like", "ones_like", "full_like", "rand_like", "randn_like",
+        "stack", "cat"};
+    return kFactories.count(name) > 0;
+  }
+
+  // The statement is the only one on its lines (it may be followed by a comment).
+  bool alone_on_line(TSNode statement) const {
+    std::string_view src = syntax_.source();
+    uint32_t start = ts_node_start_byte(statement), end = ts_node_end_byte(statement);
+    size_t line_start = src.rfind('\n', start == 0 ? 0 : start - 1);
+    line_start = line_start == std::string_view::npos || start == 0 ? 0 : line_start + 1;
+    if (src.substr(line_start, start - line_start).find_first_not_of(" \t") != std::string_view::npos) return false;
+    size_t line_end = src.find('\n', end);
+    std::string_view rest = src.substr(end, (line_end == std::string_view::npos ? src.size() : line_end) - end);
+    size_t first = rest.find_first_not_of(" \t\r");
+    return first == std::string_view::npos || rest[first] == '#';
+  }
+
+  void pin_memory_call(TSNode call, TSNode function, TSNode args) {
+    if (target_ == Target::Npu || ts_node_named_child_count(args) != 0 || availability_guarded(call)) return;
+    const Rule& rule = rule_by_id("pin-memory");
+    TSNode object = field(function, "object");
+    TSNode parent = ancestors_->empty() ? TSNode{} : ancestors_->back();
+    uint32_t start = ts_node_start_byte(call), end = ts_node_end_byte(call), object_end = ts_node_end_byte(object);
+    std::string object_text(text(object));
+    bool plain = object_text.find('(') == std::string::npos;  // a name or attribute: dropping it drops nothing
+    if (is_type(parent, "expression_statement") && ts_node_named_child_count(parent) == 1 && alone_on_line(parent)) {
+      if (agnostic()) plan_.add(rule, {{start, start, "if _accel_device.type != \"cpu\": "}}, call, "pinned only with an accelerator");
+      else if (plain) plan_.replace(rule, call, "pass", "`" + std::string(text(call)) + "` dropped: nothing to pin on the CPU");
+      else plan_.replace_span(rule, object_end, end, call, "", "pin dropped: nothing to pin on the CPU");
+      return;
+    }
+    if (is_fresh_tensor(object) && object_text.find("cuda") == std::string::npos) {
+      if (agnostic())
+        plan_.add(rule, {{start, start, "("}, {end, end, " if _accel_device.type != \"cpu\" else " + object_text + ")"}}, call,
+                  "pinned only with an accelerator; the tensor is new, so no one sees the difference");
+      else plan_.replace_span(rule, object_end, end, call, "", "pin dropped: the tensor is new, so no one sees the difference");
+      return;
+    }
+    plan_.find(rule_by_id("pin-memory-unproven"), call, std::string(text(call)), target_);
+  }
+
+  // `pin_memory=True` of a torch factory (`torch.empty`, `x.new_zeros`).
+  void pin_memory_keyword(TSNode call, TSNode function, TSNode args) {
+    if (target_ == Target::Npu) return;
+    TSNode object = field(function, "object");
+    bool factory = text(field(function, "attribute")).substr(0, 4) == "new_" ||
+                   (is_type(object, "identifier") && plan_.is_torch_alias(text(object)));
+    if (!factory) return;
+    for (TSNode arg : named_children(args)) {
+      if (!is_type(arg, "keyword_argument") || text(field(arg, "name")) != "pin_memory") continue;
+      TSNode value = field(arg, "value");
+      std::string_view v = text(value);
+      if (v == "False" || v == "None" || is_availability_test(v) || availability_guarded(call)) return;
+      if (v == "True")
+        plan_.replace(rule_by_id("pin-memory"), value, agnostic() ? "_accel_device.type != \"cpu\"" : "False",
+                      "pinned only with an accelerator");
+      else plan_.find(rule_by_id("pin-memory-unproven"), arg, std::string(text(arg)), target_);
     }
   }
 

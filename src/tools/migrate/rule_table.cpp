@@ -115,10 +115,35 @@ const std::vector<Rule> kRules = {
     {"profiler-activity", "profiler", "`ProfilerActivity.CUDA` (any prefix)", W,
      {"getattr({prefix}, _accel_device.type.upper(), {prefix}.CPU)", "{prefix}.PrivateUse1", "{prefix}.CPU"},
      "activity of the target device; Ascend's torch_npu.profiler gives richer NPU traces"},
+    {"pin-memory", "pinned-memory", "`.pin_memory()` as a statement or on a tensor a torch factory has just made; "
+     "`pin_memory=True` in a torch factory (`torch.empty(..., pin_memory=True)`, `x.new_zeros(...)`)", W,
+     {"pinned only where `_accel_device.type != \"cpu\"`: `if ...: x.pin_memory()`, "
+      "`(torch.zeros(n).pin_memory() if ... else torch.zeros(n))`, `pin_memory=_accel_device.type != \"cpu\"`",
+      "{keep}", "the pin dropped: `pass` (or the receiver) for a statement, `torch.zeros(n)`, `pin_memory=False`"},
+     "pinning needs an accelerator: without one it raises; on the CPU a tensor that was never shared needs no pinned "
+     "copy (DataLoader(pin_memory=True) only warns and is left alone)"},
     // --- reported: needs a human ----------------------------------------------------------------
     {"torch.backends.cudnn", "cudnn", "`torch.backends.cudnn.*` settings", R,
      {"harmless on other devices (ignored there); keep it or drop it",
       "harmless on NPU (ignored); keep it or drop it", "harmless on CPU (ignored); keep it or drop it"}, ""},
+    {"torch.backends.cuda", "cuda-backends", "`torch.backends.cuda.*` settings (`matmul.allow_tf32`, SDPA kernel switches)", R,
+     {"harmless on other devices (ignored there); keep it or drop it",
+      "harmless on NPU (ignored); keep it or drop it", "harmless on CPU (ignored); keep it or drop it"}, ""},
+    {"torch.autograd.profiler.emit_nvtx", "nvtx", "`torch.autograd.profiler.emit_nvtx`", R,
+     {"raises without CUDA (NVTX needs the NVIDIA driver): use torch.profiler.profile with record_function ranges",
+      "NVTX is CUDA-only: use torch_npu.profiler or torch.profiler.profile with ProfilerActivity.PrivateUse1",
+      "raises without CUDA: drop it, or use torch.profiler.profile"}, ""},
+    {"pin-memory-unproven", "pinned-memory", "`.pin_memory()` whose result is used, on an object of unknown origin; "
+     "`pin_memory=<expression>` in a torch factory", R,
+     {"raises without an accelerator: pin only where one exists (`x.pin_memory() if _accel_device.type != \"cpu\" else x`, "
+      "`pin_memory=_accel_device.type != \"cpu\"`) if nothing relies on the pinned result being a new copy",
+      "not flagged on npu: torch_npu pins host memory for the NPU",
+      "raises on a CPU-only machine: drop the pin (`x` instead of `x.pin_memory()`, pin_memory=False) if nothing relies on "
+      "the result being a new copy"}, ""},
+    {"nccl-test", "distributed", "a comparison with the NCCL backend (`dist.get_backend() == \"nccl\"`, `== Backend.NCCL`)", R,
+     {"not flagged: the test is right on CUDA and false on the CPU, where Gloo runs",
+      "the test is False under HCCL, so the other path runs there: test for \"hccl\" as well",
+      "the test is False under Gloo, so the other path runs: check that path is meant for Gloo"}, ""},
     {"torch.cuda.nvtx", "nvtx", "`torch.cuda.nvtx.*` ranges", R,
      {"use torch.profiler.record_function for ranges every backend understands",
       "use torch.profiler.record_function or torch_npu's mstx ranges",
@@ -221,7 +246,9 @@ const TargetSpec& target_spec(Target target) { return kTargets[static_cast<size_
 
 const std::vector<Rule>& rule_table() { return kRules; }
 
-bool finding_fails_check(const Rule& rule) { return rule.id != "torch.backends.cudnn"; }
+bool finding_fails_check(const Rule& rule) {
+  return rule.id != "torch.backends.cudnn" && rule.id != "torch.backends.cuda";
+}
 
 const Rule& rule_by_id(std::string_view id) {
   for (const auto& rule : kRules)

@@ -57,7 +57,7 @@ struct Rule {
 
 const std::vector<Rule>& rule_table();
 // Whether a finding of this rule fails `--check`: settings that other devices ignore
-// (torch.backends.cudnn.*) are reported but do not.
+// (torch.backends.cudnn.*, torch.backends.cuda.*) are reported but do not.
 bool finding_fails_check(const Rule& rule);
 // Throws std::invalid_argument listing the valid ids (a miss is a programming or input error).
 const Rule& rule_by_id(std::string_view id);

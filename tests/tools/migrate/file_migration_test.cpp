@@ -251,3 +251,62 @@ TEST(FileMigration, CudaAvailabilityStaysOnCpu) {
   EXPECT_EQ(m.status, FileStatus::Unchanged);
   EXPECT_TRUE(m.findings.empty());
 }
+
+TEST(FileMigration, NcclComparisonsAreFlaggedWhereTheBackendDiffers) {
+  const std::string src =
+      "import torch.distributed as dist\n"
+      "a = dist.get_backend() == \"nccl\"\n"
+      "b = dist.get_backend() == dist.Backend.NCCL\n"
+      "c = backend != Backend.NCCL\n";
+  for (Target target : {Target::Npu, Target::Cpu}) {
+    FileMigration m = migrate_source("f.py", src, target);
+    EXPECT_EQ(finding_rules(m), (std::vector<std::string>{"nccl-test", "nccl-test", "nccl-test"})) << target_name(target);
+    EXPECT_TRUE(m.changes.empty()) << m.migrated;
+  }
+  FileMigration agnostic = migrate_source("f.py", src, Target::DeviceAgnostic);
+  EXPECT_TRUE(agnostic.findings.empty());
+  EXPECT_TRUE(agnostic.changes.empty());
+}
+
+TEST(FileMigration, CudaBackendSettingsAreNotedLikeCudnn) {
+  const std::string src =
+      "import torch\n"
+      "torch.backends.cuda.matmul.allow_tf32 = True\n"
+      "torch.backends.cudnn.allow_tf32 = True\n";
+  for (Target target : {Target::DeviceAgnostic, Target::Npu, Target::Cpu}) {
+    FileMigration m = migrate_source("f.py", src, target);
+    EXPECT_EQ(finding_rules(m), (std::vector<std::string>{"torch.backends.cuda", "torch.backends.cudnn"}));
+    for (const auto& f : m.findings) EXPECT_FALSE(finding_fails_check(*f.rule)) << f.rule->id;
+    EXPECT_EQ(m.status, FileStatus::Unchanged);
+  }
+}
+
+TEST(FileMigration, NvtxProfilingIsFlagged) {
+  const std::string src =
+      "import torch\n"
+      "with torch.autograd.profiler.emit_nvtx():\n"
+      "    pass\n";
+  for (Target target : {Target::DeviceAgnostic, Target::Npu, Target::Cpu}) {
+    FileMigration m = migrate_source("f.py", src, target);
+    EXPECT_EQ(finding_rules(m), (std::vector<std::string>{"torch.autograd.profiler.emit_nvtx"}));
+    EXPECT_TRUE(finding_fails_check(*m.findings.at(0).rule));
+  }
+  // use_device="cuda" is a device string: the target's device type.
+  FileMigration p = migrate_source("p.py", "import torch\nprof = torch.autograd.profiler.profile(use_device=\"cuda\")\n", Target::Npu);
+  EXPECT_NE(p.migrated.find("use_device=\"npu\""), std::string::npos) << p.migrated;
+}
+
+TEST(FileMigration, PinnedCopiesOfUnknownTensorsAreFlagged) {
+  const std::string src =
+      "import torch\n"
+      "def f(batch, pin):\n"
+      "    b = batch.pin_memory()\n"
+      "    c = torch.empty(2, pin_memory=pin)\n"
+      "    return b, c\n";
+  for (Target target : {Target::DeviceAgnostic, Target::Cpu}) {
+    FileMigration m = migrate_source("f.py", src, target);
+    EXPECT_EQ(finding_rules(m), (std::vector<std::string>{"pin-memory-unproven", "pin-memory-unproven"}));
+    EXPECT_TRUE(m.changes.empty());
+  }
+  EXPECT_TRUE(migrate_source("f.py", src, Target::Npu).findings.empty());
+}

@@ -204,6 +204,37 @@ std::vector<Fixture> fixtures() {
        "import torch.distributed as dist\ndist.init_process_group(backend=\"gloo\" if ok else \"GLOO\")\n"},
       {"npu_import_in_entry_file", N, "import torch\nx = t.cuda()\nif __name__ == \"__main__\":\n    main()\n",
        "import torch\nimport torch_npu\nx = t.to(\"npu\")\nif __name__ == \"__main__\":\n    main()\n"},
+      // Pinned memory raises without an accelerator; npu keeps it (torch_npu pins for the NPU).
+      {"pin_memory_statement_agnostic", A, "import torch\ndef f(ema):\n    ema.pin_memory()  # faster copies\n",
+       "import torch\n_accel_device = torch.accelerator.current_accelerator() if torch.accelerator.is_available() else torch.device(\"cpu\")\ndef f(ema):\n    if _accel_device.type != \"cpu\": ema.pin_memory()  # faster copies\n"},
+      {"pin_memory_statement_cpu", C, "import torch\ndef f(ema):\n    ema.pin_memory()\n    return ema\n",
+       "import torch\ndef f(ema):\n    pass\n    return ema\n"},
+      {"pin_memory_fresh_tensor_agnostic", A, "import torch\nbuf = torch.zeros(8).pin_memory()\n",
+       "import torch\n_accel_device = torch.accelerator.current_accelerator() if torch.accelerator.is_available() else torch.device(\"cpu\")\nbuf = (torch.zeros(8).pin_memory() if _accel_device.type != \"cpu\" else torch.zeros(8))\n"},
+      {"pin_memory_fresh_tensor_cpu", C, "import torch\nbuf = torch.empty(8, dtype=torch.uint8).pin_memory()\n",
+       "import torch\nbuf = torch.empty(8, dtype=torch.uint8)\n"},
+      {"pin_memory_npu_is_kept", N, "import torch\nbuf = torch.zeros(8).pin_memory()\nb = torch.empty(2, pin_memory=True)\n",
+       "import torch\nbuf = torch.zeros(8).pin_memory()\nb = torch.empty(2, pin_memory=True)\n"},
+      {"pin_memory_factory_keyword_agnostic", A, "import torch\nb = torch.empty(2, pin_memory=True)\nc = x.new_zeros(2, pin_memory=True)\n",
+       "import torch\n_accel_device = torch.accelerator.current_accelerator() if torch.accelerator.is_available() else torch.device(\"cpu\")\nb = torch.empty(2, pin_memory=_accel_device.type != \"cpu\")\nc = x.new_zeros(2, pin_memory=_accel_device.type != \"cpu\")\n"},
+      {"pin_memory_factory_keyword_cpu", C, "import torch\nb = torch.empty(2, pin_memory=True)\n",
+       "import torch\nb = torch.empty(2, pin_memory=False)\n"},
+      {"pin_memory_data_loader_is_left", C, "import torch\nl = torch.utils.data.DataLoader(ds, pin_memory=True)\nm = DataLoader(ds, pin_memory=True)\n",
+       "import torch\nl = torch.utils.data.DataLoader(ds, pin_memory=True)\nm = DataLoader(ds, pin_memory=True)\n"},
+      {"pin_memory_already_guarded", A, "import torch\nif torch.accelerator.is_available():\n    b = b.pin_memory()\nc = t.pin_memory() if torch.accelerator.is_available() else t\n",
+       "import torch\nif torch.accelerator.is_available():\n    b = b.pin_memory()\nc = t.pin_memory() if torch.accelerator.is_available() else t\n"},
+      // Backend.NCCL is "nccl" where it names a backend.
+      {"backend_nccl_constant_npu", N, "import torch.distributed as dist\ndist.init_process_group(backend=dist.Backend.NCCL)\n",
+       "import torch.distributed as dist\nimport torch_npu\ndist.init_process_group(backend=\"hccl\")\n"},
+      // A guard whose body keeps a flagged CUDA call stays a CUDA guard.
+      {"guard_with_flagged_body_is_kept", A, "import torch\nif torch.cuda.is_available():\n    state = torch.cuda.get_rng_state()\nok = torch.cuda.is_available()\n",
+       "import torch\nif torch.cuda.is_available():\n    state = torch.cuda.get_rng_state()\nok = torch.accelerator.is_available()\n"},
+      {"guard_with_rewritten_body_is_rewritten", A, "import torch\nif torch.cuda.is_available() and n > 0:\n    torch.cuda.synchronize()\n",
+       "import torch\n_accel_device = torch.accelerator.current_accelerator() if torch.accelerator.is_available() else torch.device(\"cpu\")\nif torch.accelerator.is_available() and n > 0:\n    torch.get_device_module(_accel_device).synchronize()\n"},
+      {"guard_conditional_with_flagged_branch_is_kept", N, "import torch\nc = torch.cuda.get_device_capability() if torch.cuda.is_available() else None\n",
+       "import torch\nc = torch.cuda.get_device_capability() if torch.cuda.is_available() else None\n"},
+      {"flagged_call_keeps_its_arguments", A, "import torch\np = torch.cuda.get_device_properties(\"cuda:{}\".format(i))\n",
+       "import torch\np = torch.cuda.get_device_properties(\"cuda:{}\".format(i))\n"},
   };
 }
 
