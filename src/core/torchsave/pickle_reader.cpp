@@ -57,7 +57,7 @@ const DType* storage_dtype(const std::string& global) {
 
 class Machine {
  public:
-  explicit Machine(std::string_view p) : p_(p) {}
+  Machine(std::string_view p, const PickleOptions& o) : p_(p), o_(o) {}
 
   Pickle run() {
     while (pos_ < p_.size()) {
@@ -66,16 +66,17 @@ class Machine {
       if (op == '.') {
         if (stack_.empty()) fail("STOP with an empty stack");
         out_.root = stack_.back();
+        out_.end = pos_;
         return std::move(out_);
       }
       step(op);
     }
-    throw FormatError("data.pkl: ends without STOP (truncated)");
+    throw FormatError(o_.name + ": ends without STOP (truncated)");
   }
 
  private:
   [[noreturn]] void fail(const std::string& what) const {
-    throw FormatError("data.pkl: " + what + " at byte " + std::to_string(op_at_));
+    throw FormatError(o_.name + ": " + what + " at byte " + std::to_string(o_.origin + op_at_));
   }
   std::string_view take(uint64_t n) {
     if (n > p_.size() - pos_) fail("argument runs past the end of the program");
@@ -151,16 +152,25 @@ class Machine {
     push(it->second);
   }
   void push_global(std::string name) {
-    if (!storage_dtype(name)) {
-      bool known = false;
-      for (const char* c : kCallables) known = known || name == c;
-      if (!known)
-        fail("unsupported global '" + name + "' (only tensors, numbers, strings and containers are read)");
-    }
+    bool known = storage_dtype(name) != nullptr;
+    for (const char* c : kCallables) known = known || name == c;
+    if (!known && !o_.opaque_objects)
+      fail("unsupported global '" + name + "' (only tensors, numbers, strings and containers are read)");
     Node n;
     n.kind = NodeKind::Global;
     n.text = std::move(name);
+    n.opaque = !known;
     push(add(std::move(n)));
+  }
+  // An instance of an opaque class (REDUCE, NEWOBJ): its arguments are dropped, nothing is called.
+  bool push_opaque_object(uint32_t callable) {
+    const Node& c = node(callable);
+    if (c.kind != NodeKind::Global || !c.opaque) return false;
+    Node n;
+    n.kind = NodeKind::Object;
+    n.text = c.text;
+    push(add(std::move(n)));
+    return true;
   }
   Node& expect(uint32_t i, NodeKind k, const char* what) {
     if (node(i).kind != k) fail(std::string("expected ") + what);
@@ -181,6 +191,7 @@ class Machine {
 
   void reduce() {
     const uint32_t args = pop(), fn = pop();
+    if (push_opaque_object(fn)) return;
     const std::string name = expect(fn, NodeKind::Global, "a callable before REDUCE").text;
     const std::vector<uint32_t> a = expect(args, NodeKind::Tuple, "an argument tuple for REDUCE").items;
     if (name == "collections.OrderedDict") {
@@ -212,8 +223,13 @@ class Machine {
   void persistent_load() {
     const Node& pid = expect(pop(), NodeKind::Tuple, "a tuple as persistent id");
     const std::vector<uint32_t> a = pid.items;
-    if (a.size() != 5 || node(a[0]).kind != NodeKind::String || node(a[0]).text != "storage")
-      fail("persistent id other than ('storage', type, key, location, size)");
+    if (a.size() != (o_.legacy_storages ? 6u : 5u) || node(a[0]).kind != NodeKind::String ||
+        node(a[0]).text != "storage")
+      fail(o_.legacy_storages ? "persistent id other than ('storage', type, key, location, size, view)"
+                              : "persistent id other than ('storage', type, key, location, size)");
+    // A view of another storage (written by torch < 1.0 for storage slices) is not supported.
+    if (o_.legacy_storages && node(a[5]).kind != NodeKind::None)
+      fail("a storage view (torch < 1.0 wrote these for storage slices) is not supported");
     const DType* dtype = storage_dtype(expect(a[1], NodeKind::Global, "a storage type").text);
     if (!dtype) fail("'" + node(a[1]).text + "' is not a storage type");
     Node s;
@@ -314,9 +330,17 @@ class Machine {
         break;
       }
       case 'R': reduce(); break;                                        // REDUCE
+      case 0x81: case 0x92: {                                           // NEWOBJ, NEWOBJ_EX
+        if (op == 0x92) pop();                                          // keyword arguments
+        pop();                                                          // arguments
+        const uint32_t cls = pop();
+        if (!push_opaque_object(cls)) fail("objects are not rebuilt ('" + node(cls).text + "')");
+        break;
+      }
       case 'b': {                                                       // BUILD
         pop();  // the state: an OrderedDict's attributes (a state dict's _metadata) are not kept
-        expect(top(), NodeKind::Dict, "a dict before BUILD (objects are not rebuilt)");
+        if (node(top()).kind != NodeKind::Object)
+          expect(top(), NodeKind::Dict, "a dict before BUILD (objects are not rebuilt)");
         break;
       }
       case 'Q': persistent_load(); break;                               // BINPERSID
@@ -331,6 +355,7 @@ class Machine {
   }
 
   std::string_view p_;
+  const PickleOptions& o_;
   size_t pos_ = 0, op_at_ = 0;
   std::vector<uint32_t> stack_;
   std::vector<size_t> marks_;
@@ -340,6 +365,6 @@ class Machine {
 
 }  // namespace
 
-Pickle read_pickle(std::string_view program) { return Machine(program).run(); }
+Pickle read_pickle(std::string_view program, const PickleOptions& options) { return Machine(program, options).run(); }
 
 }  // namespace crosstrain::torchsave
