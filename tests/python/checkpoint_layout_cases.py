@@ -85,7 +85,7 @@ def main():
             if isinstance(m, torch.nn.BatchNorm2d):
                 m.running_mean.uniform_(-1, 1)
                 m.running_var.uniform_(0.5, 2)
-                m.num_batches_tracked.fill_(9)
+                m.num_batches_tracked.fill_(9)  # 10 after the forward below
     sd = model.state_dict()
     opt = torch.optim.SGD(model.parameters(), lr=0.1, momentum=0.9, weight_decay=1e-4)
     model(torch.randn(2, 3, 32, 32)).sum().backward()
