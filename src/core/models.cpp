@@ -5,10 +5,12 @@
 #include <torch/nn/functional/pooling.h>
 
 #include <map>
+#include <ostream>
 #include <set>
 #include <sstream>
 #include <stdexcept>
 
+#include "core/model_state_finder.h"
 #include "core/state_file.h"
 
 namespace crosstrain::core {
@@ -262,23 +264,23 @@ void load_model_state_dict(torch::nn::Module& model, const std::map<std::string,
   for (auto& [key, tensor] : state) tensor.copy_(loaded.at(key));
 }
 
-void load_weights(torch::nn::Module& model, const std::string& path) {
+void load_weights(torch::nn::Module& model, const std::string& path, std::ostream* notes) {
+  const std::string source = "weights file " + path;
   c10::IValue value;
+  std::vector<UnreadValue> unread;
   try {
-    value = load_state_file(path);  // names the file and, for a bad tensor, its key
+    value = load_state_file(path, &unread);  // names the file and, for a bad tensor, its key
   } catch (const std::runtime_error& e) {
     throw std::runtime_error(std::string("weights file ") + e.what());
   }
-  if (!value.isGenericDict())
-    throw std::runtime_error("weights file " + path +
-                             " does not hold a dict; save it with torch.save(model.state_dict(), path)");
-  std::map<std::string, at::Tensor> loaded;
-  for (const auto& item : value.toGenericDict()) {
-    if (!item.key().isString() || !item.value().isTensor())
-      throw std::runtime_error("weights file " + path + ": every entry must map a name to a tensor");
-    loaded[item.key().toStringRef()] = item.value().toTensor();
-  }
-  load_model_state_dict(model, loaded, "weights file " + path);
+  const FoundModelState found = find_model_state(value, model_state_dict(model), unread, source);
+  load_model_state_dict(model, found.tensors, source + found.entry);
+  if (!notes) return;
+  std::string skipped;
+  for (const auto& u : unread) skipped += (skipped.empty() ? "" : ", ") + u.name + " (" + u.class_name + ")";
+  if (found.as_saved() && skipped.empty()) return;  // torch.save(model.state_dict()) as it is: nothing to say
+  *notes << "note: " << source << ": loaded " << found.describe() << (skipped.empty() ? "" : "; not read: " + skipped)
+         << "\n";
 }
 
 void save_weights(const torch::nn::Module& model, const std::string& path) {

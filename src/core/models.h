@@ -20,6 +20,7 @@
 #include <map>
 #include <memory>
 #include <functional>
+#include <iosfwd>
 #include <string>
 #include <vector>
 
@@ -116,9 +117,12 @@ void load_model_state_dict(torch::nn::Module& model, const std::map<std::string,
                            const std::string& source);
 
 // State dicts as {name: tensor} pickles, the format of torch.save(m.state_dict(), f) (an
-// OrderedDict, or a plain dict). load_weights throws std::runtime_error naming the file and the
-// first missing, unexpected, mis-shaped or mis-typed key, or the tensor whose data is truncated.
-void load_weights(torch::nn::Module& model, const std::string& path);
+// OrderedDict, or a plain dict), zip or legacy, as they are or inside a training program's
+// checkpoint under a wrapper's prefix (core/model_state_finder.h says which layouts and how).
+// load_weights throws std::runtime_error naming the file and the missing and unexpected keys, the
+// first mis-shaped or mis-typed key, or the tensor whose data is truncated. `notes` (stderr) hears
+// which entry was loaded and what prefix was stripped, unless the file was a bare state dict.
+void load_weights(torch::nn::Module& model, const std::string& path, std::ostream* notes = nullptr);
 void save_weights(const torch::nn::Module& model, const std::string& path);
 
 }  // namespace crosstrain::core

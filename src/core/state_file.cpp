@@ -130,7 +130,10 @@ class GraphToIValue {
         break;
       }
       case NodeKind::Array: v = array_tensor(n); break;
+      case NodeKind::Object: break;  // not read: None here, listed by load_state_file
       case NodeKind::Global:
+        if (n.opaque) break;
+        [[fallthrough]];
       case NodeKind::NumpyDtype:
       case NodeKind::Storage:
         throw torchsave::FormatError(n.kind == NodeKind::Global ? "a class or function '" + n.text + "' as a value"
@@ -175,13 +178,17 @@ class GraphToIValue {
 
 }  // namespace
 
-c10::IValue load_state_file(const std::string& path) {
+c10::IValue load_state_file(const std::string& path, std::vector<UnreadValue>* unread) {
   // Regular files only: a directory, FIFO or device is refused with its kind named.
   std::vector<uint8_t> bytes;
   report::read_regular_file(path, kMaxStateFileBytes, "state file", bytes);
   try {
+    torchsave::ReadOptions options;
+    options.opaque_objects = unread != nullptr;
     const torchsave::TorchFile file = torchsave::read_torch_file(
-        std::string_view(reinterpret_cast<const char*>(bytes.data()), bytes.size()));
+        std::string_view(reinterpret_cast<const char*>(bytes.data()), bytes.size()), options);
+    if (unread)
+      for (const auto& u : file.unread) unread->push_back({u.name, u.class_name});
     return GraphToIValue(file).convert(file.pickle.root);
   } catch (const torchsave::FormatError& e) {
     throw std::runtime_error(path + ": " + e.what());

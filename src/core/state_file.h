@@ -9,17 +9,25 @@
 // disk) throws std::runtime_error naming the target; the old file stays as it was.
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "core/state_dict.h"
 
 namespace crosstrain::core {
 
 void save_state_file(const c10::IValue& state, const std::string& path);
-// Reads a torch.save() archive (core/torchsave: zip and pickle checked before use; plain dicts and
+// Reads a torch.save() file, zip or legacy (core/torchsave: checked before use; plain dicts and
 // collections.OrderedDict, lists, tuples, numbers, strings, tensors). std::runtime_error naming
 // the file when it is missing, not a regular file, larger than kMaxStateFileBytes, truncated,
 // corrupt or holds anything else; a bad tensor is named by its keys.
+// With `unread`, an object of another class (the argparse.Namespace of a training script's 'args')
+// does not refuse the file: it reads as None and is listed there by its keys and class, for the
+// caller to refuse where it needed the value. Nothing of it is imported or called.
 inline constexpr uint64_t kMaxStateFileBytes = uint64_t{64} << 30;
-c10::IValue load_state_file(const std::string& path);
+struct UnreadValue {
+  std::string name;        // "['args']"
+  std::string class_name;  // "argparse.Namespace"
+};
+c10::IValue load_state_file(const std::string& path, std::vector<UnreadValue>* unread = nullptr);
 
 }  // namespace crosstrain::core

@@ -11,6 +11,7 @@
 #include <sstream>
 #include <unistd.h>
 
+#include "core/model_state_finder.h"
 #include "core/rng_state.h"
 #include "core/state_file.h"
 #include "tools/trainer.h"
@@ -321,10 +322,14 @@ void check_fingerprint(const core::StateDict& state, const TrainConfig& resolved
 }
 
 core::StateDict load_dict(const fs::path& path) {
-  c10::IValue v = core::load_state_file(path.string());
+  // A script's checkpoint may hold objects no resume needs (argparse.Namespace under 'args'):
+  // they read as None; a model state dict that needed one is refused by find_model_state.
+  std::vector<core::UnreadValue> unread;
+  c10::IValue v = core::load_state_file(path.string(), &unread);
   if (!v.isGenericDict()) throw std::runtime_error(path.string() + " does not hold a dict of state");
   auto d = v.toGenericDict();
-  if (!core::state_has(d, "model")) throw std::runtime_error(path.string() + " has no 'model' entry");
+  if (core::state_has(d, "crosstrain") && !core::state_has(d, "model"))
+    throw std::runtime_error(path.string() + " has no 'model' entry");
   return d;
 }
 
@@ -403,7 +408,7 @@ core::StateDict regroup_optimizer(Trainer& t, const core::StateDict& saved) {
 
 }  // namespace
 
-void resume_trainer(Trainer& trainer, const core::StateDict& state, int64_t batches_per_epoch) {
+void resume_trainer(Trainer& trainer, const core::StateDict& state, int64_t batches_per_epoch, std::ostream* notes) {
   if (core::state_has(state, "crosstrain")) {
     trainer.load_state_dict(state);
     return;
@@ -414,9 +419,15 @@ void resume_trainer(Trainer& trainer, const core::StateDict& state, int64_t batc
   const int64_t step = (epoch + 1) * std::max<int64_t>(1, batches_per_epoch);
   const auto pos = trainer.source().position();
   core::StateDict d = core::make_state_dict();
-  d.insert("model", core::state_value(state, "model", where));
-  d.insert("optimizer", core::state_has(state, "optimizer")
-                            ? regroup_optimizer(trainer, core::state_dict_at(state, "optimizer", where))
+  const core::FoundModelState found =
+      core::find_model_state(state, core::model_state_dict(trainer.model()), {}, where);
+  if (notes && !found.as_saved()) *notes << "note: " << where << ": loaded " << found.describe() << "\n";
+  core::StateDict model = core::make_state_dict();
+  for (const auto& [name, t] : found.tensors) model.insert(name, t);
+  d.insert("model", model);
+  const char* optimizer = core::state_has(state, "optimizer") ? "optimizer" : "optimizer_state_dict";
+  d.insert("optimizer", core::state_has(state, optimizer)
+                            ? regroup_optimizer(trainer, core::state_dict_at(state, optimizer, where))
                             : trainer.optimizer().state_dict());
   d.insert("scaler", core::state_has(state, "scaler") ? core::state_value(state, "scaler", where)
                                                       : c10::IValue(core::make_state_dict()));

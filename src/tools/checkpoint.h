@@ -119,10 +119,13 @@ struct ResumePoint {
 ResumePoint choose_resume(const std::string& spec, const std::filesystem::path& dir, const TrainConfig& resolved,
                           std::ostream& messages);
 
-// Loads a checkpoint into the trainer: crosstrain's own, or a torchvision-reference-style one written
-// by a Python script ({"model", "optimizer", "lr_scheduler", "epoch", ...}), which resumes at the start
-// of the next epoch.
-void resume_trainer(Trainer& trainer, const core::StateDict& state, int64_t batches_per_epoch);
+// Loads a checkpoint into the trainer: crosstrain's own, or one written by a Python script, which
+// resumes at the start of the next epoch: the model's state dict is found as --weights finds it
+// (core/model_state_finder.h: {"model", ...} of torchvision's reference, {"state_dict", ...} of
+// pytorch/examples and timm, wrapper prefixes stripped), the optimizer under "optimizer" or
+// "optimizer_state_dict", "epoch" the last finished epoch. `notes` hears which entry was used.
+void resume_trainer(Trainer& trainer, const core::StateDict& state, int64_t batches_per_epoch,
+                    std::ostream* notes = nullptr);
 
 // SIGTERM / SIGINT: the first asks the run to stop after the current step (a checkpoint is written
 // and the run exits with 128 + the signal's number); a second ends the process at once.

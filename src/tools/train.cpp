@@ -290,7 +290,7 @@ TrainResult run_training(const TrainConfig& config, const TrainHooks& hooks) {
   mo.base_width = c.base_width;
   mo.zero_init_residual = c.zero_init_residual;
   auto model = core::create_model(c.model, mo);
-  if (!c.weights_in.empty()) core::load_weights(*model, c.weights_in);
+  if (!c.weights_in.empty()) core::load_weights(*model, c.weights_in, &notes);
   r.parameters = core::parameter_count(*model);
   r.gflops_per_image = 2.0 * static_cast<double>(core::forward_macs(c.model, mo, c.image_size)) / 1e9;
 
@@ -319,7 +319,7 @@ TrainResult run_training(const TrainConfig& config, const TrainHooks& hooks) {
     r.fused_scaler = trainer.scaler() && trainer.scaler()->uses_fused_kernels();
     const ResumePoint resume = agree_on_resume(c, group.get(), notes);
     if (!resume.path.empty()) {
-      resume_trainer(trainer, resume.state, data.facts ? steps_per_epoch(c, *data.facts) : 1);
+      resume_trainer(trainer, resume.state, data.facts ? steps_per_epoch(c, *data.facts) : 1, &notes);
       r.resumed_from = resume.path;
       r.resumed_at_step = trainer.steps_done();
       notes << "resumed from " << resume.path << " at step " << r.resumed_at_step << "\n";

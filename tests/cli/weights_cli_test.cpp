@@ -2,7 +2,8 @@
 // torchvision's resnet18 as torch.save(model.state_dict()) writes it (an OrderedDict) loads
 // unchanged; fp16 weights convert; truncated storage records, tensors reaching past their
 // storage, integer and complex weights and a directory are refused in one line naming the file
-// (and the key).
+// (and the key). Then the checkpoints of real training programs (checkpoint_layout_cases.py):
+// containers, wrapper prefixes, the legacy format, through --weights and --resume.
 #include <fstream>
 
 #include "test_support.h"
@@ -88,4 +89,153 @@ TEST_F(WeightsCli, ADirectoryOrAFifoIsRefusedInOneLine) {
   const auto fifo = file("fifo.pt");
   ASSERT_EQ(ct::run_command("mkfifo " + fifo).exit_code, 0);
   expect_refused(fifo, {"is a FIFO, not a regular file"});
+}
+
+namespace {
+
+// Checkpoints as training programs write them (tests/python/checkpoint_layout_cases.py): the same
+// resnet18 weights in each program's layout, zip and legacy. "sum ref S" is the float64 sum of its
+// parameters, which a file saved after loading (one step at learning rate 0) must reproduce.
+class WeightsLayouts : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    dir_ = ct::scratch_dir("weights_layouts");
+    auto r = ct::run_command(ct::python() + " " + ct::source_dir() + "/tests/python/checkpoint_layout_cases.py " +
+                             dir_.string());
+    ok_ = r.exit_code == 0;
+    python_says_ = r.output;
+    if (!ok_) std::cerr << r.output;
+  }
+  static std::string file(const std::string& name) { return (dir_ / name).string(); }
+  static std::string python_sum(const std::string& which) {
+    const auto at = python_says_.find("sum " + which + " ");
+    if (at == std::string::npos) return "?";
+    const auto from = at + 5 + which.size();
+    return python_says_.substr(from, python_says_.find('\n', from) - from);
+  }
+  // Loads `name` as --weights, saves the weights after a step at learning rate 0 and returns
+  // stderr; `sum` gets the float64 sum of the saved parameters, as Python computes it.
+  static std::string load(const std::string& name, std::string* sum, int* exit_code) {
+    const std::string out = file("out_" + name + ".pt");
+    auto r = ct::run_command("(" + ct::binary() + kResnet18 + " --weights " + file(name) +
+                             " --lr 0 --momentum 0 --weight-decay 0 --save-weights " + out + " > /dev/null)");
+    *exit_code = r.exit_code;
+    if (r.exit_code != 0) return r.output;
+    auto s = ct::run_command(
+        ct::python() + " -c \"import torch, torchvision; o = torch.load('" + out +
+        "'); ks = [k for k, _ in torchvision.models.resnet18(num_classes=10).named_parameters()]; "
+        "print(repr(sum(o[k].double().sum().item() for k in ks)), int(o['bn1.num_batches_tracked']))\"");
+    *sum = s.output;
+    return r.output;
+  }
+  static fs::path dir_;
+  static std::string python_says_;
+  static bool ok_;
+};
+fs::path WeightsLayouts::dir_;
+std::string WeightsLayouts::python_says_;
+bool WeightsLayouts::ok_ = false;
+
+}  // namespace
+
+TEST_F(WeightsLayouts, EveryCommonCheckpointLayoutLoadsTheSameWeights) {
+  ASSERT_TRUE(ok_);
+  // Python's torch.load(weights_only=True) refuses the files with an argparse.Namespace.
+  EXPECT_NE(python_says_.find("tvref.pth refused: Unsupported global: GLOBAL argparse.Namespace"), std::string::npos)
+      << python_says_;
+  const std::string ref = python_sum("ref");
+  ASSERT_NE(ref, "?") << python_says_;
+  // The file's num_batches_tracked is 10: 11 after the step.
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"ref.pt", ""},
+      {"tvref.pth", "loaded ['model'] (122 tensors); not read: ['args'] (argparse.Namespace)"},
+      {"imagenet.pth.tar", "loaded ['state_dict'] (122 tensors), prefix 'module.' stripped"},
+      {"timm.pth.tar", "loaded ['state_dict'] (122 tensors); not read: ['args'] (argparse.Namespace)"},
+      {"tutorial.pt", "loaded ['model_state_dict'] (122 tensors)\n"},
+      {"compiled.pt", "loaded the root (122 tensors), prefix 'module._orig_mod.' stripped"},
+      {"lightning.ckpt", "loaded ['state_dict'] (122 tensors), prefix 'model.' stripped"},
+      {"legacy.pt", ""},
+      {"legacy_tvref.pth.tar",
+       "loaded ['model'] (122 tensors), prefix 'module.' stripped; not read: ['args'] (argparse.Namespace)"},
+      {"legacy_cuda.pt", ""},
+  };
+  for (const auto& [name, note] : cases) {
+    std::string sum;
+    int code = 0;
+    const std::string err = load(name, &sum, &code);
+    ASSERT_EQ(code, 0) << name << ": " << err;
+    EXPECT_EQ(sum, ref + " 11\n") << name;
+    if (note.empty()) {  // a bare state dict, loaded as it is: nothing to say
+      EXPECT_EQ(err.find("note: weights file"), std::string::npos) << name << ": " << err;
+    } else {
+      EXPECT_NE(err.find("note: weights file " + file(name) + ": " + note), std::string::npos) << name << ": " << err;
+    }
+  }
+}
+
+TEST_F(WeightsLayouts, MovingAveragesLoadWhenTheyAreTheOnlyWeights) {
+  ASSERT_TRUE(ok_);
+  std::string sum;
+  int code = 0;
+  // AveragedModel's state dict: 'n_averaged' and the network under 'module.'.
+  const std::string err = load("ema.pt", &sum, &code);
+  ASSERT_EQ(code, 0) << err;
+  EXPECT_EQ(sum, python_sum("ema") + " 11\n");
+  EXPECT_NE(err.find("loaded ['model_ema'] (122 tensors), prefix 'module.' stripped, 'n_averaged' dropped"),
+            std::string::npos)
+      << err;
+}
+
+TEST_F(WeightsLayouts, OldCheckpointsWithoutBatchNormCountersKeepTheModels) {
+  ASSERT_TRUE(ok_);
+  std::string sum;
+  int code = 0;
+  const std::string err = load("legacy_old_bn.pt", &sum, &code);
+  ASSERT_EQ(code, 0) << err;
+  EXPECT_EQ(sum, python_sum("ref") + " 1\n");  // the fresh model's 0, then one step
+  EXPECT_NE(err.find("20 BatchNorm num_batches_tracked absent (the model's kept)"), std::string::npos) << err;
+  // fp16 in the legacy format converts as in a zip.
+  load("legacy_half.pt", &sum, &code);
+  EXPECT_EQ(code, 0);
+}
+
+TEST_F(WeightsLayouts, ACheckpointWithoutTheModelsWeightsIsOneErrorListingWhatItHolds) {
+  ASSERT_TRUE(ok_);
+  auto refused = [](const std::string& name, const std::vector<std::string>& parts) {
+    auto r = ct::run_command("(" + ct::binary() + kResnet18 + " --weights " + file(name) + " > /dev/null)");
+    EXPECT_EQ(r.exit_code, 1) << r.output;
+    EXPECT_EQ(std::count(r.output.begin(), r.output.end(), '\n'), 1) << r.output;
+    EXPECT_EQ(r.output.rfind("crosstrain: error: weights file " + file(name), 0), 0u) << r.output;
+    for (const auto& part : parts) EXPECT_NE(r.output.find(part), std::string::npos) << part << "\n" << r.output;
+  };
+  refused("mismatch.pt", {"no state dict for this model found (top-level keys 'model', 'epoch';",
+                          "closest: ['model'] (122 tensors), missing 2: 'fc.weight', 'fc.bias', "
+                          "unexpected 2: 'classifier.weight', 'classifier.bias'"});
+  refused("module.pt", {"['model'] is a torchvision.models.resnet.ResNet object, not a state dict"});
+  refused("legacy_tar.pt", {"a tar archive, torch.save's format before PyTorch 0.4"});
+  refused("legacy_short.pt", {"(truncated)"});
+}
+
+TEST_F(WeightsLayouts, ResumeFindsTheModelInAScriptsCheckpoint) {
+  ASSERT_TRUE(ok_);
+  // Legacy format, 'module.' keys, an argparse.Namespace, SGD momentum: epoch 3 finished, so a run
+  // with 4 batches an epoch resumes at step 16 and with --steps 16 trains no further: every tensor
+  // saved is the file's.
+  const std::string imgs = file("imgs"), out = file("resumed.pt");
+  auto r = ct::run_command(ct::binary() + " make-imagefolder --out " + imgs +
+                           " --train 20 --val 10 --classes 10 --size 32x32 --threads 1 > /dev/null");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  r = ct::run_command("(" + ct::binary() + " train --data imagefolder:" + imgs +
+                      " --model resnet18 --num-classes 10 --image-size 32 --batch-size 5 --threads 1 --steps 16"
+                      " --no-final-eval --resume " + file("legacy_tvref.pth.tar") + " --save-weights " + out +
+                      " > /dev/null)");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("note: checkpoint: loaded ['model'] (122 tensors), prefix 'module.' stripped"),
+            std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("at step 16"), std::string::npos) << r.output;
+  r = ct::run_command(ct::python() + " " + ct::source_dir() + "/tests/python/checkpoint_interop.py same " +
+                      file("ref.pt") + " " + out);
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_EQ(r.output, "equal 122\n");
 }

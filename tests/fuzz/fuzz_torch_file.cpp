@@ -1,4 +1,5 @@
-// libFuzzer target: a torch.save() archive (zip, data.pkl, storage records) as --weights and
+// libFuzzer target: a torch.save() file (zip: data.pkl and storage records; or the legacy stream of
+// pickles and raw storages) as --weights and
 // --resume read it, with CRC checks off so that mutations reach the pickle machine. Reading gives
 // a checked graph or throws FormatError; in the graph every tensor's storage bytes cover
 // everything its size, stride and offset reach (checked here, and their first and last bytes
@@ -13,8 +14,10 @@
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace crosstrain::torchsave;
   try {
-    const TorchFile f = read_torch_file(std::string_view(reinterpret_cast<const char*>(data), size),
-                                        /*check_crc=*/false);
+    ReadOptions options;
+    options.check_crc = false;
+    options.opaque_objects = true;
+    const TorchFile f = read_torch_file(std::string_view(reinterpret_cast<const char*>(data), size), options);
     volatile unsigned char sink = 0;
     for (const Node& t : f.pickle.nodes) {
       if (t.kind != NodeKind::Tensor) continue;

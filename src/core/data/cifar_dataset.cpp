@@ -75,7 +75,10 @@ const torchsave::Node* dict_entry(const torchsave::Pickle& p, const torchsave::N
 // share the checks below. Labels outside 0..255 become 255, which the range check then refuses.
 std::vector<uint8_t> python_batch_records(const std::vector<uint8_t>& bytes, bool cifar100, size_t pixels) {
   using torchsave::NodeKind;
-  const auto p = torchsave::read_pickle(std::string_view(reinterpret_cast<const char*>(bytes.data()), bytes.size()));
+  torchsave::PickleOptions options;
+  options.name = "pickle";
+  const auto p =
+      torchsave::read_pickle(std::string_view(reinterpret_cast<const char*>(bytes.data()), bytes.size()), options);
   const auto& root = p.nodes[p.root];
   if (root.kind != NodeKind::Dict) throw torchsave::FormatError("not a pickled dict");
   const char* label_key = cifar100 ? "fine_labels" : "labels";
@@ -135,9 +138,7 @@ std::unique_ptr<Dataset> open_cifar_dataset(const std::string& path, const Datas
       dataset->add_skipped({e.where(), e.reason()});
       continue;
     } catch (const torchsave::FormatError& e) {
-      std::string what = e.what();
-      if (what.rfind("data.pkl: ", 0) == 0) what.erase(0, 10);  // the pickle reader names torch.save's record
-      const std::string reason = "not a CIFAR python batch: " + what;
+      const std::string reason = std::string("not a CIFAR python batch: ") + e.what();
       if (options.strict) throw std::runtime_error("cifar dataset: " + file + ": " + reason);
       dataset->add_skipped({file, reason});
       continue;

@@ -64,9 +64,9 @@ bool numpy_global(const std::string& name, const char* what) {
 }
 
 // Python 3 pickles bytes at protocol 2 as _codecs.encode(text, "latin1"): the text is UTF-8 here,
-// each code point below 256 one byte.
-std::string latin1_bytes(const std::string& utf8) {
-  std::string out;
+// each code point below 256 one byte. False for a code point above 255.
+bool latin1_bytes(const std::string& utf8, std::string& out) {
+  out.clear();
   out.reserve(utf8.size());
   for (size_t i = 0; i < utf8.size(); ++i) {
     const auto c = static_cast<unsigned char>(utf8[i]);
@@ -75,10 +75,10 @@ std::string latin1_bytes(const std::string& utf8) {
     } else if ((c == 0xc2 || c == 0xc3) && i + 1 < utf8.size()) {
       out.push_back(static_cast<char>(((c & 0x03) << 6) | (static_cast<unsigned char>(utf8[++i]) & 0x3f)));
     } else {
-      throw FormatError("data.pkl: _codecs.encode of text outside latin-1");
+      return false;
     }
   }
-  return out;
+  return true;
 }
 
 const DType* storage_dtype(const std::string& global) {
@@ -89,7 +89,7 @@ const DType* storage_dtype(const std::string& global) {
 
 class Machine {
  public:
-  explicit Machine(std::string_view p) : p_(p) {}
+  Machine(std::string_view p, const PickleOptions& o) : p_(p), o_(o) {}
 
   Pickle run() {
     while (pos_ < p_.size()) {
@@ -98,16 +98,17 @@ class Machine {
       if (op == '.') {
         if (stack_.empty()) fail("STOP with an empty stack");
         out_.root = stack_.back();
+        out_.end = pos_;
         return std::move(out_);
       }
       step(op);
     }
-    throw FormatError("data.pkl: ends without STOP (truncated)");
+    throw FormatError(o_.name + ": ends without STOP (truncated)");
   }
 
  private:
   [[noreturn]] void fail(const std::string& what) const {
-    throw FormatError("data.pkl: " + what + " at byte " + std::to_string(op_at_));
+    throw FormatError(o_.name + ": " + what + " at byte " + std::to_string(o_.origin + op_at_));
   }
   std::string_view take(uint64_t n) {
     if (n > p_.size() - pos_) fail("argument runs past the end of the program");
@@ -183,16 +184,25 @@ class Machine {
     push(it->second);
   }
   void push_global(std::string name) {
-    if (!storage_dtype(name)) {
-      bool known = false;
-      for (const char* c : kCallables) known = known || name == c;
-      if (!known)
-        fail("unsupported global '" + name + "' (only tensors, numbers, strings and containers are read)");
-    }
+    bool known = storage_dtype(name) != nullptr;
+    for (const char* c : kCallables) known = known || name == c;
+    if (!known && !o_.opaque_objects)
+      fail("unsupported global '" + name + "' (only tensors, numbers, strings and containers are read)");
     Node n;
     n.kind = NodeKind::Global;
     n.text = std::move(name);
+    n.opaque = !known;
     push(add(std::move(n)));
+  }
+  // An instance of an opaque class (REDUCE, NEWOBJ): its arguments are dropped, nothing is called.
+  bool push_opaque_object(uint32_t callable) {
+    const Node& c = node(callable);
+    if (c.kind != NodeKind::Global || !c.opaque) return false;
+    Node n;
+    n.kind = NodeKind::Object;
+    n.text = c.text;
+    push(add(std::move(n)));
+    return true;
   }
   Node& expect(uint32_t i, NodeKind k, const char* what) {
     if (node(i).kind != k) fail(std::string("expected ") + what);
@@ -278,14 +288,18 @@ class Machine {
 
   void reduce() {
     const uint32_t args = pop(), fn = pop();
+    if (push_opaque_object(fn)) return;
     const std::string name = expect(fn, NodeKind::Global, "a callable before REDUCE").text;
     const std::vector<uint32_t> a = expect(args, NodeKind::Tuple, "an argument tuple for REDUCE").items;
     if (name == "_codecs.encode") {
       if (a.empty() || a.size() > 2) fail("wrong number of arguments to _codecs.encode");
       const std::string encoding = a.size() == 2 ? expect(a[1], NodeKind::String, "an encoding").text : "utf-8";
       const std::string& text = expect(a[0], NodeKind::String, "text to encode").text;
-      if (encoding == "latin1" || encoding == "latin-1") push_string(latin1_bytes(text));
-      else if (encoding == "utf-8" || encoding == "utf8") push_string(text);
+      std::string bytes;
+      if (encoding == "latin1" || encoding == "latin-1") {
+        if (!latin1_bytes(text, bytes)) fail("_codecs.encode of text outside latin-1");
+        push_string(bytes);
+      } else if (encoding == "utf-8" || encoding == "utf8") push_string(text);
       else fail("_codecs.encode to '" + encoding + "'");
     } else if (name == "numpy.dtype") {
       numpy_dtype(a);
@@ -331,8 +345,13 @@ class Machine {
   void persistent_load() {
     const Node& pid = expect(pop(), NodeKind::Tuple, "a tuple as persistent id");
     const std::vector<uint32_t> a = pid.items;
-    if (a.size() != 5 || node(a[0]).kind != NodeKind::String || node(a[0]).text != "storage")
-      fail("persistent id other than ('storage', type, key, location, size)");
+    if (a.size() != (o_.legacy_storages ? 6u : 5u) || node(a[0]).kind != NodeKind::String ||
+        node(a[0]).text != "storage")
+      fail(o_.legacy_storages ? "persistent id other than ('storage', type, key, location, size, view)"
+                              : "persistent id other than ('storage', type, key, location, size)");
+    // A view of another storage (written by torch < 1.0 for storage slices) is not supported.
+    if (o_.legacy_storages && node(a[5]).kind != NodeKind::None)
+      fail("a storage view (torch < 1.0 wrote these for storage slices) is not supported");
     const DType* dtype = storage_dtype(expect(a[1], NodeKind::Global, "a storage type").text);
     if (!dtype) fail("'" + node(a[1]).text + "' is not a storage type");
     Node s;
@@ -436,13 +455,22 @@ class Machine {
         break;
       }
       case 'R': reduce(); break;                                        // REDUCE
+      case 0x81: case 0x92: {                                           // NEWOBJ, NEWOBJ_EX
+        if (op == 0x92) pop();                                          // keyword arguments
+        pop();                                                          // arguments
+        const uint32_t cls = pop();
+        if (!push_opaque_object(cls)) fail("objects are not rebuilt ('" + node(cls).text + "')");
+        break;
+      }
       case 'b': {                                                       // BUILD
         const uint32_t state = pop();
         Node& target = node(top());
         if (target.kind == NodeKind::Array) build_numpy_array(target, node(state));
         else if (target.kind == NodeKind::NumpyDtype) build_numpy_dtype(node(state));
-        // Otherwise the state is an OrderedDict's attributes (a state dict's _metadata): not kept.
-        else expect(top(), NodeKind::Dict, "a dict before BUILD (objects are not rebuilt)");
+        // Otherwise the state is an OrderedDict's attributes (a state dict's _metadata) or an opaque
+        // object's: not kept.
+        else if (target.kind != NodeKind::Object)
+          expect(top(), NodeKind::Dict, "a dict before BUILD (objects are not rebuilt)");
         break;
       }
       case 'Q': persistent_load(); break;                               // BINPERSID
@@ -457,6 +485,7 @@ class Machine {
   }
 
   std::string_view p_;
+  const PickleOptions& o_;
   size_t pos_ = 0, op_at_ = 0;
   std::vector<uint32_t> stack_;
   std::vector<size_t> marks_;
@@ -466,6 +495,6 @@ class Machine {
 
 }  // namespace
 
-Pickle read_pickle(std::string_view program) { return Machine(program).run(); }
+Pickle read_pickle(std::string_view program, const PickleOptions& options) { return Machine(program, options).run(); }
 
 }  // namespace crosstrain::torchsave

@@ -44,7 +44,7 @@ ZipArchive::ZipArchive(std::string_view bytes, bool check_crc) : bytes_(bytes), 
 void ZipArchive::read_central_directory() {
   const std::string_view b = bytes_;
   if (b.size() < kEndSize || le(b, 0, 4) != kLocalHeader)
-    throw FormatError("not a zip archive (torch.save's format since PyTorch 1.6)");
+    throw FormatError("neither a zip archive (torch.save's format since PyTorch 1.6) nor the legacy torch.save format");
   // The end record sits in the last 22 + 65535 (comment) bytes; the last match wins.
   const uint64_t lowest = b.size() > kEndSize + 0xFFFF ? b.size() - kEndSize - 0xFFFF : 0;
   uint64_t end = b.size() - kEndSize;

@@ -1,8 +1,10 @@
-// torch.save() archives read without libtorch: files written by Python's torch.save
-// (tests/python/state_file_cases.py), every truncation of one, and hand-written hostile pickles.
+// torch.save() files read without libtorch: files written by Python's torch.save, zip and legacy
+// (tests/python/state_file_cases.py, checkpoint_layout_cases.py), every truncation of one, and
+// hand-written hostile pickles.
 #include "core/torchsave/torch_file.h"
 
 #include <fstream>
+#include <map>
 #include <set>
 #include <iterator>
 
@@ -173,4 +175,140 @@ TEST(TorchFile, HostilePicklesAreRefusedWithTheirReason) {
   ASSERT_EQ(root.items.size(), 2u);
   EXPECT_EQ(f.pickle.nodes[root.items[0]].text, "a");
   EXPECT_EQ(f.pickle.nodes[root.items[1]].integer, 5);
+}
+
+namespace {
+
+// The legacy format (torch.save(..., _use_new_zipfile_serialization=False)) and what is around it,
+// written by tests/python/checkpoint_layout_cases.py (its small files only).
+class LegacyTorchFile : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    dir_ = ct::scratch_dir("torchsave_legacy").string();
+    auto r = ct::run_command(ct::python() + " " + ct::source_dir() + "/tests/python/checkpoint_layout_cases.py " +
+                             dir_ + " small");
+    ok_ = r.exit_code == 0;
+    python_says_ = r.output;
+    if (!ok_) std::cerr << r.output;
+  }
+  static std::string bytes(const std::string& name) {
+    std::ifstream in(dir_ + "/" + name, std::ios::binary);
+    return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  }
+  static std::string error_of(std::string_view file, const ReadOptions& o = {}) {
+    try {
+      read_torch_file(file, o);
+    } catch (const FormatError& e) {
+      return e.what();
+    }
+    return "";
+  }
+  // Every tensor's name -> the bytes it covers (contiguous tensors: offset to offset + numel).
+  static std::map<std::string, std::string> tensor_bytes(const TorchFile& f) {
+    std::map<std::string, std::string> out;
+    for (const auto& [i, name] : f.tensor_names) {
+      const Node& t = f.pickle.nodes[i];
+      const Node& s = f.pickle.nodes[t.storage];
+      int64_t n = 1;
+      for (int64_t d : t.sizes) n *= d;
+      const size_t item = dtype_size(s.dtype);
+      out[name] = std::string(f.storage_bytes.at(t.storage).substr(static_cast<size_t>(t.offset) * item,
+                                                                   static_cast<size_t>(n) * item));
+    }
+    return out;
+  }
+  static std::string dir_, python_says_;
+  static bool ok_;
+};
+std::string LegacyTorchFile::dir_, LegacyTorchFile::python_says_;
+bool LegacyTorchFile::ok_ = false;
+
+}  // namespace
+
+TEST_F(LegacyTorchFile, ReadsTheSameTensorsAsTheZipOfTheSameStateDict) {
+  ASSERT_TRUE(ok_);
+  // Both hold one Sequential(Conv2d(1, 2, 1), BatchNorm2d(2)).state_dict(); the zip's storages are
+  // tagged 'cuda:0', which changes nothing here: storages become CPU memory.
+  const std::string legacy = bytes("legacy_small.pt"), zip = bytes("zip_cuda.pt");
+  ASSERT_EQ(torch_file_layout(legacy), "legacy");
+  ASSERT_EQ(torch_file_layout(zip), "zip");
+  const auto a = tensor_bytes(read_torch_file(legacy)), b = tensor_bytes(read_torch_file(zip));
+  ASSERT_EQ(a.size(), 7u);
+  EXPECT_EQ(a, b);
+  EXPECT_EQ(a.at("['0.weight']").size(), 2 * 4u);
+  EXPECT_EQ(a.at("['1.num_batches_tracked']").size(), 8u);
+}
+
+TEST_F(LegacyTorchFile, CorruptTruncatedAndBigEndianFilesAreRefusedWithTheirReason) {
+  ASSERT_TRUE(ok_);
+  EXPECT_NE(python_says_.find("legacy_count.pt refused"), std::string::npos) << python_says_;
+  const std::string count = error_of(bytes("legacy_count.pt"));
+  EXPECT_NE(count.find(" holds 3 elements, its tensors' storage 2 (corrupt)"), std::string::npos) << count;
+  EXPECT_EQ(count.rfind("legacy torch.save file: storage ", 0), 0u) << count;
+  EXPECT_NE(error_of(bytes("legacy_short.pt")).find("(truncated)"), std::string::npos);
+  // Python ignores sys_info; the raw storages would be read in the wrong byte order.
+  EXPECT_EQ(error_of(bytes("legacy_big.pt")), "a big-endian legacy file is not supported");
+  EXPECT_EQ(error_of(bytes("legacy_tar.pt")).rfind("a tar archive, torch.save's format before PyTorch 0.4", 0), 0u);
+  EXPECT_EQ(error_of("not a checkpoint"),
+            "neither a zip archive (torch.save's format since PyTorch 1.6) nor the legacy torch.save format");
+}
+
+TEST_F(LegacyTorchFile, EveryTruncationAndEveryByteFlipIsAnErrorOrAFile) {
+  ASSERT_TRUE(ok_);
+  const std::string file = bytes("legacy_small.pt");
+  ASSERT_EQ(error_of(file), "");
+  for (size_t n = 0; n < file.size(); ++n) EXPECT_NE(error_of(std::string_view(file).substr(0, n)), "") << n;
+  ReadOptions opaque;
+  opaque.opaque_objects = true;
+  for (size_t at = 0; at < file.size(); ++at) {
+    std::string bad = file;
+    bad[at] = static_cast<char>(bad[at] ^ 0x5A);
+    error_of(bad);
+    error_of(bad, opaque);
+  }
+}
+
+TEST_F(LegacyTorchFile, AnArgparseNamespaceIsRefusedOrListedAsUnread) {
+  ASSERT_TRUE(ok_);
+  // {"model": ..., "epoch": 1, "args": argparse.Namespace(...)}: Python's weights_only refuses it.
+  EXPECT_NE(python_says_.find("legacy_small_tvref.pt refused: Unsupported global: GLOBAL argparse.Namespace"),
+            std::string::npos)
+      << python_says_;
+  const std::string file = bytes("legacy_small_tvref.pt");
+  EXPECT_NE(error_of(file).find("unsupported global 'argparse.Namespace'"), std::string::npos) << error_of(file);
+  ReadOptions opaque;
+  opaque.opaque_objects = true;
+  const TorchFile f = read_torch_file(file, opaque);
+  ASSERT_EQ(f.unread.size(), 1u);
+  EXPECT_EQ(f.unread[0].name, "['args']");
+  EXPECT_EQ(f.unread[0].class_name, "argparse.Namespace");
+  EXPECT_EQ(f.pickle.nodes[f.unread[0].node].kind, NodeKind::Object);
+  EXPECT_EQ(tensor_bytes(f).size(), 7u);
+  EXPECT_EQ(tensor_bytes(f).count("['model']['module.0.weight']"), 1u);
+}
+
+TEST(TorchFile, OpaqueObjectsAreNeverCalledOrUsedAsTensors) {
+  using namespace std::string_literals;
+  ReadOptions opaque;
+  opaque.opaque_objects = true;
+  auto error_of = [&](const std::string& pkl) {
+    try {
+      read_torch_file(zip_with_pickle(pkl), opaque);
+    } catch (const FormatError& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  // os.system('x') is an Object named after it: nothing runs, the value is listed as unread.
+  const auto f = read_torch_file(zip_with_pickle("\x80\x02}X\x01\x00\x00\x00" "acos\nsystem\nX\x01\x00\x00\x00x\x85Rs."s),
+                                 opaque);
+  ASSERT_EQ(f.unread.size(), 1u);
+  EXPECT_EQ(f.unread[0].name, "['a']");
+  EXPECT_EQ(f.unread[0].class_name, "os.system");
+  // An object where a storage or a tensor must be is still refused.
+  EXPECT_NE(error_of("\x80\x02" "ctorch._utils\n_rebuild_tensor_v2\n(cfoo\nBar\n)RK\x00))\x89tR."s)
+                .find("expected a storage as a tensor's first argument"),
+            std::string::npos);
+  // NEWOBJ of an allowed callable is not an object either.
+  EXPECT_NE(error_of("\x80\x02" "ccollections\nOrderedDict\n)\x81."s).find("objects are not rebuilt"), std::string::npos);
 }
