@@ -27,17 +27,8 @@ std::string DeviceStrings::expand_value(std::string_view templ, std::string_view
 // rewrites inside it still apply.
 void DeviceStrings::wrap_value(const Rule& rule, TSNode value, TSNode subject) {
   static constexpr std::string_view kMarker = "\x01value\x01";
-  std::string wrapped = expand_value(per_target(rule), kMarker);
-  size_t marker = wrapped.find(kMarker);
-  std::vector<SpanEdit> edits;
-  uint32_t start = ts_node_start_byte(value), end = ts_node_end_byte(value);
-  if (marker == std::string::npos) {
-    edits.push_back({start, end, wrapped});
-  } else {
-    bool parens = !is_primary(value);
-    edits.push_back({start, start, wrapped.substr(0, marker) + (parens ? "(" : "")});
-    edits.push_back({end, end, (parens ? ")" : "") + wrapped.substr(marker + kMarker.size())});
-  }
+  std::vector<SpanEdit> edits = wrap_span(expand_value(per_target(rule), kMarker), kMarker, ts_node_start_byte(value),
+                                          ts_node_end_byte(value), !is_primary(value));
   plan_.add(rule, std::move(edits), subject,
             "`" + std::string(text(subject)) + "`: " + std::string(rule.message));
 }

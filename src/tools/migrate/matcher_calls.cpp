@@ -187,16 +187,8 @@ void Matcher::device_keywords(TSNode call, std::string_view callee, TSNode args)
 void Matcher::int_device(TSNode value) {
   const Rule& rule = rule_by_id("int-rank-device");
   static constexpr std::string_view kMarker = "\x01index\x01";
-  std::string wrapped = expand(per_target(rule), kMarker);
-  size_t marker = wrapped.find(kMarker);
-  std::vector<SpanEdit> edits;
-  uint32_t start = ts_node_start_byte(value), end = ts_node_end_byte(value);
-  if (marker == std::string::npos) {
-    edits.push_back({start, end, wrapped});
-  } else {
-    edits.push_back({start, start, wrapped.substr(0, marker)});
-    edits.push_back({end, end, wrapped.substr(marker + kMarker.size())});
-  }
+  std::vector<SpanEdit> edits =
+      wrap_span(expand(per_target(rule), kMarker), kMarker, ts_node_start_byte(value), ts_node_end_byte(value));
   plan_.add(rule, std::move(edits), value, "`" + std::string(text(value)) + "`: " + std::string(rule.message));
 }
 

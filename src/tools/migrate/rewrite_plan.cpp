@@ -281,6 +281,14 @@ void PlanBuilder::insert_module_lines(std::vector<Change>& accepted) {
   }
 }
 
+std::vector<SpanEdit> wrap_span(const std::string& wrapped, std::string_view marker, uint32_t start, uint32_t end,
+                                bool parens) {
+  const size_t at = wrapped.find(marker);
+  if (at == std::string::npos) return {{start, end, wrapped}};
+  return {{start, start, wrapped.substr(0, at) + (parens ? "(" : "")},
+          {end, end, (parens ? ")" : "") + wrapped.substr(at + marker.size())}};
+}
+
 std::vector<const SpanEdit*> ordered_edits(const RewritePlan& plan) {
   struct Ordered {
     const SpanEdit* edit;

@@ -14,6 +14,12 @@
 
 namespace crosstrain::migrate {
 
+// The edits that put the bytes [start, end) of a value where `marker` stands in `wrapped`: the
+// value's own bytes stay, so rewrites inside it still apply (in parentheses when `parens`).
+// Without the marker, `wrapped` replaces them.
+std::vector<SpanEdit> wrap_span(const std::string& wrapped, std::string_view marker, uint32_t start, uint32_t end,
+                                bool parens = false);
+
 class PlanBuilder {
  public:
   PlanBuilder(const PythonSyntax& syntax, Target target);
