@@ -1,8 +1,11 @@
 // Fixed-seed CPU runs must keep their per-step losses bit for bit across changes to the trainer: the
 // golden losses in tests/data/golden/train_losses.json were recorded by an earlier build
-// (tests/data/golden/record_losses.py). oneDNN chooses kernels, and so rounding, by instruction set:
-// on a CPU whose ISA differs from the recording machine's, the check falls back to a relative
-// tolerance and says so.
+// (tests/data/golden/record_losses.py), one recording per CPU instruction set, since oneDNN
+// chooses kernels, and so rounding, by ISA. On a CPU with no recording of its own the check says
+// so and falls back to what holds across ISAs: training amplifies a rounding difference step after
+// step (measured between an AMX and an AVX-512 machine: fp32 within 4e-6 for three steps, 5e-2 by
+// the seventh; bf16 2e-4 at the first step), so the first steps are compared closely and the rest
+// only for a run that has gone wrong.
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -32,18 +35,36 @@ std::set<std::string> cpu_isa() {
 
 std::string quoted(const std::string& s) { return "'" + s + "'"; }
 
+std::set<std::string> isa_of(const nlohmann::json& recording) {
+  std::set<std::string> isa;
+  for (const auto& w : recording.at("cpu_isa")) isa.insert(w.get<std::string>());
+  return isa;
+}
+
+// Relative bound for step i of a case recorded on another ISA.
+double cross_isa_bound(const std::string& name, size_t i) {
+  const bool bf16 = name.find("bf16") != std::string::npos;
+  if (i == 0) return bf16 ? 2e-3 : 1e-5;
+  if (i < 3 && !bf16) return 1e-4;
+  return 0.15;
+}
+
 }  // namespace
 
 TEST(GoldenLosses, FixedSeedRunsKeepTheirLossesBitForBit) {
   std::ifstream in(ct::source_dir() + "/tests/data/golden/train_losses.json");
   ASSERT_TRUE(in) << "golden file missing";
   const auto golden = nlohmann::json::parse(in);
-  std::set<std::string> recorded_isa;
-  for (const auto& w : golden.at("cpu_isa")) recorded_isa.insert(w.get<std::string>());
-  const bool same_isa = recorded_isa == cpu_isa();
-  if (!same_isa) std::cout << "[golden] this CPU's ISA differs from the recording's: comparing within 1e-4 relative\n";
+  const auto& recordings = golden.at("recordings");
+  ASSERT_FALSE(recordings.empty());
+  const nlohmann::json* chosen = &recordings.at(0);
+  for (const auto& r : recordings)
+    if (isa_of(r) == cpu_isa()) chosen = &r;
+  const bool same_isa = isa_of(*chosen) == cpu_isa();
+  if (!same_isa)
+    std::cout << "[golden] no recording for this CPU's ISA: first steps compared closely, the rest within 15%\n";
   const auto dir = ct::scratch_dir("golden_losses");
-  for (const auto& [name, c] : golden.at("cases").items()) {
+  for (const auto& [name, c] : chosen->at("cases").items()) {
     if (c.at("flags").dump().find("fashion-mnist") != std::string::npos &&
         !std::ifstream("/usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz")) {
       std::cout << "[golden] " << name << " skipped: Fashion-MNIST is not installed\n";
@@ -65,7 +86,7 @@ TEST(GoldenLosses, FixedSeedRunsKeepTheirLossesBitForBit) {
       if (same_isa)
         EXPECT_EQ(got[i], want[i]) << name << " step " << i;
       else
-        EXPECT_NEAR(got[i], want[i], 1e-4 * std::abs(want[i])) << name << " step " << i;
+        EXPECT_NEAR(got[i], want[i], cross_isa_bound(name, i) * std::abs(want[i])) << name << " step " << i;
     }
   }
   std::filesystem::remove_all(dir);

@@ -3,8 +3,11 @@
 
     python3 tests/data/golden/record_losses.py build/crosstrain tests/data/golden/train_losses.json
 
-The JSON keeps each case's flags, its losses (Python floats: repr round-trips every double), and
-the CPU's instruction-set flags, since oneDNN picks kernels (and so rounding) by ISA.
+The JSON holds one recording per CPU instruction set (oneDNN picks kernels, and so rounding, by
+ISA): each keeps the ISA flags and, per case, the flags and losses (Python floats: repr
+round-trips every double). A recording for this machine's ISA replaces the one already there;
+recordings of other ISAs are kept. Record with a build whose losses are known good (the trainer
+of the commit the other recordings came from).
 """
 import json
 import os
@@ -38,6 +41,10 @@ def cpu_isa():
 def main():
     binary, out = sys.argv[1], sys.argv[2]
     result = {"cpu_isa": cpu_isa(), "cases": {}}
+    recordings = []
+    if os.path.exists(out):
+        with open(out) as f:
+            recordings = [r for r in json.load(f)["recordings"] if r["cpu_isa"] != result["cpu_isa"]]
     with tempfile.TemporaryDirectory() as tmp:
         for name, flags in cases():
             log = os.path.join(tmp, name + ".jsonl")
@@ -47,7 +54,7 @@ def main():
             result["cases"][name] = {"flags": flags, "losses": losses}
             print(name, losses)
     with open(out, "w") as f:
-        json.dump(result, f, indent=1)
+        json.dump({"recordings": recordings + [result]}, f, indent=1)
         f.write("\n")
 
 
