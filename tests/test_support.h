@@ -6,6 +6,8 @@
 #include <cstdlib>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <string>
 #include <system_error>
 #include <vector>
@@ -63,5 +65,17 @@ inline CommandResult run_command(const std::string& cmd, bool merge_stderr = tru
 inline std::string python() { return CROSSTRAIN_PYTHON; }
 inline std::string source_dir() { return CROSSTRAIN_SOURCE_DIR; }
 inline std::string binary() { return CROSSTRAIN_BINARY; }
+
+// Runs tests/python/SCRIPT with its arguments (usually the folder it writes into) under the
+// project's Python; the output is what the script printed, stderr included.
+inline CommandResult run_python_script(const std::string& script, const std::string& args) {
+  return run_command(python() + " " + source_dir() + "/tests/python/" + script + " " + args);
+}
+
+// The whole file as bytes; empty when it cannot be opened.
+inline std::string read_bytes(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+}
 
 }  // namespace crosstrain::testing

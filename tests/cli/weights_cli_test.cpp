@@ -20,8 +20,7 @@ class WeightsCli : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
     dir_ = ct::scratch_dir("weights_cli");
-    auto r = ct::run_command(ct::python() + " " + ct::source_dir() + "/tests/python/state_file_cases.py " +
-                             dir_.string());
+    auto r = ct::run_python_script("state_file_cases.py", dir_.string());
     ok_ = r.exit_code == 0;
     if (!ok_) std::cerr << r.output;
   }
@@ -100,8 +99,7 @@ class WeightsLayouts : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
     dir_ = ct::scratch_dir("weights_layouts");
-    auto r = ct::run_command(ct::python() + " " + ct::source_dir() + "/tests/python/checkpoint_layout_cases.py " +
-                             dir_.string());
+    auto r = ct::run_python_script("checkpoint_layout_cases.py", dir_.string());
     ok_ = r.exit_code == 0;
     python_says_ = r.output;
     if (!ok_) std::cerr << r.output;

@@ -22,7 +22,7 @@ class CifarPython : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
     dir_ = ct::scratch_dir("cifar_python").string();
-    auto r = ct::run_command(ct::python() + " " + ct::source_dir() + "/tests/python/cifar_python_batches.py " + dir_);
+    auto r = ct::run_python_script("cifar_python_batches.py", dir_);
     ASSERT_EQ(r.exit_code, 0) << r.output;
   }
   static DatasetOptions raw(Split split) {
@@ -35,8 +35,7 @@ class CifarPython : public ::testing::Test {
   // Every sample equals the reference: label byte, then 3x32x32 pixels, in file order.
   static void expect_matches(const std::string& spec, Split split, const std::string& ref_name) {
     auto d = open_dataset(spec, raw(split));
-    std::ifstream in(dir_ + "/" + ref_name, std::ios::binary);
-    const std::string ref((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    const std::string ref = ct::read_bytes(dir_ + "/" + ref_name);
     constexpr size_t kRecord = 1 + 32 * 32 * 3;
     ASSERT_EQ(ref.size() % kRecord, 0u);
     ASSERT_EQ(d->size(), ref.size() / kRecord) << spec;
@@ -88,8 +87,7 @@ TEST_F(CifarPython, AnyOtherGlobalIsRefusedNotCalled) {
 // The same pickle machine reads numpy scalars as numbers and keeps an array's memory order.
 TEST_F(CifarPython, NumpyScalarsAndFortranArrays) {
   namespace ts = crosstrain::torchsave;
-  std::ifstream in(dir_ + "/scalars.pkl", std::ios::binary);
-  const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const std::string bytes = ct::read_bytes(dir_ + "/scalars.pkl");
   const ts::Pickle p = ts::read_pickle(bytes);
   const auto& root = p.nodes[p.root];
   ASSERT_EQ(root.kind, ts::NodeKind::Dict);
