@@ -36,8 +36,32 @@ constexpr KindInfo kKinds[] = {
     {RecordKind::Forward, "forward", 0},          {RecordKind::Loss, "loss", 0},
     {RecordKind::GradOutput, "grad_output", 1},   {RecordKind::ParamGrad, "param_grad", 2},
     {RecordKind::ParamGradUnscaled, "param_grad_unscaled", 2}, {RecordKind::LossScale, "loss_scale", 2},
-    {RecordKind::Other, "other", 2},
+    {RecordKind::OpForward, "op_forward", 0},     {RecordKind::OpBackward, "op_backward", 1},
+    {RecordKind::OpOptimizer, "op_optimizer", 2}, {RecordKind::Other, "other", 2},
 };
+
+std::string opt_string(const nlohmann::json& j, const char* key) {
+  auto it = j.find(key);
+  return it != j.end() && it->is_string() ? it->get<std::string>() : std::string();
+}
+
+// The "op" object of an operator record. Fields a reader does not need to compare are optional, so
+// a damaged one costs the report its detail, never the record.
+OpOrigin op_from_json(const nlohmann::json& j) {
+  if (!j.is_object()) throw std::invalid_argument("'op' is not an object");
+  OpOrigin o;
+  o.op = opt_string(j, "name");
+  o.overload = opt_string(j, "overload");
+  o.phase = opt_string(j, "phase");
+  o.module = opt_string(j, "module");
+  o.source = opt_string(j, "source");
+  o.code = opt_string(j, "code");
+  o.user_source = opt_string(j, "user_source");
+  o.user_code = opt_string(j, "user_code");
+  auto it = j.find("random");
+  o.random = it != j.end() && it->is_boolean() && it->get<bool>();
+  return o;
+}
 
 std::optional<double> opt_number(const nlohmann::json& j, const char* key) {
   auto it = j.find(key);
@@ -138,6 +162,16 @@ nlohmann::json record_to_json(const DumpRecord& r) {
     j["file"] = r.file;
     j["stored_dtype"] = dtype_name(r.stored_dtype);
   }
+  if (!r.device.empty()) j["device"] = r.device;
+  if (r.op) {
+    const OpOrigin& o = *r.op;
+    nlohmann::json op = {{"name", o.op}, {"overload", o.overload}, {"phase", o.phase}, {"module", o.module}};
+    for (auto [key, value] : {std::pair{"source", &o.source}, std::pair{"code", &o.code},
+                              std::pair{"user_source", &o.user_source}, std::pair{"user_code", &o.user_code}})
+      if (!value->empty()) op[key] = *value;
+    if (o.random) op["random"] = true;
+    j["op"] = std::move(op);
+  }
   return j;
 }
 
@@ -175,6 +209,8 @@ DumpRecord record_from_json(const nlohmann::json& j) {
                             r.file.find("/../") != std::string::npos ||
                             (r.file.size() >= 3 && r.file.compare(r.file.size() - 3, 3, "/..") == 0)))
       throw std::invalid_argument("'file' " + r.file + " leads out of the dump directory");
+    r.device = opt_string(j, "device");
+    if (auto it = j.find("op"); it != j.end()) r.op = op_from_json(*it);
   } catch (const nlohmann::json::exception& e) {
     throw std::invalid_argument(std::string("record has a field of the wrong type: ") + e.what());
   }

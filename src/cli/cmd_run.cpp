@@ -1,0 +1,103 @@
+// `crosstrain run [OPTIONS] -- COMMAND...`: the user's own training command, unmodified, under
+// crosstrain's in-process agent (python/crosstrain/): dumps at module and operator level, seeds,
+// the first non-finite tensor. The command's exit status is run's.
+#include <filesystem>
+#include <iostream>
+
+#include "cli/command.h"
+#include "cli/flag_checks.h"
+#include "report/envelope.h"
+#include "tools/run/runner.h"
+
+namespace crosstrain::cli {
+
+namespace {
+
+struct RunFlags {
+  run::RunRequest request;
+  int64_t seed = 0;
+  CLI::Option* seed_option = nullptr;
+  std::vector<std::string> meta;  // KEY=VALUE
+};
+
+const char* kExamples = R"(
+Examples:
+  crosstrain run -- python train.py --lr 0.1                       # steps counted, nothing recorded
+  crosstrain run --seed 0 --dump dump_cpu --dump-level both -- python train.py --device cpu
+  crosstrain run --seed 0 --dump d --dump-mode tensors --dump-steps 0 -- torchrun --nproc-per-node 2 train.py
+  crosstrain run --stop-on-nonfinite -- python train.py --amp
+  crosstrain compare dump_cpu dump_npu                              # the first divergence, by operator
+
+The agent loads into every Python process of the command through PYTHONPATH (a sitecustomize that
+runs the environment's own one after it); the script is not edited. A step ends at each optimizer
+step (torch.optim, also through GradScaler, LR schedulers, DDP, fused optimizers); --step-marker
+names another boundary. Under torchrun or crosstrain launch each rank dumps into DIR/rank<N>.
+docs/RUN.md walks through a run; docs/DUMP_FORMAT.md is the format.
+)";
+
+std::string self_exe() {
+  std::error_code ec;
+  const auto p = std::filesystem::read_symlink("/proc/self/exe", ec);
+  return ec ? std::string() : p.string();
+}
+
+void run_run(RunFlags& f) {
+  const auto& line = report::command_line();
+  size_t sep = line.size();
+  for (size_t i = 1; i < line.size(); ++i)
+    if (line[i] == "--") {
+      sep = i;
+      break;
+    }
+  if (sep == line.size() || f.request.command.size() != line.size() - sep - 1)
+    throw std::invalid_argument("run: put the whole command after '--' (usage: crosstrain run [OPTIONS] -- COMMAND [ARGS...])");
+  if (f.seed_option->count() > 0) f.request.seed = f.seed;
+  for (const auto& kv : f.meta) {
+    const auto eq = kv.find('=');
+    if (eq == std::string::npos || eq == 0) throw std::invalid_argument("--meta takes KEY=VALUE, not '" + kv + "'");
+    f.request.meta[kv.substr(0, eq)] = kv.substr(eq + 1);
+  }
+  run::RunOptions options;
+  options.self_exe = self_exe();
+  const char* dir = std::getenv("CROSSTRAIN_AGENT_DIR");
+  options.agent_dir = dir && *dir ? dir : run::find_agent_dir(options.self_exe);
+  exit_with(run::run_command(f.request, options));
+}
+
+}  // namespace
+
+void add_run_command(CLI::App& app) {
+  auto flags = std::make_shared<RunFlags>();
+  auto& r = flags->request;
+  auto* cmd = app.add_subcommand("run", "Run your own training command under crosstrain's agent: dumps at module and "
+                                        "operator level, seeds, the first non-finite tensor; no edit to the script");
+  cmd->footer(kExamples);
+  cmd->add_option("command", r.command, "The command, after '--' (python train.py ..., torchrun ...)")->required();
+  auto* dump = cmd->add_option_group("Dumps (docs/DUMP_FORMAT.md)");
+  dump->add_option("--dump", r.dump, "Write a dump of the chosen steps into DIR (DIR/rank<N> per rank)")->type_name("DIR");
+  dump->add_option("--dump-steps", r.dump_steps, "Steps to dump: list and ranges, '' for every step")->capture_default_str();
+  dump->add_option("--dump-level", r.dump_level, "module: module outputs and gradients; op: every aten operator; both")
+      ->capture_default_str()->check(CLI::IsMember({"module", "op", "both"}));
+  dump->add_option("--dump-mode", r.dump_mode, "stats: statistics per tensor (computed on the device); tensors: also .npy")
+      ->capture_default_str()->check(CLI::IsMember({"stats", "tensors"}));
+  dump->add_option("--dump-ranks", r.dump_ranks, "Ranks that dump: list and ranges ('' = all)");
+  dump->add_option("--dump-filter", r.dump_filter, "Only records whose name matches REGEX")->type_name("REGEX");
+  dump->add_option("--dump-max-bytes", r.dump_max_bytes, "Stop dumping (with a note) past this size per process")
+      ->capture_default_str()->transform(byte_count(1, uint64_t{1} << 50));
+  dump->add_flag("--dump-overwrite", r.dump_overwrite, "Replace a dump already in DIR");
+  cmd->add_option("--meta", flags->meta, "KEY=VALUE into the dump's header (e.g. precision=bf16, which picks compare's thresholds)")
+      ->type_name("KEY=VALUE");
+  flags->seed_option = cmd->add_option("--seed", flags->seed,
+                                       "Seed random, numpy, torch (CPU and devices) and DataLoader workers before the script runs")
+                           ->check(int_range(0, 9.0e15));
+  cmd->add_flag("--deterministic", r.deterministic,
+                "torch.use_deterministic_algorithms(True), cuDNN deterministic, CUBLAS_WORKSPACE_CONFIG");
+  cmd->add_option("--step-marker", r.step_marker, "module:function whose return ends a step (loops without a torch optimizer)")
+      ->type_name("MODULE:FUNC");
+  cmd->add_flag("--stop-on-nonfinite", r.stop_on_nonfinite,
+                "Stop at the first tensor holding NaN or Inf and name its operator, module and source line");
+  cmd->add_option("--test-perturb", r.test_perturb, "Test aid: disturb one record (RECORD=SCALE)")->group("");
+  cmd->callback([flags] { run_run(*flags); });
+}
+
+}  // namespace crosstrain::cli
