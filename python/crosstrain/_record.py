@@ -44,8 +44,12 @@ class Recorder:
         self.last_step = _last(cfg.dump_steps)
         self.selected_rank = _parse(cfg.dump_ranks)
         self.filter = re.compile(cfg.dump_filter) if cfg.dump_filter else None
-        self.modules = cfg.dump_level in ("module", "both")
-        self.ops = cfg.dump_level in ("op", "both")
+        # What goes into the dump, and what runs: --stop-on-nonfinite watches every operator (the first
+        # NaN is an operator's output) whatever the dump records.
+        self.dump_modules = bool(cfg.dump) and cfg.dump_level in ("module", "both")
+        self.dump_ops = bool(cfg.dump) and cfg.dump_level in ("op", "both")
+        self.modules = self.dump_modules
+        self.ops = self.dump_ops or cfg.stop_on_nonfinite
         self.tensors = cfg.dump_mode == "tensors"
         self.perturb = _parse_perturb(cfg.test_perturb)
         self.pid = os.getpid()
@@ -251,7 +255,8 @@ class Recorder:
             vector = _stats.device_vector(tensor)
         if self.cfg.stop_on_nonfinite:
             self._check_finite(name, kind, tensor, vector, extra)
-        if f is not None and not f.full and (self.filter is None or self.filter.search(name)):
+        wanted = self.dump_ops if kind.startswith("op_") else self.dump_modules
+        if f is not None and wanted and not f.full and (self.filter is None or self.filter.search(name)):
             record = {"step": self.step, "name": name, "kind": kind, "dtype": _stats.dtype_name(tensor),
                       "shape": list(tensor.shape)}
             if tensor.device.type != "cpu":

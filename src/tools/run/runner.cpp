@@ -147,7 +147,8 @@ void prepare_dump_dir(const std::string& dir, bool overwrite) {
 int run_command(const RunRequest& request, const RunOptions& options) {
   validate(request);
   auto note = options.note ? options.note : [](const std::string& line) { std::cerr << "crosstrain run: " << line << "\n"; };
-  const Environment base = current_environment();
+  Environment base = current_environment();
+  for (const auto& [k, v] : options.extra_env) base[k] = v;
   const auto path_it = base.find("PATH");
   const std::string path_variable = path_it != base.end() ? path_it->second : "/usr/bin:/bin";
   const std::string program = launch::find_program(request.command.front(), path_variable);
@@ -163,8 +164,10 @@ int run_command(const RunRequest& request, const RunOptions& options) {
   if (!kind.python) note(kind.reason + ": it runs without the agent unless it starts Python itself");
 
   const std::string state_dir = make_state_dir();
+  RunRequest agent_request = request;
+  if (!agent_request.dump.empty()) agent_request.dump = fs::absolute(agent_request.dump).string();  // the script may chdir
   const Environment env =
-      agent_environment(request, base, (fs::path(options.agent_dir) / "crosstrain" / "_boot").string(), state_dir);
+      agent_environment(agent_request, base, (fs::path(options.agent_dir) / "crosstrain" / "_boot").string(), state_dir);
   int status = 0;
   try {
     status = spawn_and_wait(program, request.command, env);
