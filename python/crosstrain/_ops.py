@@ -75,6 +75,9 @@ class OpMode(_dispatch_mode_base()):
         if self._pending:
             self._tag_pending()
         rec = self.rec
+        if not rec.open and rec.armed and not rec.busy and self.torch.is_grad_enabled() \
+                and _any_requires_grad(self.torch, args, kwargs):
+            rec.open_at_operator()
         if rec.busy or not rec.open or os.getpid() != self.pid:
             return func(*args, **kwargs)
         node = self.torch._C._current_autograd_node()
@@ -173,6 +176,15 @@ class OpMode(_dispatch_mode_base()):
         if isinstance(v, (torch.SymInt, torch.SymFloat, torch.SymBool)):
             return {"unsupported": "symbolic value"}
         return {"unsupported": type(v).__name__}
+
+
+def _any_requires_grad(torch, args, kwargs):
+    for v in list(args) + list(kwargs.values()):
+        if isinstance(v, torch.Tensor) and v.requires_grad:
+            return True
+        if isinstance(v, (list, tuple)) and any(isinstance(x, torch.Tensor) and x.requires_grad for x in v):
+            return True
+    return False
 
 
 def _tensor_outputs(torch, out):

@@ -2,8 +2,10 @@
 loss and the loss scale (module level), every aten operator in forward, backward and the optimizer
 (operator level, `_ops.OpMode`).
 
-A step's window opens at its first module call (so the model's construction and the data loading
-before the forward are not part of step 0) and closes when the step ends; on steps that are not
+A step's window opens at its first module call, or in a script that calls no module at its first
+operator on a tensor that requires gradients with gradients enabled (so the model's construction,
+its initialisation under no_grad and the data loading before the forward are not part of step 0),
+and closes when the step ends; on steps that are not
 dumped nothing is installed. Every tensor goes through `emit`, which names it, applies the filter,
 the test disturbance and the non-finite check, and queues it with its statistics.
 """
@@ -67,6 +69,9 @@ class Recorder:
         self._fp16_note = None
         self.last_file = None
         self.busy = False
+        # A forked child (a DataLoader worker) inherits the hooks and the dispatch mode: it records
+        # nothing and must not pay for the mode.
+        os.register_at_fork(after_in_child=self._forget_in_child)
 
     # -- step events (StepTracker listener) -------------------------------------------------------
     def on_step_begin(self, step):
@@ -77,6 +82,8 @@ class Recorder:
         if self.cfg.stop_on_nonfinite or self.selected_step(step):
             self.armed = True
             self._install_module_hooks()
+            if self.ops:  # watches for a step that calls no module (_ops.OpMode opens the window)
+                self._op_mode().push()
 
     def on_optimizer(self, optimizer):
         if self.open and self.modules:
@@ -120,10 +127,25 @@ class Recorder:
             return
         self.open = True
         if self.ops:
+            self._op_mode().push()
+
+    def _forget_in_child(self):
+        self.armed = self.open = False
+        self.finished = True
+        if self._mode is not None:
+            self._mode.pop()
+
+    def _op_mode(self):
+        if self._mode is None:
             from ._ops import OpMode
-            if self._mode is None:
-                self._mode = OpMode(self)
-            self._mode.push()
+            self._mode = OpMode(self)
+        return self._mode
+
+    def open_at_operator(self):
+        """A recorded step of a script that calls no module: its window opens at the first operator
+        that runs with gradients on a tensor that requires them (its forward)."""
+        if self.armed and not self.open:
+            self._open_window()
 
     def _close_window(self):
         if self._mode is not None:

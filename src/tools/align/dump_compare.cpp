@@ -205,7 +205,10 @@ CompareResult compare_paths(const std::string& a, const std::string& b, const Co
     return r;
   }
   r.input = "dumps";
-  const DumpIndex da = dump_of(a, "A"), db = dump_of(b, "B");
+  r.index_a = std::make_shared<const DumpIndex>(dump_of(a, "A"));
+  r.index_b = std::make_shared<const DumpIndex>(dump_of(b, "B"));
+  const DumpIndex& da = *r.index_a;
+  const DumpIndex& db = *r.index_b;
   for (auto [idx, side] : {std::pair{&da, "A"}, std::pair{&db, "B"}}) {
     for (const auto& p : idx->problems) r.problems.push_back(std::string(side) + ": " + p);
     for (const auto& p : idx->loss.problems) r.problems.push_back(std::string(side) + ": " + p);
@@ -221,14 +224,14 @@ CompareResult compare_paths(const std::string& a, const std::string& b, const Co
     tc.step = rec.step;
     tc.name = rec.name;
     tc.kind = rec.kind;
-    tc.a = rec;
+    tc.a = &rec;
     auto it = b_by_key.find(key(rec));
     if (it == b_by_key.end()) {
       tc.status = PairStatus::MissingInB;
       tc.verdict = Verdict::Error;
       tc.reason = "only in A";
     } else {
-      tc.b = db.records[it->second];
+      tc.b = &db.records[it->second];
       b_used[it->second] = true;
     }
     by_step[rec.step].push_back(std::move(tc));
@@ -240,7 +243,7 @@ CompareResult compare_paths(const std::string& a, const std::string& b, const Co
     tc.step = rec.step;
     tc.name = rec.name;
     tc.kind = rec.kind;
-    tc.b = rec;
+    tc.b = &rec;
     tc.status = PairStatus::MissingInA;
     tc.verdict = Verdict::Error;
     tc.reason = "only in B";

@@ -1,13 +1,12 @@
 """What the agent writes: the dump format, its statistics, its limits, and that it changes nothing
 the script computes."""
-import json
 import math
 import os
 import unittest
 
 import numpy as np
 
-from agent_test_support import MLP, read_index, read_losses, run_under_agent, scratch
+from agent_test_support import MLP, load_json, read_index, read_losses, run_under_agent, scratch
 
 
 def losses_printed(result):
@@ -103,7 +102,7 @@ for t in (x, x.bfloat16(), torch.tensor([float('nan')] * 3), torch.tensor([True,
         total = sum(os.path.getsize(os.path.join(root, f))
                     for root, _, files in os.walk(os.path.join(d, "dump")) for f in files if f != "run.json")
         self.assertLessEqual(total, 20000)
-        run = json.load(open(os.path.join(d, "dump", "run.json")))
+        run = load_json(os.path.join(d, "dump", "run.json"))
         self.assertIn("--dump-max-bytes 20000", run["note"])
         _, records = read_index(os.path.join(d, "dump"))
         self.assertTrue(all(os.path.exists(os.path.join(d, "dump", rec["file"])) for rec in records))
@@ -140,13 +139,35 @@ print("finished")
 """, {"stop_on_nonfinite": True, "state_dir": state}, d)
         self.assertEqual(r.returncode, 1)
         self.assertNotIn("finished", r.stdout)
-        report = json.load(open(os.path.join(state, os.listdir(state)[0])))
+        report = load_json(os.path.join(state, os.listdir(state)[0]))
         finding = report["nonfinite"]
         self.assertEqual(finding["record"], "op_forward/1/aten.log")
         self.assertEqual(finding["source"], "prog.py:6")  # the program starts with an empty line
         self.assertEqual(finding["step"], 0)
         self.assertGreater(finding["nan_count"], 0)
         self.assertIn("prog.py:6", r.stderr)
+
+    def test_a_float32_output_beyond_float16s_range_is_named_without_stopping(self):
+        d = scratch()
+        state = os.path.join(d, "state")
+        os.makedirs(state)
+        r = run_under_agent("""
+import torch
+w = torch.nn.Parameter(torch.ones(4))
+opt = torch.optim.SGD([w], lr=0.0)
+for step in range(2):
+    big = w * 1.0e5
+    loss = (big / 1.0e5).sum()
+    loss.backward(); opt.step(); opt.zero_grad()
+print("finished")
+""", {"stop_on_nonfinite": True, "state_dir": state}, d)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("finished", r.stdout)
+        report = load_json(os.path.join(state, os.listdir(state)[0]))
+        note = report["fp16_overflow"]
+        self.assertEqual((note["record"], note["source"], note["step"]), ("op_forward/aten.mul", "prog.py:6", 0))
+        self.assertEqual(note["max_abs"], 1.0e5)
+        self.assertNotIn("nonfinite", report)
 
 
 if __name__ == "__main__":
