@@ -106,6 +106,7 @@ class Matcher {
   // matcher_flow.cpp
   bool reaches_process_count(TSNode node, const std::vector<TSNode>& up, size_t n, int hops) const;
   void device_count_number(TSNode call, TSNode matched, const std::vector<TSNode>& ancestors);
+  void asserted_device_counts(TSNode call, const std::vector<TSNode>& ancestors);
   bool implies_cuda_available(TSNode expr, int depth) const;
   void find_availability_names();
   std::vector<std::pair<uint32_t, uint32_t>> decided_by(std::string_view spelling) const;

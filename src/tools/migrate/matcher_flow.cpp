@@ -96,9 +96,30 @@ void Matcher::device_count_number(TSNode call, TSNode matched, const std::vector
   if (reaches_process_count(call, ancestors, ancestors.size() - 1, 0)) {
     const Rule& rule = rule_by_id("process-count");
     plan_.replace(rule, call, expand(per_target(rule)), "");
+    asserted_device_counts(call, ancestors);
     return;
   }
   plan_.find(rule_by_id("device-count-number"), matched, std::string(text(call)), target_);
+}
+
+// `n = torch.cuda.device_count()` then `assert n >= 2`: one process where no device is visible
+// still fails the program's own requirement, at the assert, which is flagged.
+void Matcher::asserted_device_counts(TSNode call, const std::vector<TSNode>& ancestors) {
+  const size_t n = ancestors.size() - 1;  // ancestors of the call
+  if (n == 0 || !is_type(ancestors[n - 1], "assignment")) return;
+  TSNode left = field(ancestors[n - 1], "left");
+  if (!is_type(left, "identifier") || !ts_node_eq(field(ancestors[n - 1], "right"), call)) return;
+  std::set<uint32_t> flagged;
+  for (const NameUse& use : reads_in_scope(syntax_, ancestors, n, text(left))) {
+    for (size_t i = use.ancestors.size(); i-- > 0;) {
+      if (!is_type(use.ancestors[i], "assert_statement")) continue;
+      if (!flagged.insert(ts_node_start_byte(use.ancestors[i])).second) break;
+      plan_.find(rule_by_id("device-count-number"), use.ancestors[i], std::string(text(use.ancestors[i])).substr(0, 120),
+                 target_, "the program asserts on the device count: with none visible it counts one process and "
+                          "the assertion stops it here; relax it or take the count from the command line");
+      break;
+    }
+  }
 }
 
 // --- availability stored in a variable ----------------------------------------------------------

@@ -63,6 +63,23 @@ TEST(ProcessCount, EverySinkAndTheNamesBetween) {
   }
 }
 
+// The DDP tutorial asserts two GPUs before it spawns: the count is rewritten, and the assert,
+// where a CPU run stops, is what --check names.
+TEST(ProcessCount, AnAssertOnTheCountIsFlaggedAtItsLine) {
+  const std::string src =
+      "import torch\nimport torch.multiprocessing as mp\n"
+      "if __name__ == '__main__':\n"
+      "    n_gpus = torch.cuda.device_count()\n"
+      "    assert n_gpus >= 2, f'Requires at least 2 GPUs to run, but got {n_gpus}'\n"
+      "    world_size = n_gpus\n"
+      "    mp.spawn(demo, args=(world_size,), nprocs=world_size)\n";
+  FileMigration m = migrate_source("f.py", src, A);
+  ASSERT_EQ(m.findings.size(), 1u);
+  EXPECT_EQ(std::string(m.findings[0].rule->id), "device-count-number");
+  EXPECT_EQ(m.findings[0].line, 5u);
+  EXPECT_NE(m.migrated.find("n_gpus = max(1, torch.accelerator.device_count())"), std::string::npos) << m.migrated;
+}
+
 // A count that is not a process count keeps its value, and the flag says what 0 does.
 TEST(ProcessCount, OtherNumbersAreFlaggedWithTheConsequence) {
   const std::string src =
