@@ -294,7 +294,7 @@ TEST(Launch, ElasticNodeCountsGoToTorchrun) {
   EXPECT_EQ(r.exit_code, 6) << r.output;  // torchrun's own status
   const std::string self = fs::canonical(binary()).string();
   EXPECT_NE(r.output.find("torchrun --nnodes=1:4 --nproc-per-node=2 --rdzv-backend=c10d --rdzv-endpoint=node0:29400 "
-                          "--rdzv-id=job --max-restarts=1 --no-python " + self + " train --steps 5\n"),
+                          "--rdzv-id=job --max-restarts=1 --no-python -- " + self + " train --steps 5\n"),
             std::string::npos)
       << r.output;
 
@@ -304,7 +304,7 @@ TEST(Launch, ElasticNodeCountsGoToTorchrun) {
                                  "--rdzv_id=7 -- /bin/true"));
   EXPECT_EQ(c10d.exit_code, 6) << c10d.output;
   EXPECT_NE(c10d.output.find("torchrun --nnodes=2:2 --nproc-per-node=4 --rdzv-backend=c10d "
-                             "--rdzv-endpoint=[fe80::1]:29400 --rdzv-id=7 --max-restarts=0 --no-python /bin/true\n"),
+                             "--rdzv-endpoint=[fe80::1]:29400 --rdzv-id=7 --max-restarts=0 --no-python -- /bin/true\n"),
             std::string::npos)
       << c10d.output;
 

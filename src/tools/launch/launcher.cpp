@@ -136,6 +136,7 @@ std::vector<std::string> torchrun_argv(const std::string& torchrun, const Elasti
                                 "--rdzv-id=" + r.run_id,
                                 "--max-restarts=" + std::to_string(r.max_restarts),
                                 "--no-python",
+                                "--",  // what follows is the worker's, even a flag torchrun also takes
                                 program.path};
   argv.insert(argv.end(), program.argv.begin() + (program.argv.empty() ? 0 : 1), program.argv.end());
   return argv;

@@ -116,6 +116,8 @@ TEST(NodeCount, StaticAndElastic) {
     EXPECT_THROW(parse_nnodes(bad), std::invalid_argument) << bad;
 }
 
+// `--` ends torchrun's options: a worker's flag it also knows (`--log` is an abbreviation of its
+// --log-dir) stays the worker's.
 TEST(Torchrun, ArgumentsRunTheProgramWithoutPython) {
   ElasticRequest r;
   r.nodes = parse_nnodes("2:4");
@@ -126,8 +128,8 @@ TEST(Torchrun, ArgumentsRunTheProgramWithoutPython) {
   Program program{"/opt/crosstrain", {"/opt/crosstrain", "train", "--steps", "5"}};
   const std::vector<std::string> expected{"/usr/bin/torchrun", "--nnodes=2:4", "--nproc-per-node=8",
                                           "--rdzv-backend=c10d", "--rdzv-endpoint=host:29400", "--rdzv-id=job",
-                                          "--max-restarts=2", "--no-python", "/opt/crosstrain", "train", "--steps",
-                                          "5"};
+                                          "--max-restarts=2", "--no-python", "--", "/opt/crosstrain", "train",
+                                          "--steps", "5"};
   EXPECT_EQ(torchrun_argv("/usr/bin/torchrun", r, program), expected);
 }
 
