@@ -1,19 +1,23 @@
 // Data-parallel training through the binary, on the CPU over Gloo: N processes with per-rank batch b
 // against one process accumulating N micro-batches of b over the same global samples (losses and
 // final weights within 1e-5), failures that end every rank with a message instead of a hang (a
-// killed rank, a stopped rank), and torchrun's worker contract, including an elastic restart that
-// resumes from a checkpoint.
+// killed rank, a stopped rank), torchrun's worker contract,
+// including an elastic restart that resumes from a checkpoint, and network mistakes caught before
+// the rendezvous (two hosts made of network namespaces where root allows).
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <fstream>
+#include <regex>
 #include <sstream>
 #include <nlohmann/json.hpp>
 #include <thread>
 
+#include "net_namespaces.h"
 #include "test_support.h"
 #include "worker_processes.h"
 
@@ -275,5 +279,77 @@ TEST(Distributed, SyncBatchNormOnTwoRanksMatchesOneProcessWithTheGlobalBatch) {
   const auto no_group = ct::run_command(ct::binary() + " train " + kData + " --batch-size 8 --sync-bn --steps 1");
   EXPECT_EQ(no_group.exit_code, 2) << no_group.output;
   EXPECT_NE(no_group.output.find("--sync-bn needs a process group"), std::string::npos) << no_group.output;
+  fs::remove_all(dir);
+}
+
+namespace {
+
+bool matches(const std::string& text, const std::string& pattern) { return std::regex_search(text, std::regex(pattern)); }
+
+}  // namespace
+
+// A rank whose Gloo address the others cannot reach (GLOO_SOCKET_IFNAME naming an interface with no
+// route to MASTER_ADDR) stops in seconds with the doctor's line, and rank 0 names it, instead of
+// both waiting several times --dist-timeout. On one host: MASTER_ADDR has no route through lo.
+TEST(Distributed, AnInterfaceWithoutARouteFailsBeforeTheRendezvous) {
+  const auto dir = ct::scratch_dir("dist_ifname");
+  Workers w(dir);
+  const auto started = Clock::now();
+  const int i = w.start(Workers::torchrun(1, 2, free_port(), {{"MASTER_ADDR", "10.255.255.1"}, {"GLOO_SOCKET_IFNAME", "lo"}}),
+                        "train" + kModel + " --steps 1 --dist-timeout 60");
+  const int code = w.wait(i, started + std::chrono::seconds(30));
+  ASSERT_NE(code, -1) << read_file(w.err(i));
+  EXPECT_EQ(code, 1) << read_file(w.err(i));
+  EXPECT_LT(Clock::now() - started, std::chrono::seconds(25)) << read_file(w.err(i));
+  const std::string err = read_file(w.err(i));
+  EXPECT_TRUE(err.find("GLOO_SOCKET_IFNAME=lo: lo has no route to MASTER_ADDR 10.255.255.1") != std::string::npos ||
+              err.find("no route to 10.255.255.1") != std::string::npos)
+      << err;
+  EXPECT_EQ(std::count(err.begin(), err.end(), '\n'), 1) << err;
+  fs::remove_all(dir);
+}
+
+// Two hosts (network namespaces joined by a veth pair). Rank 1 names a second interface of its host
+// that is not on the network between them: it stops in seconds, tells rank 0, and rank 0 stops too,
+// naming rank 1 and the interface. With the right interface the same two ranks train.
+TEST(Distributed, TwoHostsWithAWrongInterfaceStopInSecondsAndTheRightOneTrains) {
+  ct::NetNamespaces net;
+  if (!net.available()) GTEST_SKIP() << net.why_not();
+  const std::string a = net.add("a"), b = net.add("b");
+  ASSERT_FALSE(a.empty() || b.empty()) << net.last_error();
+  ASSERT_TRUE(net.link(a, "va", "10.77.0.1/24", b, "vb", "10.77.0.2/24")) << net.last_error();
+  ASSERT_TRUE(net.link(b, "vx", "10.99.0.2/24", b, "vy", "10.99.0.3/24")) << net.last_error();
+  const auto node = [](int rank, int port, const std::string& ifname) {
+    return Workers::torchrun(rank, 2, port,
+                             {{"MASTER_ADDR", "10.77.0.1"}, {"LOCAL_RANK", "0"}, {"LOCAL_WORLD_SIZE", "1"},
+                              {"GLOO_SOCKET_IFNAME", ifname}});
+  };
+  const auto dir = ct::scratch_dir("dist_two_hosts");
+  {
+    Workers w(dir);
+    const int port = free_port();
+    const auto started = Clock::now();
+    w.start(node(0, port, "va"), "train" + kModel + " --steps 2 --dist-timeout 60", ct::NetNamespaces::exec(a));
+    w.start(node(1, port, "vx"), "train" + kModel + " --steps 2 --dist-timeout 60", ct::NetNamespaces::exec(b));
+    for (int r = 0; r < 2; ++r) {
+      const int code = w.wait(r, started + std::chrono::seconds(40));
+      ASSERT_NE(code, -1) << "rank " << r << " still waits\n" << read_file(w.err(r));
+      EXPECT_EQ(code, 1) << read_file(w.err(r));
+    }
+    EXPECT_LT(Clock::now() - started, std::chrono::seconds(30));
+    const std::string err1 = read_file(w.err(1)), err0 = read_file(w.err(0));
+    EXPECT_NE(err1.find("GLOO_SOCKET_IFNAME=vx: vx has no route to MASTER_ADDR 10.77.0.1 (the kernel reaches it "
+                        "through vb)"),
+              std::string::npos)
+        << err1;
+    EXPECT_TRUE(matches(err0, "rank 1 on [^ ]+ stopped before the rendezvous: GLOO_SOCKET_IFNAME=vx: ")) << err0;
+  }
+  Workers w(dir);
+  const int port = free_port();
+  w.start(node(0, port, "va"), "train" + kModel + " --steps 2 --dist-timeout 60", ct::NetNamespaces::exec(a));
+  w.start(node(1, port, "vb"), "train" + kModel + " --steps 2 --dist-timeout 60", ct::NetNamespaces::exec(b));
+  const auto deadline = Clock::now() + std::chrono::seconds(120);
+  for (int r = 0; r < 2; ++r) ASSERT_EQ(w.wait(r, deadline), 0) << read_file(w.err(r));
+  EXPECT_NE(read_file(w.out(0)).find("2 ranks over gloo"), std::string::npos) << read_file(w.out(0));
   fs::remove_all(dir);
 }
