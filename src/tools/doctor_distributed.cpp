@@ -149,8 +149,8 @@ DistributedDoctorReport run_distributed_doctor(const DoctorOptions& o) {
   g->barrier("the barrier");
 
   // Where this rank stands, for rank 0's report; a job across hosts cannot run on the loopback.
-  std::set<std::string> hosts;
-  for (const auto& p : g->peers()) hosts.insert(p.host);
+  std::set<std::string> hosts;  // machines: two nodes may share a host name
+  for (const auto& p : g->peers()) hosts.insert(p.node.empty() ? p.host : p.node);
   const auto is_loopback = [&](const std::string& name) {
     return std::any_of(ifs.begin(), ifs.end(), [&](const dist::InterfaceAddress& a) { return a.name == name && a.loopback; });
   };

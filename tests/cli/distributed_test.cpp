@@ -1,7 +1,7 @@
 // Data-parallel training through the binary, on the CPU over Gloo: N processes with per-rank batch b
 // against one process accumulating N micro-batches of b over the same global samples (losses and
 // final weights within 1e-5), failures that end every rank with a message instead of a hang (a
-// killed rank, a stopped rank), torchrun's worker contract,
+// killed rank, a stopped rank, a rank in a pid namespace of its own), torchrun's worker contract,
 // including an elastic restart that resumes from a checkpoint, and network mistakes caught before
 // the rendezvous (two hosts made of network namespaces where root allows).
 #include <signal.h>
@@ -351,5 +351,40 @@ TEST(Distributed, TwoHostsWithAWrongInterfaceStopInSecondsAndTheRightOneTrains) 
   const auto deadline = Clock::now() + std::chrono::seconds(120);
   for (int r = 0; r < 2; ++r) ASSERT_EQ(w.wait(r, deadline), 0) << read_file(w.err(r));
   EXPECT_NE(read_file(w.out(0)).find("2 ranks over gloo"), std::string::npos) << read_file(w.out(0));
+  fs::remove_all(dir);
+}
+
+// Two nodes with one host name (containers, namespaces): rank 1 runs in a pid namespace of its own,
+// so its pid means nothing to rank 0. When rank 2 is killed, rank 0 names rank 2 as exited and does
+// not take the live rank 1 for exited because no process of that pid exists in its namespace.
+TEST(Distributed, ARankOnAnotherMachineWithTheSameHostNameIsNotTakenForExited) {
+  if (::geteuid() != 0) GTEST_SKIP() << "a pid namespace needs root";
+  if (ct::run_command("unshare -p -f --kill-child --mount-proc true").exit_code != 0)
+    GTEST_SKIP() << "unshare -p does not work here";
+  // Rank 1's pid inside its namespace: one that no process of this namespace has.
+  const int pid_max = std::stoi(read_file("/proc/sys/kernel/pid_max"));
+  int inner = pid_max - 20;
+  while (inner > 300 && fs::exists("/proc/" + std::to_string(inner + 1))) --inner;
+  const std::string wrapper = "unshare -p -f --kill-child --mount-proc sh -c 'echo " + std::to_string(inner) +
+                              " > /proc/sys/kernel/ns_last_pid; \"$0\" \"$@\"'";
+  const auto dir = ct::scratch_dir("dist_pidns");
+  const int timeout_s = 6;
+  const std::string args = "train" + kModel + " --steps 100000 --dist-timeout " + std::to_string(timeout_s) + " --log ";
+  Workers w(dir);
+  const int port = free_port();
+  w.start(Workers::torchrun(0, 3, port), args + (dir / "log.jsonl").string());
+  w.start(Workers::torchrun(1, 3, port), args + (dir / "log1.jsonl").string(), wrapper);
+  w.start(Workers::torchrun(2, 3, port), args + (dir / "log2.jsonl").string());
+  const auto started = Clock::now();
+  while (losses_of(dir / "log.jsonl").size() < 2) {
+    ASSERT_LT(Clock::now() - started, std::chrono::seconds(120)) << read_file(w.err(0)) << read_file(w.err(1));
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  ::kill(w.pid(2), SIGKILL);
+  const int code = w.wait(0, Clock::now() + std::chrono::seconds(timeout_s + 20));
+  ASSERT_NE(code, -1) << read_file(w.err(0));
+  const std::string err = read_file(w.err(0));
+  EXPECT_TRUE(matches(err, R"(rank 2 \([^)]*\) has exited)")) << err;
+  EXPECT_FALSE(matches(err, R"(rank 1 \([^)]*\) has exited)")) << "rank 1 is alive in its own pid namespace:\n" << err;
   fs::remove_all(dir);
 }

@@ -174,6 +174,7 @@ PeerFailure::PeerFailure(int rank, std::string host, std::string reason)
 std::unique_ptr<Group> Group::join(const WorkerEnv& env, const core::DeviceContext& device, const GroupOptions& options) {
   std::unique_ptr<Group> g(new Group(env, options));
   g->host_ = this_host();
+  g->node_ = node_identity();
   g->backend_ = resolve_backend(options.backend, device);
   const auto type = device.device().type();
   const CrosstrainNpuApi* npu = nullptr;
@@ -277,7 +278,7 @@ bool Group::announce_failure(const WorkerEnv& env, const std::string& reason, st
 void Group::exchange_peers(const core::DeviceContext& device, Clock::time_point deadline,
                            const RendezvousDeadline& watchdog) {
   const std::string mine = host_ + "\t" + std::to_string(getpid()) + "\t" + device.name() + "\t" +
-                           std::to_string(env_.world_size);
+                           std::to_string(env_.world_size) + "\t" + node_;
   std::vector<std::string> keys;
   for (int r = 0; r < env_.world_size; ++r) keys.push_back("peer/" + std::to_string(r));
   auto period = std::chrono::milliseconds(10);
@@ -331,6 +332,7 @@ void Group::exchange_peers(const core::DeviceContext& device, Clock::time_point 
     std::getline(in, pid, '\t');
     std::getline(in, p.device, '\t');
     std::getline(in, world, '\t');
+    std::getline(in, p.node, '\t');
     p.pid = std::atoll(pid.c_str());
     if (world != std::to_string(env_.world_size))
       throw std::runtime_error("rank " + std::to_string(r) + " on " + p.host + " has WORLD_SIZE=" + world + ", this rank (" +
@@ -361,7 +363,7 @@ std::string Group::diagnose_peers() const {
   for (const auto& p : peers_) {
     if (p.rank == env_.rank) continue;
     const std::string who = "rank " + std::to_string(p.rank) + " (" + p.host + ", pid " + std::to_string(p.pid) + ")";
-    if (p.host != host_) {
+    if (p.node.empty() || p.node != node_) {  // another machine or pid namespace: its pid means nothing here
       remote += (remote.empty() ? "" : ", ") + std::to_string(p.rank);
       continue;
     }
@@ -369,7 +371,7 @@ std::string Group::diagnose_peers() const {
     if (state == 0 || state == 'Z' || state == 'X') out += (out.empty() ? "" : "; ") + who + " has exited";
     else if (state == 'T' || state == 't') out += (out.empty() ? "" : "; ") + who + " is stopped";
   }
-  if (out.empty() && !remote.empty()) out = "ranks on other hosts (" + remote + ") cannot be checked from here";
+  if (out.empty() && !remote.empty()) out = "ranks on other machines (" + remote + ") cannot be checked from here";
   return out;
 }
 

@@ -18,7 +18,7 @@
 //
 // Failures never hang and never unwind through c10d: every collective has the group's timeout, and
 // a failed one prints what it was doing, which peers are gone or stopped (probed by pid when they
-// share this host) and exits with kFailureExit at once.
+// run on this machine: same boot id and pid namespace) and exits with kFailureExit at once.
 // Destroying a group whose peers are dead can block in c10d's destructors; exiting cannot.
 #include <chrono>
 #include <memory>
@@ -53,6 +53,7 @@ struct Peer {
   std::string host;
   int64_t pid = 0;
   std::string device;
+  std::string node;  // dist::node_identity(): the pid is meaningful where this matches
 };
 
 // Another rank announced, before the rendezvous, that it will not join (Group::announce_failure).
@@ -123,6 +124,7 @@ class Group {
   c10::intrusive_ptr<c10d::ProcessGroup> pg_;
   std::vector<Peer> peers_;
   std::string host_;
+  std::string node_;            // node_identity()
   std::string master_address_;  // MASTER_ADDR resolved, for messages
 };
 

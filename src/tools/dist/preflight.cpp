@@ -269,4 +269,14 @@ std::string port_holder(int port) {
   return "";
 }
 
+std::string node_identity() {
+  std::ifstream boot("/proc/sys/kernel/random/boot_id");
+  std::string id;
+  std::getline(boot, id);
+  std::error_code ec;
+  const std::string pid_ns = std::filesystem::read_symlink("/proc/self/ns/pid", ec).string();
+  if (id.empty() || ec || pid_ns.empty()) return "";
+  return id + "/" + pid_ns;
+}
+
 }  // namespace crosstrain::dist

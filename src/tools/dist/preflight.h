@@ -58,4 +58,9 @@ std::string diagnose_store(const std::string& address, int port);
 // empty when there is none or it cannot be seen.
 std::string port_holder(int port);
 
+// What tells two processes apart as machines: the kernel's boot id and the pid namespace. Two
+// processes with the same identity see each other's pids; two hosts with one host name do not
+// share it. Empty when it cannot be read.
+std::string node_identity();
+
 }  // namespace crosstrain::dist
