@@ -175,6 +175,7 @@ std::unique_ptr<Group> Group::join(const WorkerEnv& env, const core::DeviceConte
   std::unique_ptr<Group> g(new Group(env, options));
   g->host_ = this_host();
   g->node_ = node_identity();
+  g->net_ = network_identity();
   g->backend_ = resolve_backend(options.backend, device);
   const auto type = device.device().type();
   const CrosstrainNpuApi* npu = nullptr;
@@ -274,14 +275,13 @@ bool Group::announce_failure(const WorkerEnv& env, const std::string& reason, st
 }
 
 // Every rank publishes itself and waits for all the others (or for one that announced it will not
-// come), polling two counters: the waiting costs the store two small requests per rank and period.
+// come), then checks the addresses the others' backend will connect to.
 void Group::exchange_peers(const core::DeviceContext& device, Clock::time_point deadline,
                            const RendezvousDeadline& watchdog) {
+  const AdvertisedAddress advertised = advertised_address(backend_);
   const std::string mine = host_ + "\t" + std::to_string(getpid()) + "\t" + device.name() + "\t" +
-                           std::to_string(env_.world_size) + "\t" + node_;
-  std::vector<std::string> keys;
-  for (int r = 0; r < env_.world_size; ++r) keys.push_back("peer/" + std::to_string(r));
-  auto period = std::chrono::milliseconds(10);
+                           std::to_string(env_.world_size) + "\t" + node_ + "\t" + net_ + "\t" + advertised.address +
+                           "\t" + advertised.source;
   try {
     const int64_t joined = store_->add("joined/" + std::to_string(env_.rank), 1);
     if (joined > 1)
@@ -289,27 +289,27 @@ void Group::exchange_peers(const core::DeviceContext& device, Clock::time_point 
                                ": every worker needs its own rank in [0, WORLD_SIZE)");
     store_->set("peer/" + std::to_string(env_.rank), bytes(mine));
     store_->add("present", 1);
-    while (store_->add("present", 0) < env_.world_size) {
-      if (store_->add("failed", 0) > 0)
-        for (int r = 0; r < env_.world_size; ++r)
-          if (store_->check({"failed/" + std::to_string(r)})) {
-            const std::string said = text(store_->get("failed/" + std::to_string(r)));
-            const size_t tab = said.find('\t');
-            throw PeerFailure(r, said.substr(0, tab), tab == std::string::npos ? said : said.substr(tab + 1));
-          }
-      if (Clock::now() >= deadline) {
-        std::string list;
-        for (int r = 0; r < env_.world_size; ++r)
-          if (!store_->check({keys[static_cast<size_t>(r)]})) list += (list.empty() ? "" : ", ") + std::to_string(r);
-        throw std::runtime_error("rank(s) " + list + " did not join within " + seconds(options_.timeout) +
-                                 " (WORLD_SIZE=" + std::to_string(env_.world_size) +
-                                 "): were all workers started, with the same MASTER_ADDR and MASTER_PORT?");
-      }
-      std::this_thread::sleep_for(std::min(period, until(deadline)));
-      period = std::min(period * 2, std::chrono::milliseconds(200));
+    wait_for_all("present", deadline);
+    peers_.clear();
+    for (int r = 0; r < env_.world_size; ++r) {
+      const std::string key = "peer/" + std::to_string(r);
+      if (!store_->check({key}))  // the count was reached with ranks of another job size
+        throw std::runtime_error("rank " + std::to_string(r) + " did not join, but other ranks with another WORLD_SIZE " +
+                                 "did: every worker must be started with the same world size");
+      std::istringstream in(text(store_->get(key)));
+      Peer p;
+      p.rank = r;
+      std::string pid, world;
+      for (std::string* field : {&p.host, &pid, &p.device, &world, &p.node, &p.net, &p.address, &p.address_source})
+        std::getline(in, *field, '\t');
+      p.pid = std::atoll(pid.c_str());
+      if (world != std::to_string(env_.world_size))
+        throw std::runtime_error("rank " + std::to_string(r) + " on " + p.host + " has WORLD_SIZE=" + world +
+                                 ", this rank (" + std::to_string(env_.rank) + ") has " +
+                                 std::to_string(env_.world_size) + ": every worker must be started with the same world size");
+      peers_.push_back(p);
     }
-  } catch (const PeerFailure&) {
-    throw;
+    check_peer_addresses(deadline);
   } catch (const c10::Error& e) {
     const std::string where = env_.master_addr + ":" + std::to_string(env_.master_port);
     if (watchdog.expired())
@@ -319,26 +319,64 @@ void Group::exchange_peers(const core::DeviceContext& device, Clock::time_point 
                              first_line(e.what_without_backtrace()) +
                              (env_.rank == 0 ? "" : " (rank 0 stopped? its output says why)"));
   }
-  peers_.clear();
-  for (int r = 0; r < env_.world_size; ++r) {
-    if (!store_->check({keys[static_cast<size_t>(r)]}))  // the count was reached with ranks of another job size
-      throw std::runtime_error("rank " + std::to_string(r) + " did not join, but other ranks with another WORLD_SIZE did" +
-                               ": every worker must be started with the same world size");
-    std::istringstream in(text(store_->get(keys[static_cast<size_t>(r)])));
-    Peer p;
-    p.rank = r;
-    std::string pid, world;
-    std::getline(in, p.host, '\t');
-    std::getline(in, pid, '\t');
-    std::getline(in, p.device, '\t');
-    std::getline(in, world, '\t');
-    std::getline(in, p.node, '\t');
-    p.pid = std::atoll(pid.c_str());
-    if (world != std::to_string(env_.world_size))
-      throw std::runtime_error("rank " + std::to_string(r) + " on " + p.host + " has WORLD_SIZE=" + world + ", this rank (" +
-                               std::to_string(env_.rank) + ") has " + std::to_string(env_.world_size) +
-                               ": every worker must be started with the same world size");
-    peers_.push_back(p);
+}
+
+// Before the backend connects the ranks to one another: the address each rank on another network
+// stack gives its peers must be one this host can reach (not a loopback address, not one of this
+// host's own, a route to it). A rank that finds one that is not tells the others, and all stop.
+void Group::check_peer_addresses(Clock::time_point deadline) {
+  for (const auto& p : peers_) {
+    if (p.rank == env_.rank || p.address.empty() || p.net.empty() || p.net == net_) continue;
+    const std::string why = unreachable_peer_address(p.address);
+    if (why.empty()) continue;
+    const std::string problem = "rank " + std::to_string(p.rank) + " on " + p.host + " gives its peers " + p.address +
+                                " (" + p.address_source + "), " + why +
+                                "; fix: set GLOO_SOCKET_IFNAME on every node to the interface on the network between "
+                                "the nodes";
+    tell_failure(problem);
+    throw std::runtime_error("rank " + std::to_string(env_.rank) + " on " + host_ + ": " + problem);
+  }
+  store_->add("checked", 1);
+  wait_for_all("checked", deadline);
+}
+
+// Posts this rank's failure for the others. The rank that hosts the store keeps it up until every
+// rank has read a failure (or failed itself), a few seconds at most: the store ends with it.
+void Group::tell_failure(const std::string& problem) {
+  try {
+    store_->set("failed/" + std::to_string(env_.rank), bytes(host_ + "\t" + problem));
+    store_->add("failed", 1);
+    if (env_.use_agent_store || env_.rank != 0) return;
+    const auto until = Clock::now() + std::chrono::seconds(5);
+    while (store_->add("failed", 0) + store_->add("seen", 0) < env_.world_size && Clock::now() < until)
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  } catch (const std::exception&) {
+  }
+}
+
+// Polls `counter` until every rank has added to it, a rank announced a failure (PeerFailure), or
+// `deadline` (naming the ranks missing): two small requests per rank and period.
+void Group::wait_for_all(const std::string& counter, Clock::time_point deadline) {
+  auto period = std::chrono::milliseconds(10);
+  while (store_->add(counter, 0) < env_.world_size) {
+    if (store_->add("failed", 0) > 0)
+      for (int r = 0; r < env_.world_size; ++r)
+        if (store_->check({"failed/" + std::to_string(r)})) {
+          const std::string said = text(store_->get("failed/" + std::to_string(r)));
+          const size_t tab = said.find('\t');
+          store_->add("seen", 1);
+          throw PeerFailure(r, said.substr(0, tab), tab == std::string::npos ? said : said.substr(tab + 1));
+        }
+    if (Clock::now() >= deadline) {
+      std::string list;
+      for (int r = 0; r < env_.world_size; ++r)
+        if (!store_->check({"peer/" + std::to_string(r)})) list += (list.empty() ? "" : ", ") + std::to_string(r);
+      throw std::runtime_error((list.empty() ? std::string("not every rank") : "rank(s) " + list) + " did not join within " +
+                               seconds(options_.timeout) + " (WORLD_SIZE=" + std::to_string(env_.world_size) +
+                               "): were all workers started, with the same MASTER_ADDR and MASTER_PORT?");
+    }
+    std::this_thread::sleep_for(std::min(period, until(deadline)));
+    period = std::min(period * 2, std::chrono::milliseconds(200));
   }
 }
 

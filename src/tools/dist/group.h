@@ -13,6 +13,9 @@
 // Before the rendezvous, the quick network checks of dist/preflight.h: a MASTER_ADDR, route or
 // *_SOCKET_IFNAME that cannot work fails in seconds with the line `doctor --distributed` prints, and
 // the rank tells the others through the store (announce_failure), so they stop waiting and name it.
+// Once the ranks know each other, each checks the address every rank on another network stack
+// gives its peers (with Gloo) before the backend connects them; one that cannot be reached stops
+// every rank the same way.
 // The rendezvous (store, every rank joining, the backend's connections) is bounded by the timeout
 // even where c10d blocks without one (RendezvousDeadline); its errors are one line with the cause.
 //
@@ -54,6 +57,8 @@ struct Peer {
   int64_t pid = 0;
   std::string device;
   std::string node;  // dist::node_identity(): the pid is meaningful where this matches
+  std::string net;   // dist::network_identity()
+  std::string address, address_source;  // what its backend gives the others (dist::advertised_address)
 };
 
 // Another rank announced, before the rendezvous, that it will not join (Group::announce_failure).
@@ -115,6 +120,9 @@ class Group {
   void check_network() const;
   void exchange_peers(const core::DeviceContext& device, std::chrono::steady_clock::time_point deadline,
                       const RendezvousDeadline& watchdog);
+  void check_peer_addresses(std::chrono::steady_clock::time_point deadline);
+  void wait_for_all(const std::string& counter, std::chrono::steady_clock::time_point deadline);
+  void tell_failure(const std::string& problem);
   [[noreturn]] void stuck(const std::string& step) const;
 
   WorkerEnv env_;
@@ -125,6 +133,7 @@ class Group {
   std::vector<Peer> peers_;
   std::string host_;
   std::string node_;            // node_identity()
+  std::string net_;             // network_identity()
   std::string master_address_;  // MASTER_ADDR resolved, for messages
 };
 

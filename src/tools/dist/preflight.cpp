@@ -42,11 +42,11 @@ bool is_loopback(const std::string& address, const std::vector<InterfaceAddress>
          std::any_of(ifs.begin(), ifs.end(), [&](const InterfaceAddress& i) { return i.address == address && i.loopback; });
 }
 
-// Every interface a *_SOCKET_IFNAME names exists, has an address, and is one the peers can use to
-// reach MASTER_ADDR's network: the kernel routes MASTER_ADDR through it or MASTER_ADDR is on its
-// subnet. Only a job on one node may use any interface of this host when MASTER_ADDR is its own.
+// Every interface a *_SOCKET_IFNAME names exists and has an address; strictly, it is also on
+// MASTER_ADDR's network: the kernel routes MASTER_ADDR through it or MASTER_ADDR is on its subnet.
+// Only a job on one node may use any interface of this host when MASTER_ADDR is its own.
 void check_interface_variable(Findings& f, const std::string& var, const WorkerEnv& env, const std::string& master,
-                              const Route& route, const std::vector<InterfaceAddress>& ifs) {
+                              const Route& route, const std::vector<InterfaceAddress>& ifs, bool strict) {
   const char* value = std::getenv(var.c_str());
   if (!value || !*value) return;
   const auto names = interface_names();
@@ -81,7 +81,7 @@ void check_interface_variable(Findings& f, const std::string& var, const WorkerE
   const bool reaches = std::any_of(with_address.begin(), with_address.end(), [&](const std::string& n) {
     return n == route.interface || on_link(master, n, ifs);
   }) || (one_node && is_local_address(master, ifs));
-  if (!reaches) {
+  if (!reaches && strict) {
     const std::string via = route.interface.empty() ? "" : route.interface;
     const std::string why =
         is_local_address(master, ifs)
@@ -150,6 +150,17 @@ std::string listening_inode(int port) {
   return "";
 }
 
+// The boot id and one of this process's namespaces ("pid", "net").
+std::string kernel_identity(const std::string& ns) {
+  std::ifstream boot("/proc/sys/kernel/random/boot_id");
+  std::string id;
+  std::getline(boot, id);
+  std::error_code ec;
+  const std::string link = std::filesystem::read_symlink("/proc/self/ns/" + ns, ec).string();
+  if (id.empty() || ec || link.empty()) return "";
+  return id + "/" + link;
+}
+
 }  // namespace
 
 bool Preflight::ok() const {
@@ -212,7 +223,8 @@ Preflight preflight(const WorkerEnv& env, const PreflightOptions& o) {
     }
   }
   if (env.use_agent_store) f.info("MASTER_PORT", std::to_string(env.master_port) + ": the launcher's agent hosts the store");
-  for (const auto& var : o.interface_variables) check_interface_variable(f, var, env, resolved.address, p.route, ifs);
+  for (const auto& var : o.interface_variables)
+    check_interface_variable(f, var, env, resolved.address, p.route, ifs, o.strict);
   check_across_nodes(f, env, resolved.address, o.gloo, ifs);
   return p;
 }
@@ -269,14 +281,40 @@ std::string port_holder(int port) {
   return "";
 }
 
-std::string node_identity() {
-  std::ifstream boot("/proc/sys/kernel/random/boot_id");
-  std::string id;
-  std::getline(boot, id);
-  std::error_code ec;
-  const std::string pid_ns = std::filesystem::read_symlink("/proc/self/ns/pid", ec).string();
-  if (id.empty() || ec || pid_ns.empty()) return "";
-  return id + "/" + pid_ns;
+std::string node_identity() { return kernel_identity("pid"); }
+
+std::string network_identity() { return kernel_identity("net"); }
+
+AdvertisedAddress advertised_address(const std::string& backend) {
+  if (backend != "gloo") return {};
+  const auto ifs = local_interfaces();
+  const char* ifname = std::getenv("GLOO_SOCKET_IFNAME");
+  if (ifname && *ifname) {
+    const auto sel = parse_interface_selection("GLOO_SOCKET_IFNAME", ifname);
+    if (sel.names.empty()) return {};
+    std::string v6;
+    for (const auto& i : ifs)
+      if (i.name == sel.names[0]) {
+        if (i.address.find(':') == std::string::npos) return {i.address, std::string("GLOO_SOCKET_IFNAME=") + ifname};
+        if (v6.empty() && i.address.rfind("fe80:", 0) != 0) v6 = i.address;
+      }
+    return {v6, std::string("GLOO_SOCKET_IFNAME=") + ifname};
+  }
+  const std::string host = host_name();
+  const auto self = resolve_host(host);
+  if (self.error.empty() && is_local_address(self.address, ifs))
+    return {self.address, "host name '" + host + "', GLOO_SOCKET_IFNAME unset"};
+  return {"127.0.0.1", "host name '" + host + "' is not an address of its host, so the loopback; GLOO_SOCKET_IFNAME unset"};
+}
+
+std::string unreachable_peer_address(const std::string& address) {
+  if (address.empty()) return "";
+  const auto ifs = local_interfaces();
+  if (is_loopback(address, ifs)) return "a loopback address, which reaches only its own host";
+  if (is_local_address(address, ifs)) return "an address this host has too, so a connection to it would stay here";
+  const Route r = route_to(address, 0, ifs);
+  if (!r.error.empty()) return "this host has no route to it (" + r.error + ")";
+  return "";
 }
 
 }  // namespace crosstrain::dist

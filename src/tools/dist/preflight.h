@@ -27,8 +27,10 @@ struct PreflightOptions {
   std::vector<std::string> interface_variables = {"GLOO_SOCKET_IFNAME", "NCCL_SOCKET_IFNAME", "HCCL_SOCKET_IFNAME"};
   bool gloo = true;  // Gloo gives its peers an address: check it on a job of several nodes
   // Also what only usually fails: rank 0 (hosting the store) whose MASTER_ADDR is not its own, a
-  // taken MASTER_PORT. A process group leaves these to the store, which may still work (a service
-  // address that leads back to this host).
+  // taken MASTER_PORT, a *_SOCKET_IFNAME off MASTER_ADDR's network. A process group leaves these
+  // to what follows, which may still work (a service address that leads back to this host; a
+  // data network apart from the one MASTER_ADDR is on) and checks the addresses the ranks give
+  // each other once it knows them (unreachable_peer_address).
   bool strict = false;
 };
 
@@ -54,6 +56,20 @@ std::string interface_variable_of(const std::string& backend);
 // the process that holds the port when it is on this host).
 std::string diagnose_store(const std::string& address, int port);
 
+// The address a backend gives its peers, picked as the backend picks it. Gloo: the first address
+// of GLOO_SOCKET_IFNAME's interface, else this host's name resolved when that is an address of
+// this host, else the loopback. Empty for backends that pick it themselves (NCCL, HCCL).
+struct AdvertisedAddress {
+  std::string address;
+  std::string source;  // "GLOO_SOCKET_IFNAME=eth1", "host name 'node1'", ...
+};
+AdvertisedAddress advertised_address(const std::string& backend);
+
+// Why a process here could not connect to `address`, the address a rank on another network stack
+// gives its peers: a loopback address, an address this host has too (the connection would stay
+// here), or no route. Empty when nothing says so short of connecting.
+std::string unreachable_peer_address(const std::string& address);
+
 // "python3 (pid 4242)": the process of this host (in this pid namespace) that listens on `port`,
 // empty when there is none or it cannot be seen.
 std::string port_holder(int port);
@@ -62,5 +78,8 @@ std::string port_holder(int port);
 // processes with the same identity see each other's pids; two hosts with one host name do not
 // share it. Empty when it cannot be read.
 std::string node_identity();
+// The same for the network: boot id and network namespace. Processes with different ones reach
+// each other only through their interfaces.
+std::string network_identity();
 
 }  // namespace crosstrain::dist
