@@ -35,10 +35,10 @@ def flatten(value, label):
 
 
 class Recorder:
-    def __init__(self, cfg, torch, tracker, state, on_stop):
+    def __init__(self, cfg, torch, state, on_stop, rank_of):
         self.cfg = cfg
         self.torch = torch
-        self.tracker = tracker
+        self.rank_of = rank_of                  # () -> (rank, world size)
         self.state = state                      # the agent's report (nonfinite finding, notes)
         self.on_stop = on_stop                  # --stop-on-nonfinite: called with the finding
         self.names = ModuleNames()
@@ -120,7 +120,7 @@ class Recorder:
         self._hooks = []
 
     def _open_window(self):
-        if not self.selected_rank(self.rank()) and not self.cfg.stop_on_nonfinite:
+        if not self.selected_rank(self.rank_of()[0]) and not self.cfg.stop_on_nonfinite:
             self.armed = False
             self.finished = True
             self._remove_module_hooks()
@@ -229,28 +229,12 @@ class Recorder:
         self._loss_log = []
 
     # -- records ------------------------------------------------------------------------------------
-    def rank(self):
-        for var in ("RANK",):
-            if os.environ.get(var, "").isdigit():
-                return int(os.environ[var])
-        dist = getattr(self.torch, "distributed", None)
-        if dist is not None and dist.is_available() and dist.is_initialized():
-            return dist.get_rank()
-        return 0
-
-    def world_size(self):
-        if os.environ.get("WORLD_SIZE", "").isdigit():
-            return int(os.environ["WORLD_SIZE"])
-        dist = getattr(self.torch, "distributed", None)
-        if dist is not None and dist.is_available() and dist.is_initialized():
-            return dist.get_world_size()
-        return 1
-
     def dump_file(self):
         if self.file is None and self.cfg.dump:
             directory = self.cfg.dump
-            if self.world_size() > 1:
-                directory = os.path.join(directory, f"rank{self.rank()}")
+            rank, world = self.rank_of()
+            if world > 1:
+                directory = os.path.join(directory, f"rank{rank}")
             meta = dict(self.cfg.meta)
             meta.setdefault("level", self.cfg.dump_level)
             self.file = DumpFile(directory, self.cfg.dump_mode, self.cfg.producer, meta,

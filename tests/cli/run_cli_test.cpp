@@ -130,6 +130,29 @@ INSTANTIATE_TEST_SUITE_P(
                       std::pair<std::string, std::string>{"train_segmentation.py", "backbone.4.block.1"}),
     [](const auto& info) { return info.param.first.substr(6, info.param.first.size() - 9); });
 
+// The losses a script prints, one per step ("step N loss X").
+std::vector<std::string> printed_losses(const std::string& output) {
+  std::vector<std::string> out;
+  size_t at = 0;
+  while ((at = output.find(" loss ", at)) != std::string::npos) {
+    const size_t end = output.find('\n', at);
+    out.push_back(output.substr(at + 6, end - at - 6));
+    at = end;
+  }
+  return out;
+}
+
+TEST(RunCli, RecordingEveryOperatorLeavesTheLossesBitwiseEqual) {
+  // GPT-2 with dropout: the dispatch mode and the statistics must not draw from any generator.
+  const auto dir = scratch_dir("run_bitwise");
+  auto plain = run_script(dir, "--seed 0", "train_gpt2.py", "--steps 3");
+  auto dumped = run_script(dir, "--seed 0 --dump d --dump-level both --dump-steps 0-2", "train_gpt2.py", "--steps 3");
+  ASSERT_EQ(plain.exit_code, 0) << plain.output;
+  ASSERT_EQ(dumped.exit_code, 0) << dumped.output;
+  EXPECT_EQ(printed_losses(plain.output).size(), 3u) << plain.output;
+  EXPECT_EQ(printed_losses(plain.output), printed_losses(dumped.output));
+}
+
 TEST(RunCli, WithoutASeedTheScriptsOwnRandomnessMakesRunsDiffer) {
   // The scripts seed nothing: what --seed adds is what makes the runs above identical.
   const auto dir = scratch_dir("run_noseed");

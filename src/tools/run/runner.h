@@ -38,4 +38,7 @@ std::string find_agent_dir(const std::string& self_exe);
 // a dump); throws std::invalid_argument when dir holds a dump and overwrite is false.
 void prepare_dump_dir(const std::string& dir, bool overwrite);
 
+// The same for a --profile folder: cycle<N>/ folders from an earlier run need overwrite.
+void prepare_profile_dir(const std::string& dir, bool overwrite);
+
 }  // namespace crosstrain::run
