@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <array>
 #include <cstdio>
 #include <filesystem>
@@ -21,8 +22,8 @@ struct Result {
   std::string out;  // stdout and stderr
 };
 
-Result run(const std::string& args) {
-  std::string cmd = std::string(CROSSTRAIN_BINARY) + " " + args + " 2>&1";
+Result run_shell(const std::string& command) {
+  std::string cmd = command + " 2>&1";
   Result r{-1, ""};
   FILE* p = popen(cmd.c_str(), "r");
   if (!p) return r;
@@ -33,6 +34,8 @@ Result run(const std::string& args) {
   r.code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   return r;
 }
+
+Result run(const std::string& args) { return run_shell(std::string(CROSSTRAIN_BINARY) + " " + args); }
 
 std::string slurp(const fs::path& p) {
   std::ifstream in(p);
@@ -236,3 +239,36 @@ TEST(CliAnalyze, GzipLimitFlag) {
   EXPECT_NE(refused.out.find("--max-inflated-mib"), std::string::npos) << refused.out;
   EXPECT_EQ(run("analyze --max-inflated-mib 2 " + (dir / "t.json.gz").string()).code, 0);
 }
+
+// A trace that a profiler truncates while analyze reads it (the file is being rewritten): exit 0
+// with what was read whole, or exit 1 with one line, never a crash. A mapped file died of SIGBUS
+// (exit 135) when the parser reached the pages the truncation took away.
+TEST(CliAnalyze, ATraceTruncatedWhileReadIsNeverACrash) {
+  auto dir = temp_dir("shrinking");
+  const fs::path base = dir / "base.json", trace = dir / "trace.json";
+  {
+    std::ofstream out(base);
+    out << R"({"traceEvents": [{"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#1", "pid": 1, "tid": 1, "ts": 0, "dur": 9000000})";
+    for (int i = 0; i < 600000; ++i)
+      out << ",\n{\"ph\": \"X\", \"cat\": \"cpu_op\", \"name\": \"aten::add\", \"pid\": 1, \"tid\": 1, \"ts\": " << 10 + 10 * i
+          << ", \"dur\": 5, \"args\": {\"External id\": " << i << "}}";
+    out << "]}";
+  }
+  ASSERT_GT(fs::file_size(base), size_t{64} << 20);
+  for (const char* delay : {"0.02", "0.05", "0.1", "0.2", "0.4"}) {
+    SCOPED_TRACE(delay);
+    fs::copy_file(base, trace, fs::copy_options::overwrite_existing);
+    const std::string sh = "cd " + dir.string() + " && (" + std::string(CROSSTRAIN_BINARY) +
+                           " analyze trace.json --top 1 > out.txt 2>&1; echo $? > rc.txt) & sleep " + delay +
+                           "; truncate -s 1048576 " + trace.string() + "; wait";
+    ASSERT_EQ(std::system(("sh -c '" + sh + "'").c_str()), 0);
+    const int rc = std::stoi(slurp(dir / "rc.txt"));
+    const std::string out = slurp(dir / "out.txt");
+    EXPECT_TRUE(rc == 0 || rc == 1) << "exit " << rc << ": " << out.substr(0, 300);
+    if (rc == 1) {
+      EXPECT_EQ(std::count(out.begin(), out.end(), '\n'), 1) << out;
+      EXPECT_NE(out.find("trace.json"), std::string::npos) << out;
+    }
+  }
+}
+

@@ -2,7 +2,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <zlib.h>
@@ -11,7 +10,9 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <map>
 #include <memory>
+#include <new>
 #include <thread>
 #include <unordered_map>
 
@@ -83,23 +84,45 @@ std::string inflate_file(const std::string& path, uint64_t file_size, uint64_t l
   return data;  // std::string keeps a NUL at data()[size()]: the scanner's sentinel
 }
 
-// Reads a whole plain file; leaves a NUL after the content.
-std::string read_plain_file(const std::string& path) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-  if (fd < 0) throw std::runtime_error(path + ": cannot open");
-  std::unique_ptr<int, void (*)(int*)> guard(&fd, [](int* f) { ::close(*f); });
-  struct stat st {};
-  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) throw std::runtime_error(path + ": not a regular file");
-  std::string data(static_cast<size_t>(st.st_size), '\0');
-  size_t got = 0;
-  while (got < data.size()) {
-    ssize_t n = ::read(fd, &data[got], data.size() - got);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) throw std::runtime_error(path + ": read error");
-    got += static_cast<size_t>(n);
+// A whole plain file read into memory, with a NUL after the content for the scanner's sentinel.
+// Read, not mapped: a mapped file that another process truncates (a profiler rewriting its trace)
+// kills the reader with SIGBUS when it touches the lost pages; a read sees the file shrink and
+// says so. Uninitialised on allocation, so the bytes are touched once, by the read.
+class FileBytes {
+ public:
+  explicit FileBytes(const std::string& path) {
+    int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0) throw std::runtime_error(path + ": cannot open");
+    std::unique_ptr<int, void (*)(int*)> guard(&fd, [](int* f) { ::close(*f); });
+    struct stat st {};
+    if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) throw std::runtime_error(path + ": not a regular file");
+    const auto expected = static_cast<size_t>(st.st_size);
+    try {
+      data_.reset(new char[expected + 1]);
+    } catch (const std::bad_alloc&) {
+      throw std::runtime_error(path + ": " + std::to_string(expected) + " bytes do not fit in memory");
+    }
+    while (size_ < expected) {
+      ssize_t n = ::read(fd, data_.get() + size_, expected - size_);
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0) throw std::runtime_error(path + ": read error after " + std::to_string(size_) + " bytes");
+      if (n == 0) break;
+      size_ += static_cast<size_t>(n);
+    }
+    data_[size_] = '\0';
+    if (::fstat(fd, &st) != 0 || static_cast<size_t>(st.st_size) != expected || size_ != expected)
+      throw std::runtime_error(path + ": the file changed size while it was read (" + std::to_string(expected) +
+                               " bytes when opened, " +
+                               std::to_string(size_ != expected ? size_ : static_cast<size_t>(st.st_size)) +
+                               " when read): is a profiler still writing it? Analyze it once it is complete");
   }
-  return data;
-}
+  const char* data() const { return data_.get(); }
+  size_t size() const { return size_; }
+
+ private:
+  std::unique_ptr<char[]> data_;
+  size_t size_ = 0;
+};
 
 // Appends a separately parsed later part of the same trace: strings and threads are re-interned,
 // times moved onto this trace's time base.
@@ -218,46 +241,11 @@ void parse_into(const char* data, size_t size, const std::string& name, const Re
   classify_spans(t);
 }
 
-// A plain file mapped read-only: no copy, and the kernel zero-fills the tail of the last page,
-// which gives the scanner its NUL sentinel for free. Files ending exactly on a page boundary
-// (no tail) and files that cannot be mapped are read instead.
-class MappedFile {
- public:
-  explicit MappedFile(const std::string& path) {
-    int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-    if (fd < 0) return;
-    struct stat st {};
-    long page = ::sysconf(_SC_PAGESIZE);
-    if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 2 && page > 0 && st.st_size % page != 0) {
-      void* p = ::mmap(nullptr, static_cast<size_t>(st.st_size), PROT_READ, MAP_PRIVATE, fd, 0);
-      if (p != MAP_FAILED) {
-        const auto* bytes = static_cast<const unsigned char*>(p);
-        if (bytes[0] == 0x1f && bytes[1] == 0x8b) {
-          ::munmap(p, static_cast<size_t>(st.st_size));  // gzip: inflate through the read path
-          gzip_ = true;
-        } else {
-          ::madvise(p, static_cast<size_t>(st.st_size), MADV_SEQUENTIAL);
-          data_ = static_cast<const char*>(p);
-          size_ = static_cast<size_t>(st.st_size);
-        }
-      }
-    }
-    ::close(fd);
-  }
-  ~MappedFile() {
-    if (data_ != nullptr) ::munmap(const_cast<char*>(data_), size_);
-  }
-  MappedFile(const MappedFile&) = delete;
-  MappedFile& operator=(const MappedFile&) = delete;
-  const char* data() const { return data_; }
-  size_t size() const { return size_; }
-  bool gzip() const { return gzip_; }
-
- private:
-  bool gzip_ = false;
-  const char* data_ = nullptr;
-  size_t size_ = 0;
-};
+bool is_gzip_file(const std::string& path) {
+  std::unique_ptr<FILE, int (*)(FILE*)> f(std::fopen(path.c_str(), "rb"), &std::fclose);
+  unsigned char magic[2] = {0, 0};
+  return f && std::fread(magic, 1, 2, f.get()) == 2 && magic[0] == 0x1f && magic[1] == 0x8b;
+}
 
 }  // namespace
 
@@ -269,30 +257,19 @@ Trace parse_trace(std::string_view data, const std::string& name, const ReadOpti
   return t;
 }
 
-bool is_gzip_file(const std::string& path) {
-  std::unique_ptr<FILE, int (*)(FILE*)> f(std::fopen(path.c_str(), "rb"), &std::fclose);
-  unsigned char magic[2] = {0, 0};
-  return f && std::fread(magic, 1, 2, f.get()) == 2 && magic[0] == 0x1f && magic[1] == 0x8b;
-}
-
 Trace read_trace_file(const std::string& path, const ReadOptions& options) {
   require_regular_file(path);
   Trace t;
   t.path = path;
-  MappedFile mapped(path);
-  if (mapped.data() != nullptr) {
-    parse_into(mapped.data(), mapped.size(), path, options, t);
+  if (!is_gzip_file(path)) {
+    FileBytes bytes(path);
+    parse_into(bytes.data(), bytes.size(), path, options, t);
     return t;
   }
-  std::string bytes;
-  if (mapped.gzip() || is_gzip_file(path)) {
-    std::error_code ec;
-    uint64_t size = std::filesystem::file_size(path, ec);
-    bytes = inflate_file(path, ec ? 0 : size, options.max_inflated_bytes);
-  } else {
-    bytes = read_plain_file(path);
-  }
-  parse_into(bytes.c_str(), bytes.size(), path, options, t);
+  std::error_code ec;
+  const uint64_t size = std::filesystem::file_size(path, ec);
+  const std::string inflated = inflate_file(path, ec ? 0 : size, options.max_inflated_bytes);
+  parse_into(inflated.c_str(), inflated.size(), path, options, t);
   return t;
 }
 
