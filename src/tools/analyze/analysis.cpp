@@ -65,14 +65,20 @@ void compute_operators(const Trace& t, const SpanLinks& L, const AnalyzeOptions&
     int32_t op = canonical(L.device_op[static_cast<size_t>(d)]);
     if (op == kNoSpan) continue;
     double dur = t.spans[static_cast<size_t>(d)].dur;
-    device_of_op[op].first += dur;
-    // Every operator up the stack launched this work.
-    for (int32_t a = op; a != kNoSpan;) {
-      device_of_op[a].second += dur;
-      launched[static_cast<size_t>(a)] = 1;
-      int32_t p = L.parent[static_cast<size_t>(a)];
-      a = p == kNoSpan ? kNoSpan : L.op_of[static_cast<size_t>(p)];
-    }
+    auto& e = device_of_op[op];
+    e.first += dur, e.second += dur;
+    launched[static_cast<size_t>(op)] = 1;
+  }
+  // Every operator up the stack launched that work too: children before parents, each adds its
+  // total to the operator above it once (a walk up per piece of work would be quadratic in depth).
+  for (auto it = L.host_order.rbegin(); it != L.host_order.rend(); ++it) {
+    const auto i = static_cast<size_t>(*it);
+    if (t.spans[i].kind != SpanKind::CpuOp || !launched[i] || L.parent[i] == kNoSpan) continue;
+    const int32_t above = L.op_of[static_cast<size_t>(L.parent[i])];
+    if (above == kNoSpan) continue;
+    launched[static_cast<size_t>(above)] = 1;
+    auto own = device_of_op.find(static_cast<int32_t>(i));
+    if (own != device_of_op.end()) device_of_op[above].second += own->second.second;
   }
 
   std::unordered_map<uint64_t, size_t> rows;
