@@ -140,14 +140,39 @@ void compute_device_views(const Trace& t, const SpanLinks& L, const std::vector<
     busy_until = std::max(busy_until, d.end());
   }
 
-  // Online compilation: the runtime call, charged to the operator that made it.
+  // Runtime calls by name; allocations and frees; online compilation, charged to the operator
+  // that made it. Times are clipped to the step windows.
+  std::unordered_map<uint32_t, NamedTotal> runtime;
+  std::map<std::string, NamedTotal> allocator;
+  std::vector<std::pair<double, double>> allocating;
   for (size_t i = 0; i < t.spans.size(); ++i) {
     const Span& s = t.spans[i];
-    if (s.kind != SpanKind::Runtime || !names(s.name).online_compile || window_of(windows, s.ts) < 0) continue;
+    if (s.kind != SpanKind::Runtime) continue;
+    const int k = window_of(windows, s.ts);
+    if (k < 0) continue;
+    const StepWindow& w = windows[static_cast<size_t>(k)];
+    const double a = std::max(s.ts, w.start), b = std::max(a, std::min(s.end(), w.end));
+    auto& r = runtime[s.name];
+    r.name = t.strings.str(s.name);
+    ++r.count;
+    r.total_us += b - a;
+    const NameInfo& info = names(s.name);
+    if (info.allocator_call) {
+      add(allocator, r.name, b - a);
+      allocating.emplace_back(a, b);
+    }
+    if (!info.online_compile) continue;
     int32_t op = L.op_of[i];
-    add(compile, op != kNoSpan ? t.strings.str(t.spans[static_cast<size_t>(op)].name) : t.strings.str(s.name), s.dur);
+    add(compile, op != kNoSpan ? t.strings.str(t.spans[static_cast<size_t>(op)].name) : r.name, s.dur);
     out.online_compile_us += s.dur;
   }
+  for (auto& [id, r] : runtime) out.runtime_calls.push_back(std::move(r));
+  std::sort(out.runtime_calls.begin(), out.runtime_calls.end(), [](const NamedTotal& a, const NamedTotal& b) {
+    return a.total_us != b.total_us ? a.total_us > b.total_us : a.name < b.name;
+  });
+  if (out.runtime_calls.size() > 20) out.runtime_calls.resize(20);
+  out.allocator_calls = ranked(allocator);
+  out.allocator_us = union_length(allocating);
 
   for (auto& [n, k] : kernels) out.top_kernels.push_back(k);
   std::sort(out.top_kernels.begin(), out.top_kernels.end(), [](const KernelStats& a, const KernelStats& b) {

@@ -80,9 +80,42 @@ bool is_communication_name(std::string_view n) {
                     "reduce_scatter", "reducescatter", "alltoall", "all_to_all", "record_param_comms", "sendrecv"});
 }
 
+namespace {
+
+// CUDA's and HIP's documentation: these frees (and cudaFreeArray) synchronize the device before
+// they return; the stream-ordered ones (cudaFreeAsync, hipFreeAsync) do not.
+bool is_synchronizing_free_name(std::string_view n) {
+  for (std::string_view f : {"cudaFree", "cudaFreeHost", "cudaFreeArray", "cudaFreeMipmappedArray", "cuMemFree",
+                             "cuMemFree_v2", "cuMemFreeHost", "hipFree", "hipFreeHost", "hipHostFree",
+                             "hipFreeArray"})
+    if (n == f) return true;
+  return false;
+}
+
+}  // namespace
+
 bool is_host_sync_name(std::string_view n) {
   return n == "aten::item" || n == "aten::_local_scalar_dense" || contains_ci(n, "synchronize") ||
-         n == "aclrtSynchronizeStream" || n == "AscendCL@aclrtSynchronizeStream";
+         is_synchronizing_free_name(n);
+}
+
+bool is_allocator_call_name(std::string_view n) {
+  // The Ascend profiler prefixes its CANN calls ("AscendCL@aclrtMalloc").
+  if (starts_with(n, "AscendCL@")) n.remove_prefix(9);
+  for (std::string_view p : {"cudaMalloc", "cudaFree", "cudaHostAlloc", "cudaHostRegister", "cudaHostUnregister",
+                             "cuMemAlloc", "cuMemFree", "cuMemHostAlloc", "cuMemCreate", "cuMemRelease",
+                             "hipMalloc", "hipFree", "hipHostMalloc", "hipHostFree", "hipExtMallocWithFlags",
+                             "aclrtMalloc", "aclrtFree"})
+    if (starts_with(n, p)) return !contains_ci(n, "async");  // stream-ordered calls return at once
+  return false;
+}
+
+bool is_mode_identity_name(std::string_view n) {
+  for (std::string_view d : {"aten::dropout", "aten::dropout_", "aten::feature_dropout", "aten::feature_dropout_",
+                             "aten::alpha_dropout", "aten::alpha_dropout_", "aten::feature_alpha_dropout",
+                             "aten::feature_alpha_dropout_"})
+    if (n == d) return true;
+  return false;
 }
 
 bool is_data_loading_name(std::string_view n) { return n == "data_wait" || contains_ci(n, "dataloader"); }
@@ -154,6 +187,8 @@ const NameInfo& NameInfoCache::operator()(uint32_t id) {
     i.type = op_type_of(n);
     i.memcpy = contains_ci(n, "memcpy");
     i.memset = contains_ci(n, "memset");
+    i.allocator_call = is_allocator_call_name(n);
+    i.mode_identity = is_mode_identity_name(n);
     i.ai_cpu = n == "AI_CPU";
     i.sync_task = starts_with(n, "EVENT_") || starts_with(n, "NOTIFY_") || n == "STREAM_WAIT" || n == "WAIT";
     i.fp32_input = is_fp32_input(n);

@@ -26,9 +26,17 @@ OpType op_type_of(std::string_view name);
 
 bool is_communication_name(std::string_view name);   // NCCL/HCCL/gloo collectives, c10d ops
 // Calls that block the host until the device catches up: aten::item, aten::_local_scalar_dense,
-// *synchronize* (cudaStreamSynchronize, aclrtSynchronizeStream ...). cudaEventQuery and
-// cudaStreamQuery only poll and return at once: not syncs.
+// *synchronize* (cudaStreamSynchronize, aclrtSynchronizeStream ...), and the device frees that
+// wait for all work first (cudaFree, hipFree, cudaFreeHost ...; not cudaFreeAsync). cudaEventQuery
+// and cudaStreamQuery only poll and return at once: not syncs.
 bool is_host_sync_name(std::string_view name);
+// Runtime calls that allocate or release device or pinned host memory (cudaMalloc, cudaFree,
+// hipMalloc, hipFree, cudaHostAlloc, aclrtMalloc, aclrtFree ...): with PyTorch's caching
+// allocator working they are rare; every step paying for them means it is off or thrashing.
+bool is_allocator_call_name(std::string_view name);
+// Operators that are the identity in some modes and then launch nothing on purpose: dropout in
+// eval mode or with p=0 (aten::dropout, feature_dropout, alpha_dropout ...).
+bool is_mode_identity_name(std::string_view name);
 bool is_data_loading_name(std::string_view name);    // data_wait, DataLoader iterators
 bool is_profiler_step_name(std::string_view name);   // "ProfilerStep#N"
 // Autograd's bookkeeping around the real operators: "AddBackward0",
@@ -53,6 +61,8 @@ struct NameInfo {
   bool pageable_copy = false;
   bool memcpy = false;           // device activity named like a copy ("Memcpy HtoD", Ascend MEMCPY tasks)
   bool memset = false;
+  bool allocator_call = false;
+  bool mode_identity = false;
   bool ai_cpu = false;           // as an Ascend "Task Type": AI_CPU
   bool sync_task = false;        // as an Ascend "Task Type": EVENT_RECORD, EVENT_WAIT, NOTIFY_WAIT ... (markers, not work)
   bool fp32_input = false;       // when the string is an "Input type" list: see is_fp32_input

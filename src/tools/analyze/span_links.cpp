@@ -150,21 +150,23 @@ SpanLinks link_spans(const Trace& t) {
 
   // Runtime calls recorded in a process of their own (Ascend's CANN track) share the thread id of
   // the host thread that made them: find the operator there by time containment.
+  // Its outermost calls get that span as their caller.
   std::unordered_map<int64_t, std::vector<uint32_t>> tracks_by_tid;
   for (uint32_t k = 0; k < t.tracks.size(); ++k)
     if (!host[k].empty()) tracks_by_tid[t.tracks[k].key.tid].push_back(k);
+  L.caller.assign(n, kNoSpan);
   for (size_t i = 0; i < n; ++i) {
     const Span& ls = t.spans[i];
-    if (ls.kind != SpanKind::Runtime || L.op_of[i] != kNoSpan) continue;
+    if (ls.kind != SpanKind::Runtime || (L.op_of[i] != kNoSpan && L.parent[i] != kNoSpan)) continue;
     auto it = tracks_by_tid.find(t.tracks[ls.track].key.tid);
     if (it == tracks_by_tid.end()) continue;
     for (uint32_t k : it->second) {
       if (k == ls.track) continue;
-      int32_t h = innermost_host(k, ls.ts);
-      if (h != kNoSpan && L.op_of[static_cast<size_t>(h)] != kNoSpan) {
+      const int32_t h = innermost_host(k, ls.ts);
+      if (L.op_of[i] == kNoSpan && h != kNoSpan && L.op_of[static_cast<size_t>(h)] != kNoSpan)
         L.op_of[i] = L.op_of[static_cast<size_t>(h)];  // the call stays the launcher
-        break;
-      }
+      if (L.parent[i] == kNoSpan && L.caller[i] == kNoSpan) L.caller[i] = enclosing_host(k, ls.ts, ls.end());
+      if (L.op_of[i] != kNoSpan && (L.parent[i] != kNoSpan || L.caller[i] != kNoSpan)) break;
     }
   }
   for (size_t i = 0; i < n; ++i) {

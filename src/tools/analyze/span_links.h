@@ -24,6 +24,10 @@ struct SpanLinks {
   std::vector<int32_t> op_of;         // innermost CpuOp at or above a host span (kNoSpan if none)
   std::vector<double> child_us;       // summed duration of direct host-tree children
   std::vector<uint32_t> child_count;  // number of direct host-tree children
+  // For a runtime call recorded in a process of its own (Ascend's CANN track, which shares the
+  // thread id of the host thread that made it): the innermost host span around it on that thread.
+  // kNoSpan otherwise. The call's place in its caller's tree, for nesting rules across processes.
+  std::vector<int32_t> caller;
   // Host-tree spans, parents before children (each thread's spans in start order).
   std::vector<int32_t> host_order;
   std::vector<int32_t> device_order;  // device spans sorted by start
