@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <array>
 #include <cstdio>
@@ -42,6 +44,26 @@ std::string slurp(const fs::path& p) {
   std::stringstream ss;
   ss << in.rdbuf();
   return ss.str();
+}
+
+// The command's exit code, output, and peak RSS through /usr/bin/time (which forks from its own
+// small process, so the figure is the command's own).
+struct RssResult {
+  int code = -1;
+  std::string out;
+  long peak_kib = -1;
+};
+RssResult run_command_rss(const std::string& args) {
+  const fs::path rss = fs::temp_directory_path() / ("crosstrain_cli_analyze_rss_" + std::to_string(::getpid()));
+  Result r = run_shell("/usr/bin/time -f %M -o " + rss.string() + " " + std::string(CROSSTRAIN_BINARY) + " " + args);
+  RssResult o{r.code, r.out, -1};
+  std::ifstream in(rss);
+  std::string line, last;
+  while (std::getline(in, line))
+    if (!line.empty()) last = line;
+  if (!last.empty()) o.peak_kib = std::stol(last);
+  fs::remove(rss);
+  return o;
 }
 
 fs::path temp_dir(const std::string& name) {
@@ -207,8 +229,7 @@ TEST(CliAnalyze, OldGenerationDiffReportsTheChange) {
 TEST(CliAnalyze, AscendFolderWithNotesAndViews) {
   auto r = run("analyze " + kData + "ascend_pt/node0_1001_20240101_ascend_pt");
   EXPECT_EQ(r.code, 0) << r.out;
-  EXPECT_NE(r.out.find("skipped "), std::string::npos) << r.out;
-  EXPECT_NE(r.out.find("communication.json: not a trace"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("skipped "), std::string::npos) << r.out;  // the side files are not traces
   EXPECT_NE(r.out.find("Top kernels"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("[ai_cpu_fallback]"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("evidence: "), std::string::npos) << r.out;
@@ -238,6 +259,31 @@ TEST(CliAnalyze, GzipLimitFlag) {
   EXPECT_EQ(refused.code, 1);
   EXPECT_NE(refused.out.find("--max-inflated-mib"), std::string::npos) << refused.out;
   EXPECT_EQ(run("analyze --max-inflated-mib 2 " + (dir / "t.json.gz").string()).code, 0);
+}
+
+// A communication.json cut short is a note; the rest of the run is analyzed (exit 0).
+TEST(CliAnalyze, TruncatedAscendSideFileIsANote) {
+  auto dir = temp_dir("ascend_cut");
+  fs::copy(kData + "ascend_runs/level1", dir / "level1", fs::copy_options::recursive);
+  int cut = 0;
+  for (const auto& e : fs::recursive_directory_iterator(dir))
+    if (e.path().filename() == "communication.json") fs::resize_file(e.path(), 100), ++cut;
+  ASSERT_EQ(cut, 2);
+  auto r = run("analyze " + (dir / "level1").string());
+  EXPECT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("communication.json: not valid JSON at byte"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("Ascend step_trace_time.csv (rank 1)"), std::string::npos) << r.out;
+}
+
+// Only the database export: exit 1, one line saying how to get the text export.
+TEST(CliAnalyze, AscendDatabaseExportOnly) {
+  auto dir = temp_dir("ascend_db");
+  fs::create_directories(dir / "node0_1_20260101_ascend_pt" / "ASCEND_PROFILER_OUTPUT");
+  std::ofstream(dir / "node0_1_20260101_ascend_pt" / "ASCEND_PROFILER_OUTPUT" / "ascend_pytorch_profiler_0.db") << "x";
+  auto r = run("analyze " + dir.string());
+  EXPECT_EQ(r.code, 1) << r.out;
+  EXPECT_NE(r.out.find("export_type=\"text\""), std::string::npos) << r.out;
+  EXPECT_EQ(std::count(r.out.begin(), r.out.end(), '\n'), 1) << r.out;
 }
 
 // A trace that a profiler truncates while analyze reads it (the file is being rewritten): exit 0
@@ -272,3 +318,28 @@ TEST(CliAnalyze, ATraceTruncatedWhileReadIsNeverACrash) {
   }
 }
 
+// kernel_details.csv is read one record at a time: a 48 MB file costs kilobytes, not gigabytes
+// (a table of strings took ~33x the file).
+TEST(CliAnalyze, BigAscendCsvInLittleMemory) {
+#ifdef __SANITIZE_ADDRESS__
+  GTEST_SKIP() << "AddressSanitizer's shadow memory counts in the RSS (scripts/sanitize.sh)";
+#endif
+  auto dir = temp_dir("ascend_big_csv");
+  const fs::path out = dir / "node0_1_20260101_ascend_pt" / "ASCEND_PROFILER_OUTPUT";
+  fs::create_directories(out);
+  fs::copy_file(kData + "ascend_runs/level1/node0_39560_202601010000010_ascend_pt/ASCEND_PROFILER_OUTPUT/trace_view.json",
+                out / "trace_view.json");
+  {
+    std::ofstream csv(out / "kernel_details.csv");
+    csv << "Step Id,Device_id,Name,Type,Accelerator Core,Start Time(us),Duration(us),Wait Time(us),Block Num,Input Shapes\n";
+    for (int i = 0; i < 550000; ++i)
+      csv << "1,0,MatMulV2_" << i % 500 << ",MatMulV2,AI_CORE,17672256000" << 10000 + i << ".000\t,12.5,0.5,20,"
+          << "\"64,1024;1024,1024\"\n";
+  }
+  ASSERT_GT(fs::file_size(out / "kernel_details.csv"), size_t{45} << 20);
+  auto r = run_command_rss("analyze " + dir.string() + " --top 1");
+  EXPECT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("AI_CORE 550,000 tasks"), std::string::npos) << r.out.substr(0, 2000);
+  EXPECT_GT(r.peak_kib, 0);
+  EXPECT_LT(r.peak_kib, 64 * 1024) << "peak RSS, KiB";
+}

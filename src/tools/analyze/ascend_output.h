@@ -13,9 +13,11 @@
 //                          Wait / Synchronization Time(ms)) and bandwidth per transport.
 //   communication_matrix.json  per step, per collective, per "src-dst" link: "Transport Type",
 //                          "Transit Size(MB)", "Transit Time(ms)", "Bandwidth(GB/s)".
-// msprof writes big numbers with a trailing tab (so spreadsheets keep the digits): cells are
-// trimmed of spaces and tabs. A file that is missing is simply absent; one that cannot be read
-// adds a note and is skipped.
+// CSV files are read as RFC 4180, one record at a time (memory is one record, not the file); msprof
+// writes big numbers with a trailing tab (so spreadsheets keep the digits): cells are trimmed of
+// spaces and tabs. A number must be a plain non-negative decimal: a row whose cell is not (hex,
+// inf, a sign, text) is left out and the file's note names the first such cells. A file that is
+// missing is simply absent; one that cannot be read adds a note and is skipped.
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>

@@ -286,25 +286,52 @@ int rank_folder_number(const std::string& name) {
   return digits.find_first_not_of("0123456789") == std::string::npos ? std::stoi(digits) : -1;
 }
 
-// Trace candidates in a folder: its JSON files, or, for an Ascend output folder, the JSON files of
-// its ASCEND_PROFILER_OUTPUT/; sub-folders that are Ascend output folders or rank<N>/ folders (one
-// per rank) too.
-void collect_candidates(const fs::path& dir, std::vector<std::string>& files, int depth) {
+constexpr const char* kAscendOutput = "ASCEND_PROFILER_OUTPUT";
+// How deep below the folder given runs are looked for: runs/level1/<host>_ascend_pt/ is two.
+constexpr int kMaxRunDepth = 3;
+
+struct Candidates {
+  std::vector<std::string> files;
+  std::vector<std::string> db_only;  // Ascend output folders with the database export only
+};
+
+// An Ascend output folder holds one trace, trace_view.json; its other JSON files (communication.json,
+// communication_matrix.json ...) are summaries, read by ascend_output with a note when broken.
+// torch_npu's export_type=db writes ascend_pytorch_profiler[_<rank>].db instead.
+void collect_ascend_output(const fs::path& out, Candidates& c) {
   std::error_code ec;
-  fs::path ascend = dir / "ASCEND_PROFILER_OUTPUT";
-  if (fs::is_directory(ascend, ec)) return collect_candidates(ascend, files, depth + 1);
-  std::vector<fs::path> subdirs;
+  if (fs::is_regular_file(out / "trace_view.json", ec)) return c.files.push_back((out / "trace_view.json").string());
+  for (const auto& entry : fs::directory_iterator(out, ec)) {
+    const std::string name = entry.path().filename().string();
+    if (name.rfind("ascend_pytorch_profiler", 0) == 0 && has_suffix(name, ".db")) return c.db_only.push_back(out.string());
+  }
+}
+
+// Trace candidates in a folder: its JSON files, or, for an Ascend output folder, its trace_view.json;
+// sub-folders that are Ascend output folders or rank<N>/ folders (one per rank) too, and, a few
+// levels down, plain folders holding such folders (several runs side by side: level0/, level1/).
+void collect_candidates(const fs::path& dir, Candidates& c, int depth, bool own_json) {
+  std::error_code ec;
+  if (dir.filename() == kAscendOutput) return collect_ascend_output(dir, c);
+  if (fs::is_directory(dir / kAscendOutput, ec)) return collect_ascend_output(dir / kAscendOutput, c);
+  std::vector<fs::path> ranks, plain;
   for (const auto& entry : fs::directory_iterator(dir, ec)) {
     std::string name = entry.path().filename().string();
     std::error_code e2;
-    if (entry.is_regular_file(e2) && is_json_name(name)) files.push_back(entry.path().string());
-    else if (depth == 0 && entry.is_directory(e2) &&
-             (fs::is_directory(entry.path() / "ASCEND_PROFILER_OUTPUT", e2) || rank_folder_number(name) >= 0))
-      subdirs.push_back(entry.path());
+    if (entry.is_regular_file(e2)) {
+      if (own_json && is_json_name(name)) c.files.push_back(entry.path().string());
+    } else if (depth < kMaxRunDepth && entry.is_directory(e2)) {
+      if (fs::is_directory(entry.path() / kAscendOutput, e2) || rank_folder_number(name) >= 0)
+        ranks.push_back(entry.path());
+      else if (depth + 1 < kMaxRunDepth && !entry.is_symlink(e2))  // a link back up would list runs twice
+        plain.push_back(entry.path());
+    }
   }
   if (ec) throw std::runtime_error(dir.string() + ": cannot list: " + ec.message());
-  std::sort(subdirs.begin(), subdirs.end());
-  for (const auto& d : subdirs) collect_candidates(d, files, depth + 1);
+  std::sort(ranks.begin(), ranks.end());
+  std::sort(plain.begin(), plain.end());
+  for (const auto& d : ranks) collect_candidates(d, c, kMaxRunDepth, true);
+  for (const auto& d : plain) collect_candidates(d, c, depth + 1, false);
 }
 
 // An Ascend trace's rank: torch_npu writes profiler_info_<rank>.json (distributed runs) next to
@@ -327,6 +354,13 @@ int ascend_rank_of(const std::string& trace_path) {
 
 }  // namespace
 
+std::string run_folder_of(const std::string& trace_path) {
+  fs::path p = fs::path(trace_path).parent_path();
+  if (p.filename() == kAscendOutput) return p.parent_path().parent_path().string();
+  if (rank_folder_number(p.filename().string()) >= 0) return p.parent_path().string();
+  return p.string();
+}
+
 std::vector<Trace> read_traces(const std::string& path, const ReadOptions& options, std::vector<std::string>* notes) {
   std::error_code ec;
   if (!fs::exists(path, ec)) throw std::runtime_error(path + ": no such file or folder");
@@ -335,11 +369,22 @@ std::vector<Trace> read_traces(const std::string& path, const ReadOptions& optio
     one.push_back(read_trace_file(path, options));
     return one;
   }
-  std::vector<std::string> files;
-  collect_candidates(path, files, 0);
-  if (files.empty())
+  Candidates c;
+  collect_candidates(path, c, 0, true);
+  const std::string db_hint =
+      "crosstrain reads the text export (trace_view.json): export it with "
+      "torch_npu.profiler.profiler.analyse(\"<folder>_ascend_pt\", export_type=\"text\"), or profile with "
+      "experimental_config=torch_npu.profiler._ExperimentalConfig(export_type=[torch_npu.profiler.ExportType.Text])";
+  if (c.files.empty() && !c.db_only.empty())
+    throw std::runtime_error(c.db_only.front() + ": only the Ascend profiler's database export (ascend_pytorch_profiler*.db)" +
+                             (c.db_only.size() > 1 ? " here and in " + std::to_string(c.db_only.size() - 1) + " more" : "") +
+                             "; " + db_hint);
+  if (c.files.empty())
     throw std::runtime_error(path + ": no trace files (*.json, *.json.gz, rank<N>/ folders of them, or an Ascend "
                              "ASCEND_PROFILER_OUTPUT/) in this folder");
+  if (notes != nullptr)
+    for (const auto& d : c.db_only) notes->push_back("skipped " + d + ": only the database export (ascend_pytorch_profiler*.db)");
+  std::vector<std::string>& files = c.files;
   std::sort(files.begin(), files.end());
   std::vector<Trace> traces;
   for (const auto& f : files) {
@@ -352,9 +397,17 @@ std::vector<Trace> read_traces(const std::string& path, const ReadOptions& optio
     }
   }
   if (traces.empty()) throw std::runtime_error(path + ": none of its " + std::to_string(files.size()) + " JSON files is a trace");
-  bool ranked = std::all_of(traces.begin(), traces.end(), [](const Trace& t) { return t.rank >= 0; });
-  if (ranked)
-    std::stable_sort(traces.begin(), traces.end(), [](const Trace& a, const Trace& b) { return a.rank < b.rank; });
+  // One run after another (by folder); inside a run, by rank when every trace of it has one.
+  std::map<std::string, bool> run_ranked;
+  for (const auto& t : traces) {
+    auto [it, fresh] = run_ranked.emplace(run_folder_of(t.path), true);
+    it->second = it->second && t.rank >= 0;
+  }
+  std::stable_sort(traces.begin(), traces.end(), [&](const Trace& a, const Trace& b) {
+    const std::string ra = run_folder_of(a.path), rb = run_folder_of(b.path);
+    if (ra != rb) return ra < rb;
+    return run_ranked[ra] && a.rank < b.rank;
+  });
   return traces;
 }
 
