@@ -105,6 +105,7 @@ void run_analyze(const AnalyzeArgs& args) {
     std::string dir = analyze::ascend_output_dir_of(all[i].path);
     if (dir.empty()) continue;
     ascend[i] = analyze::read_ascend_output(dir);
+    analyze::compare_with_trace(ascend[i], all[i]);
     has_ascend[i] = true;
   }
   // Ranks are compared within a run (a folder of rank folders): level0/ and level1/ side by side

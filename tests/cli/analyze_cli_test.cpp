@@ -261,6 +261,24 @@ TEST(CliAnalyze, GzipLimitFlag) {
   EXPECT_EQ(run("analyze --max-inflated-mib 2 " + (dir / "t.json.gz").string()).code, 0);
 }
 
+// Two profiler runs side by side (level0/, level1/, each with two *_ascend_pt ranks): every run is
+// read, ranks are compared within their run, and each rank's breakdown is set against the
+// profiler's step_trace_time.csv.
+TEST(CliAnalyze, AFolderOfAscendRuns) {
+  auto dir = temp_dir("ascend_runs");
+  auto r = run("analyze --json " + (dir / "a.json").string() + " " + kData + "ascend_runs");
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("Run " + kData + "ascend_runs/level0: Ranks"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("Run " + kData + "ascend_runs/level1: Ranks"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("this trace / the profiler over 3 step(s): computing 7.155 ms / 7.155 ms"), std::string::npos)
+      << r.out;
+  EXPECT_EQ(r.out.find("they differ by up to"), std::string::npos) << r.out;
+  auto j = nlohmann::json::parse(slurp(dir / "a.json"));
+  ASSERT_EQ(j["traces"].size(), 4u);
+  EXPECT_EQ(j["traces"][3]["run"], kData + "ascend_runs/level1");
+  EXPECT_LT(j["traces"][3]["ascend"]["agreement"]["worst"].get<double>(), 0.05);
+}
+
 // A communication.json cut short is a note; the rest of the run is analyzed (exit 0).
 TEST(CliAnalyze, TruncatedAscendSideFileIsANote) {
   auto dir = temp_dir("ascend_cut");

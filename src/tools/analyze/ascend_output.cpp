@@ -258,6 +258,43 @@ AscendOutput read_ascend_output(const std::string& dir) {
   return out;
 }
 
+namespace {
+
+// "ProfilerStep#12" or "12" -> 12; -1 otherwise.
+long step_number(const std::string& label) {
+  const size_t hash = label.rfind('#');
+  const std::string digits = hash == std::string::npos ? label : label.substr(hash + 1);
+  if (digits.empty() || digits.size() > 9 || digits.find_first_not_of("0123456789") != std::string::npos) return -1;
+  return std::stol(digits);
+}
+
+}  // namespace
+
+void compare_with_trace(AscendOutput& out, const TraceAnalysis& trace) {
+  std::map<long, const StepBreakdown*> by_number;
+  for (const auto& s : trace.steps)
+    if (long n = step_number(s.label); n >= 0) by_number[n] = &s;
+  AscendAgreement g;
+  double step_us = 0;
+  for (const auto& row : out.steps) {
+    auto it = by_number.find(step_number(row.step));
+    if (it == by_number.end()) continue;
+    const StepBreakdown& s = *it->second;
+    ++g.steps;
+    step_us += s.duration_us;
+    g.computing_trace_us += s.category_us[static_cast<size_t>(StepCategory::Kernel)];
+    g.comm_trace_us += s.comm_us, g.overlapped_trace_us += s.comm_overlapped_us;
+    g.computing_csv_us += row.computing_us, g.comm_csv_us += row.comm_us, g.overlapped_csv_us += row.overlapped_us;
+  }
+  auto off = [&](double ours, double theirs) {
+    const double base = std::max(theirs, 0.01 * step_us);
+    return base > 0 ? std::fabs(ours - theirs) / base : 0.0;
+  };
+  g.worst = std::max({off(g.computing_trace_us, g.computing_csv_us), off(g.comm_trace_us, g.comm_csv_us),
+                      off(g.overlapped_trace_us, g.overlapped_csv_us)});
+  out.agreement = g;
+}
+
 nlohmann::json ascend_output_to_json(const AscendOutput& a) {
   using nlohmann::json;
   auto named = [](const std::vector<NamedTotal>& v) {
@@ -279,7 +316,12 @@ nlohmann::json ascend_output_to_json(const AscendOutput& a) {
                      {"time_ms", l.time_ms}, {"bandwidth_gbps", l.bandwidth_gbps}});
   return {{"folder", a.folder}, {"cores", named(a.cores)}, {"kernels", kernels}, {"op_statistic", named(a.op_statistic)},
           {"steps", steps}, {"collectives", colls}, {"comm_elapse_ms", a.comm_elapse_ms}, {"comm_wait_ms", a.comm_wait_ms},
-          {"comm_transit_ms", a.comm_transit_ms}, {"links", links}, {"notes", a.notes}};
+          {"comm_transit_ms", a.comm_transit_ms}, {"links", links}, {"notes", a.notes},
+          {"agreement", {{"steps", a.agreement.steps}, {"computing_trace_us", a.agreement.computing_trace_us},
+                         {"computing_csv_us", a.agreement.computing_csv_us}, {"comm_trace_us", a.agreement.comm_trace_us},
+                         {"comm_csv_us", a.agreement.comm_csv_us},
+                         {"overlapped_trace_us", a.agreement.overlapped_trace_us},
+                         {"overlapped_csv_us", a.agreement.overlapped_csv_us}, {"worst", a.agreement.worst}}}};
 }
 
 std::string render_ascend_console(const std::vector<AscendOutput>& ranks, const std::vector<int>& rank_ids) {
@@ -299,6 +341,17 @@ std::string render_ascend_console(const std::vector<AscendOutput>& ranks, const 
         t.add_row({s.step, format_us(s.computing_us), format_us(s.comm_not_overlapped_us), format_us(s.overlapped_us),
                    format_us(s.free_us)});
       out << "Ascend step_trace_time.csv (" << who << ")\n" << t.render();
+      const AscendAgreement& g = r.agreement;
+      if (g.steps > 0) {
+        auto pair = [](double ours, double theirs) { return format_us(ours) + " / " + format_us(theirs); };
+        out << "  this trace / the profiler over " << g.steps << " step(s): computing "
+            << pair(g.computing_trace_us, g.computing_csv_us) << ", communication " << pair(g.comm_trace_us, g.comm_csv_us)
+            << ", overlapped " << pair(g.overlapped_trace_us, g.overlapped_csv_us) << "\n";
+        if (g.worst > kAscendAgreementTolerance)
+          out << "note: they differ by up to " << report::format_percent(g.worst)
+              << ": the trace holds tasks this version does not classify as the profiler does; trust "
+                 "step_trace_time.csv for these figures\n";
+      }
     }
     for (const auto& n : r.notes) out << "note: " << n << "\n";
   }

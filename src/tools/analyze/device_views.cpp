@@ -49,6 +49,16 @@ void add(std::map<std::string, NamedTotal>& m, const std::string& name, double u
   e.total_us += us;
 }
 
+// HCCL numbers every call ("hcom_allReduce__560_0_1"); the operation is the part before the
+// numbers, as kernel_details.csv's Type column gives it ("hcom_allReduce_").
+std::string collective_operation(const std::string& name) {
+  const size_t ids = name.rfind("__");
+  if (name.rfind("hcom_", 0) != 0 || ids == std::string::npos ||
+      name.find_first_not_of("0123456789_", ids) != std::string::npos)
+    return name;
+  return name.substr(0, ids + 1);
+}
+
 // Per stream and step window: walk the stream's work in start order; each gap before a piece of
 // work is split at the moment that work's launch call ended (see StreamIdle).
 void compute_stream_idle(const Trace& t, const SpanLinks& L, const std::vector<StepWindow>& windows, TraceAnalysis& out) {
@@ -93,7 +103,7 @@ void compute_device_views(const Trace& t, const SpanLinks& L, const std::vector<
   for (const auto& c : t.collectives) msg_of[c.span] = &c;
   // Keyed by interned name: a trace has millions of kernels and a few thousand names.
   std::unordered_map<uint32_t, KernelStats> kernels;
-  std::unordered_map<uint32_t, CollectiveStats> colls;
+  std::unordered_map<std::string, CollectiveStats> colls;
   std::map<std::string, NamedTotal> pageable, ai_cpu, compile;
   std::vector<double> delays, idle_latency;
   double busy_until = -std::numeric_limits<double>::infinity();
@@ -113,9 +123,13 @@ void compute_device_views(const Trace& t, const SpanLinks& L, const std::vector<
       ++k.count;
       k.total_us += d.dur;
       k.min_us = std::min(k.min_us, d.dur), k.max_us = std::max(k.max_us, d.dur);
-    } else if (d.kind == SpanKind::Communication) {
-      auto& c = colls[d.name];
-      c.name = name;
+    } else if (d.kind == SpanKind::Communication && names(d.name).communication) {
+      // A collective by its name (hcom_allReduce_..., ncclDevKernel_AllReduce...). The tasks it is
+      // made of (Ascend's "Notify Wait", "SDMA", a Plane's "Memcpy") are time inside it, not
+      // collectives of their own.
+      const std::string op = collective_operation(name);
+      auto& c = colls[op];
+      c.name = op;
       ++c.count;
       c.total_us += d.dur;
       auto m = msg_of.find(static_cast<uint32_t>(i));

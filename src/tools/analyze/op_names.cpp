@@ -118,6 +118,32 @@ bool is_mode_identity_name(std::string_view n) {
   return false;
 }
 
+TaskClass ascend_task_class(std::string_view raw) {
+  if (raw.empty() || raw.size() > 64) return TaskClass::Unknown;
+  std::string t;
+  for (char c : raw) t += c == ' ' || c == '-' ? '_' : (c >= 'a' && c <= 'z') ? static_cast<char>(c - 'a' + 'A') : c;
+  if (ends_with(t, "_SQE")) t.resize(t.size() - 4);
+  auto is = [&](std::initializer_list<std::string_view> names) {
+    for (auto n : names)
+      if (t == n) return true;
+    return false;
+  };
+  auto begins = [&](std::initializer_list<std::string_view> prefixes) {
+    for (auto p : prefixes)
+      if (starts_with(t, p)) return true;
+    return false;
+  };
+  if (begins({"EVENT_", "CAPTURE_"}) || is({"STREAM_WAIT", "WAIT", "PLACE_HOLDER", "PROFILING_ENABLE",
+                                            "PROFILING_DISABLE"}))
+    return TaskClass::StreamSync;
+  if (begins({"NOTIFY_", "WRITE_VALUE", "SDMA", "RDMA", "REDUCE_", "HCCL", "HCOM", "ROCCE"})) return TaskClass::Collective;
+  if (t.find("MEMCPY") != std::string::npos) return TaskClass::Copy;
+  if (begins({"AI_CORE", "AI_VECTOR", "AI_CPU", "AICPU", "AICORE", "AIV", "AIC", "MIX_", "KERNEL_", "FFTS_PLUS", "FUSION",
+              "DSA"}))
+    return TaskClass::Compute;
+  return TaskClass::Unknown;
+}
+
 bool is_data_loading_name(std::string_view n) { return n == "data_wait" || contains_ci(n, "dataloader"); }
 
 bool is_profiler_step_name(std::string_view n) { return starts_with(n, "ProfilerStep#"); }
@@ -189,8 +215,8 @@ const NameInfo& NameInfoCache::operator()(uint32_t id) {
     i.memset = contains_ci(n, "memset");
     i.allocator_call = is_allocator_call_name(n);
     i.mode_identity = is_mode_identity_name(n);
-    i.ai_cpu = n == "AI_CPU";
-    i.sync_task = starts_with(n, "EVENT_") || starts_with(n, "NOTIFY_") || n == "STREAM_WAIT" || n == "WAIT";
+    i.task_class = ascend_task_class(n);
+    i.ai_cpu = i.task_class == TaskClass::Compute && (contains_ci(n, "AI_CPU") || contains_ci(n, "AICPU"));
     i.fp32_input = is_fp32_input(n);
   }
   return info_[id];
