@@ -67,7 +67,13 @@ const std::vector<AdvisorRule>& advisor_rules() {
      "decoding/augmentation off the training process.",
      [](const TraceAnalysis& a) { return a.total.duration_us > 0 ? a.share(a.total.data_wait_us) : kNotApplicable; },
      pct_of_step,
-     [](const TraceAnalysis& a) { return "data-loading spans (data_wait, enumerate(DataLoader)...): " + share_text(a, a.total.data_wait_us); }},
+     [](const TraceAnalysis& a) {
+       std::string s = "data-loading spans (data_wait, enumerate(DataLoader)...): " + share_text(a, a.total.data_wait_us);
+       if (a.allocator_in_data_loading_us > 0)
+         s += "; " + format_us(a.allocator_in_data_loading_us) +
+              " of it in memory allocation calls (see the allocator finding)";
+       return s;
+     }},
     {"dataloader_bound", "Steps bound by the DataLoader", 0.25, "> 25% of steps spend over half their time loading data",
      "The training loop waits for batches most of those steps: more DataLoader workers, cheaper transforms, "
      "caching decoded samples, or a faster storage path.",

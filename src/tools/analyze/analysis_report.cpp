@@ -269,6 +269,7 @@ nlohmann::json analysis_to_json(const TraceAnalysis& a) {
   j["runtime_calls"] = named(a.runtime_calls);
   j["allocator_calls"] = named(a.allocator_calls);
   j["allocator_us"] = a.allocator_us;
+  j["allocator_in_data_loading_us"] = a.allocator_in_data_loading_us;
   j["cpu_fallback"] = named(a.cpu_fallback);
   j["matmul_conv"] = {{"time_us", a.matmul_conv_us}, {"fp32_time_us", a.matmul_conv_fp32_us},
                       {"dtypes_recorded", a.dtypes_recorded}};

@@ -187,6 +187,22 @@ void compute_device_views(const Trace& t, const SpanLinks& L, const std::vector<
   if (out.runtime_calls.size() > 20) out.runtime_calls.resize(20);
   out.allocator_calls = ranked(allocator);
   out.allocator_us = union_length(allocating);
+  // How much of the data loading is allocation: frees of the previous batch land in the
+  // DataLoader's __next__, and would read as slow data loading.
+  std::vector<std::pair<double, double>> loading;
+  for (const Span& s : t.spans) {
+    if (s.kind != SpanKind::Annotation || !names(s.name).data_loading) continue;
+    const int k = window_of(windows, s.ts);
+    if (k < 0) continue;
+    const StepWindow& w = windows[static_cast<size_t>(k)];
+    const double a = std::max(s.ts, w.start), b = std::min(s.end(), w.end);
+    if (b > a) loading.emplace_back(a, b);
+  }
+  if (!allocating.empty() && !loading.empty()) {
+    const double loading_us = union_length(loading);
+    loading.insert(loading.end(), allocating.begin(), allocating.end());
+    out.allocator_in_data_loading_us = std::max(0.0, out.allocator_us + loading_us - union_length(loading));
+  }
 
   for (auto& [n, k] : kernels) out.top_kernels.push_back(k);
   std::sort(out.top_kernels.begin(), out.top_kernels.end(), [](const KernelStats& a, const KernelStats& b) {
