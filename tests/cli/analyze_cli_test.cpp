@@ -319,7 +319,7 @@ TEST(CliAnalyze, ATraceTruncatedWhileReadIsNeverACrash) {
     out << "]}";
   }
   ASSERT_GT(fs::file_size(base), size_t{64} << 20);
-  for (const char* delay : {"0.02", "0.05", "0.1", "0.2", "0.4"}) {
+  for (const char* delay : {"0.05", "0.15", "0.3"}) {
     SCOPED_TRACE(delay);
     fs::copy_file(base, trace, fs::copy_options::overwrite_existing);
     const std::string sh = "cd " + dir.string() + " && (" + std::string(CROSSTRAIN_BINARY) +
@@ -334,10 +334,11 @@ TEST(CliAnalyze, ATraceTruncatedWhileReadIsNeverACrash) {
       EXPECT_NE(out.find("trace.json"), std::string::npos) << out;
     }
   }
+  fs::remove_all(dir);  // 150 MB
 }
 
-// kernel_details.csv is read one record at a time: a 48 MB file costs kilobytes, not gigabytes
-// (a table of strings took ~33x the file).
+// kernel_details.csv is read one record at a time: a 31 MB file costs kilobytes, not a table of
+// strings several times the file's size (the previous reader: ~4.8x on these rows, 33x on others).
 TEST(CliAnalyze, BigAscendCsvInLittleMemory) {
 #ifdef __SANITIZE_ADDRESS__
   GTEST_SKIP() << "AddressSanitizer's shadow memory counts in the RSS (scripts/sanitize.sh)";
@@ -350,14 +351,15 @@ TEST(CliAnalyze, BigAscendCsvInLittleMemory) {
   {
     std::ofstream csv(out / "kernel_details.csv");
     csv << "Step Id,Device_id,Name,Type,Accelerator Core,Start Time(us),Duration(us),Wait Time(us),Block Num,Input Shapes\n";
-    for (int i = 0; i < 550000; ++i)
+    for (int i = 0; i < 350000; ++i)
       csv << "1,0,MatMulV2_" << i % 500 << ",MatMulV2,AI_CORE,17672256000" << 10000 + i << ".000\t,12.5,0.5,20,"
           << "\"64,1024;1024,1024\"\n";
   }
-  ASSERT_GT(fs::file_size(out / "kernel_details.csv"), size_t{45} << 20);
+  ASSERT_GT(fs::file_size(out / "kernel_details.csv"), size_t{29} << 20);
   auto r = run_command_rss("analyze " + dir.string() + " --top 1");
   EXPECT_EQ(r.code, 0) << r.out;
-  EXPECT_NE(r.out.find("AI_CORE 550,000 tasks"), std::string::npos) << r.out.substr(0, 2000);
+  EXPECT_NE(r.out.find("AI_CORE 350,000 tasks"), std::string::npos) << r.out.substr(0, 2000);
   EXPECT_GT(r.peak_kib, 0);
-  EXPECT_LT(r.peak_kib, 64 * 1024) << "peak RSS, KiB";
+  EXPECT_LT(r.peak_kib, 48 * 1024) << "peak RSS, KiB";
+  fs::remove_all(dir);
 }
