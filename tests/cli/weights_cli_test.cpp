@@ -246,7 +246,7 @@ class WeightsHostile : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
     dir_ = ct::scratch_dir("weights_hostile");
-    auto r = ct::run_python_script("torchsave_scale_cases.py", dir_.string() + " --only deep");
+    auto r = ct::run_python_script("torchsave_scale_cases.py", dir_.string() + " --only module_key,deep");
     ok_ = r.exit_code == 0;
     if (!ok_) std::cerr << r.output;
   }
@@ -258,6 +258,17 @@ fs::path WeightsHostile::dir_;
 bool WeightsHostile::ok_ = false;
 
 }  // namespace
+
+TEST_F(WeightsHostile, AKeyOf600000WrapperPrefixesIsOneShortErrorLine) {
+  ASSERT_TRUE(ok_);
+  // {"module." * 600000 + "weight": tensor}, a 4.2 MB key: stripped in linear time, shown shortened.
+  auto r = ct::run_command("(" + ct::binary() + kResnet18 + " --weights " + file("module_key.pt") + " > /dev/null)");
+  EXPECT_EQ(r.exit_code, 1) << r.output.substr(0, 2000);
+  EXPECT_EQ(std::count(r.output.begin(), r.output.end(), '\n'), 1) << r.output.substr(0, 2000);
+  EXPECT_LT(r.output.size(), 1000u) << r.output.substr(0, 2000);
+  EXPECT_NE(r.output.find("prefix 'module.module."), std::string::npos) << r.output.substr(0, 2000);
+  EXPECT_NE(r.output.find("unexpected 1: 'weight'"), std::string::npos) << r.output.substr(0, 2000);
+}
 
 TEST_F(WeightsHostile, ResumeAutoSkipsACheckpointNestedAMillionDeep) {
   ASSERT_TRUE(ok_);

@@ -1,11 +1,18 @@
 // load_state_file on files torch.save writes (tests/python/torchsave_scale_cases.py): tensors that
 // view one storage in the file view one storage in memory, as after Python's torch.load (a flat
 // parameter buffer and an optimizer's flat momentum buffer, 2000 views of one storage, zip and
-// legacy); hostile shapes end in one short error or load in linear time.
+// legacy); hostile shapes end in one short error or load in linear time; a key of 600000 wrapper
+// prefixes is found and described in one short line, and so are thousands of unread objects.
 #include "core/state_file.h"
 
 #include <string>
 
+#include <torch/nn/modules/linear.h>
+
+#include <sstream>
+
+#include "core/model_state_finder.h"
+#include "core/models.h"
 #include "test_support.h"
 
 namespace ct = crosstrain::testing;
@@ -111,4 +118,41 @@ TEST_F(StateFile, HostileShapesEndInOneShortLineOrLoadInLinearTime) {
   const auto long_key = core::load_state_file(path("long_key.pt")).toGenericDict();
   ASSERT_EQ(long_key.size(), 1u);
   EXPECT_EQ(long_key.begin()->value().toList().size(), 50000u);
+}
+
+TEST_F(StateFile, AKeyOf600000WrapperPrefixesIsFoundAndDescribedInOneShortLine) {
+  ASSERT_TRUE(ok_);
+  // {"module." * 600000 + "weight": tensor}: stripping is linear in the key's length.
+  const c10::IValue root = core::load_state_file(path("module_key.pt"));
+  const auto found = core::find_model_state(root, {{"weight", at::zeros({2})}}, {}, "weights file x");
+  EXPECT_EQ(found.tensors.size(), 1u);
+  EXPECT_EQ(found.stripped.size(), 600000u * 7);
+  const std::string said = found.describe();
+  EXPECT_LT(said.size(), 200u) << said.substr(0, 200);
+  EXPECT_EQ(said.rfind("the root (1 tensors), prefix 'module.module.", 0), 0u) << said.substr(0, 200);
+  try {
+    core::find_model_state(root, {{"bias", at::zeros({2})}}, {}, "weights file x");
+    FAIL() << "no error";
+  } catch (const std::runtime_error& e) {
+    const std::string what = e.what();
+    EXPECT_LT(what.size(), 600u) << what.substr(0, 600);
+    EXPECT_EQ(what.find('\n'), std::string::npos);
+    EXPECT_NE(what.find("missing 1: 'bias', unexpected 1: 'weight'"), std::string::npos) << what.substr(0, 600);
+  }
+}
+
+TEST_F(StateFile, ThousandsOfUnreadObjectsMakeOneShortNote) {
+  ASSERT_TRUE(ok_);
+  // {"model": a Linear's state dict, "args": 3000 argparse.Namespace objects}: the weights load and
+  // the note names the first few objects, not all of them.
+  torch::nn::Linear linear(2, 2);
+  std::ostringstream notes;
+  core::load_weights(*linear, path("objects.pt"), &notes);
+  const std::string note = notes.str();
+  EXPECT_LT(note.size(), 600u) << note.substr(0, 600);
+  EXPECT_EQ(std::count(note.begin(), note.end(), '\n'), 1) << note.substr(0, 600);
+  EXPECT_NE(note.find("loaded ['model'] (2 tensors); not read: ['args'][0] (argparse.Namespace), "
+                      "['args'][1] (argparse.Namespace)"),
+            std::string::npos)
+      << note.substr(0, 600);
 }
