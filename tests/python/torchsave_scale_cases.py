@@ -15,8 +15,10 @@ usage: torchsave_scale_cases.py OUT_DIR [--size test|bench] [--only NAME,NAME]
   legacy_views.pt   views.pt's views in the legacy format (_use_new_zipfile_serialization=False)
   history.pt        a checkpoint whose pickle outweighs its tensors: a small model and per-step
                     histories (floats, ints, strings; test: 20k steps, bench: 2M)
-  cifar_batch       a CIFAR-10 python batch (data_batch_1's layout, pickled by Python 3 at protocol 2;
-                    test: 500 rows, bench: 10000 rows = 30 MB)
+  cifar_batch       a CIFAR-10 python batch (data_batch_1's layout) as the published files are pickled
+                    (Python 2: strings as BINSTRING; test: 500 rows, bench: 10000 rows = 30 MB);
+                    cifar_batch_py3 the same pickled by Python 3 at protocol 2 (bytes as
+                    _codecs.encode of a latin-1 text)
   long_key.pt       {1 MiB key: [None] * 50000}
   module_key.pt     {"module." * 600000 + "weight": a tensor} (a 4.2 MB key)
   deep.pt           a tensor inside a tuple nested 10^6 deep, data.pkl written here
@@ -99,11 +101,15 @@ def write_history(out, steps):
 
 
 def write_cifar_batch(out, rows):
+    from cifar_python_batches import py2_dumps  # next to this script
+
     rng = np.random.default_rng(7)
     batch = {b"batch_label": b"training batch 1 of 5", b"labels": [int(x) for x in rng.integers(0, 10, rows)],
              b"data": rng.integers(0, 256, (rows, 3072), dtype=np.uint8),
              b"filenames": [b"image_%05d.png" % i for i in range(rows)]}
     with open(os.path.join(out, "cifar_batch"), "wb") as f:
+        f.write(py2_dumps(batch))
+    with open(os.path.join(out, "cifar_batch_py3"), "wb") as f:
         pickle.dump(batch, f, protocol=2)
 
 
