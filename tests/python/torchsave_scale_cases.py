@@ -37,7 +37,6 @@ import zipfile
 
 import numpy as np
 import torch
-import torchvision
 
 
 def flat_views(tensors):
@@ -57,7 +56,12 @@ def small_model():
 
 def write_flat_params(out, arch):
     torch.manual_seed(7)
-    model = getattr(torchvision.models, arch)(num_classes=10) if arch else small_model()
+    if arch:
+        import torchvision  # bench size only: the tests need no torchvision
+
+        model = getattr(torchvision.models, arch)(num_classes=10)
+    else:
+        model = small_model()
     if arch:  # the plain state dict first: one storage per tensor
         torch.save(model.state_dict(), os.path.join(out, "state_dict.pt"))
     params = list(model.parameters())
