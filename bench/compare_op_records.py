@@ -4,13 +4,14 @@
 The records are real: one step of tests/python/run_scripts/train_gpt2.py dumped by `crosstrain run
 --dump-level both` (~1,100 records), repeated as further steps until each side holds RECORDS. Side B
 equals A except one operator of the last step, disturbed, so the comparison reads everything and
-finds a divergence at the end. Prints the median of ROUNDS timed runs.
+finds a divergence at the end. Prints the median wall and CPU time of ROUNDS runs (CPU time is the figure to read on a busy machine).
 
 usage: bench/compare_op_records.py [--records 100000] [--rounds 5] [--crosstrain build/crosstrain]
 """
 import argparse
 import json
 import os
+import resource
 import shutil
 import statistics
 import subprocess
@@ -66,16 +67,19 @@ def main():
         write_side(a, header, records, args.records, False)
         write_side(b, header, records, args.records, True)
         size = os.path.getsize(os.path.join(a, "index.jsonl"))
-        times = []
+        times, cpu = [], []
         for _ in range(args.rounds):
             t0 = time.perf_counter()
+            c0 = resource.getrusage(resource.RUSAGE_CHILDREN)
             r = subprocess.run([args.crosstrain, "compare", a, b], capture_output=True, text=True)
+            c1 = resource.getrusage(resource.RUSAGE_CHILDREN)
             times.append(time.perf_counter() - t0)
+            cpu.append(c1.ru_utime + c1.ru_stime - c0.ru_utime - c0.ru_stime)
             if r.returncode != 1:
                 sys.exit(f"compare exited {r.returncode}, expected 1 (a divergence):\n{r.stdout}{r.stderr}")
         print(f"{args.records} records per side ({len(records)} per step of GPT-2, {size / 1e6:.1f} MB index): "
-              f"compare median {statistics.median(times):.3f} s (min {min(times):.3f}, max {max(times):.3f}, "
-              f"{args.rounds} rounds)")
+              f"compare median {statistics.median(times):.3f} s wall (min {min(times):.3f}, max {max(times):.3f}), "
+              f"{statistics.median(cpu):.3f} s CPU, {args.rounds} rounds; load average {os.getloadavg()[0]:.1f}")
     finally:
         shutil.rmtree(work, ignore_errors=True)
 

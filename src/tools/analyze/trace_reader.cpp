@@ -16,7 +16,7 @@
 #include <thread>
 #include <unordered_map>
 
-#include "tools/analyze/json_scanner.h"
+#include "report/json_scanner.h"
 #include "tools/analyze/span_classifier.h"
 #include "tools/analyze/trace_parser.h"
 

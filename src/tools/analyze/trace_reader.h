@@ -6,7 +6,7 @@
 // span_classifier. One pass over the bytes (two threads on big files), no DOM: memory is the file
 // plus ~56 bytes per span.
 //
-// Errors are std::runtime_error naming the file: TraceFormatError for bad content (with the byte
+// Errors are std::runtime_error naming the file: report::JsonFormatError for bad content (with the byte
 // offset), NotATraceError for well-formed JSON that is not a trace. Only regular files are read,
 // and compressed input is bounded (ReadOptions::max_inflated_bytes). Nothing here aborts, blocks
 // on a pipe or reads past the buffer, whatever the input.
