@@ -284,7 +284,45 @@ core::StateDict Trainer::state_dict() const {
   return d;
 }
 
+namespace {
+
+// A copy of a state tree in host memory that shares nothing with the run.
+c10::IValue host_copy(const c10::IValue& v) {
+  if (v.isTensor()) return v.toTensor().detach().to(at::kCPU, /*non_blocking=*/false, /*copy=*/true);
+  if (v.isGenericDict()) {
+    auto src = v.toGenericDict();
+    c10::impl::GenericDict out(src.keyType(), src.valueType());
+    for (const auto& item : src) out.insert(item.key(), host_copy(item.value()));
+    return out;
+  }
+  if (v.isList()) {
+    auto src = v.toList();
+    c10::impl::GenericList out(src.elementType());
+    for (const auto& e : src) out.push_back(host_copy(e));
+    return out;
+  }
+  return v;
+}
+
+}  // namespace
+
 void Trainer::load_state_dict(const core::StateDict& d) {
+  // The parts load one after another, and each changes the trainer: a failure in the optimizer's
+  // state would leave the weights of the checkpoint and the RNG of the fresh run. Put back what was.
+  const core::StateDict before = host_copy(state_dict()).toGenericDict();
+  try {
+    apply_state_dict(d);
+  } catch (...) {
+    try {
+      apply_state_dict(before);
+    } catch (const std::exception& e) {
+      throw std::runtime_error(std::string("training state: a failed load could not be undone: ") + e.what());
+    }
+    throw;
+  }
+}
+
+void Trainer::apply_state_dict(const core::StateDict& d) {
   const std::string where = "training state";
   const int64_t step = core::state_int(d, "step", where);
   const int64_t sched = core::schedule_position(core::state_dict_at(d, "lr_scheduler", where));
