@@ -1,7 +1,9 @@
 // Checkpoints through the binary: exact resume after a crash (bit for bit, on synthetic data, on
 // Fashion-MNIST and on an ImageFolder of JPEGs with random crops and flips read by 2 workers, with the
-// crash inside an epoch), fallback past corrupt checkpoints, refusal of changed settings, kill -9
-// during writes, SIGTERM preemption, and both directions with Python's torch.load / torch.save.
+// crash inside an epoch), fallback past corrupt and inconsistent
+// checkpoints, pruning that never lets a bad file push a good one out, refusal of changed settings,
+// kill -9 during writes, SIGTERM preemption, and both directions with Python's torch.load /
+// torch.save.
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -254,5 +256,100 @@ TEST(Checkpoint, AFullDiskFailsTheWriteClearlyAndKeepsThePreviousCheckpoint) {
                       "', weights_only=True)\"");
   EXPECT_EQ(r.exit_code, 0) << r.output;
   ct::run_command("umount " + disk.string());
+  fs::remove_all(dir);
+}
+
+namespace {
+
+std::string checkpoint_name(int step) {
+  const std::string digits = std::to_string(step);
+  return "checkpoint_" + std::string(9 - digits.size(), '0') + digits + ".pt";
+}
+
+// Every file opens with torch.load(weights_only=True).
+bool opens_in_python(const std::vector<fs::path>& files) {
+  std::string list;
+  for (const auto& f : files) list += " " + f.string();
+  return ct::run_command(ct::python() + " -c \"import sys, torch; [torch.load(f, weights_only=True) for f in sys.argv[1:]]\"" +
+                         list)
+             .exit_code == 0;
+}
+
+}  // namespace
+
+// --checkpoint-keep 1 next to a file named as the newest checkpoint but cut short: the run's own
+// checkpoints count and stay; the bad file neither counts nor goes. Nor does a readable checkpoint
+// of another run's settings, which a run without --resume finds newer than its own.
+TEST(Checkpoint, OnlyCheckpointsTheRunCouldResumeFromCountTowardKeep) {
+  const auto dir = ct::scratch_dir("ckpt_keep");
+  const fs::path ck = dir / "ck";
+  const std::string keep1 = " --checkpoint-dir " + ck.string() + " --checkpoint-keep 1";
+  auto r = run_quiet(ct::binary() + " train" + kTiny + " --steps 2" + keep1);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const fs::path cut = ck / checkpoint_name(100);  // a copy from another disk that was interrupted
+  fs::copy_file(ck / checkpoint_name(2), cut);
+  fs::resize_file(cut, fs::file_size(cut) / 2);
+  r = run_quiet(ct::binary() + " train" + kTiny + " --steps 6 --checkpoint-every 2" + keep1 + " --resume auto");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("at step 2"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("checkpoint " + cut.string() + " is kept but not counted"), std::string::npos) << r.output;
+  EXPECT_TRUE(fs::exists(cut));
+  EXPECT_TRUE(opens_in_python({ck / checkpoint_name(6)})) << "the newest good checkpoint was deleted";
+  EXPECT_FALSE(fs::exists(ck / checkpoint_name(4)));  // keep 1: older good ones go
+  EXPECT_FALSE(fs::exists(ck / checkpoint_name(2)));
+
+  // Another run's settings, no --resume: its own checkpoint at step 3 stays, and so does step 6.
+  r = run_quiet(ct::binary() + " train" + kTiny + " --momentum 0.8 --steps 3" + keep1);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("checkpoint_000000006.pt is kept but not counted toward --checkpoint-keep: written with "
+                          "other settings: --momentum 0.9"),
+            std::string::npos)
+      << r.output;
+  EXPECT_TRUE(opens_in_python({ck / checkpoint_name(6), ck / checkpoint_name(3)}));
+  EXPECT_TRUE(fs::exists(cut));
+  fs::remove_all(dir);
+}
+
+// Checkpoints that read well but do not fit the trainer (an RNG state cut short, a momentum buffer
+// of another shape): --resume auto passes over them, naming why, and continues exactly from the
+// previous one; named with --resume PATH, one is an error of one line.
+TEST(Checkpoint, AnInconsistentCheckpointIsSkippedUnderAutoAndAnErrorWhenNamed) {
+  const auto dir = ct::scratch_dir("ckpt_inconsistent");
+  const fs::path ck = dir / "ck";
+  const std::string base = ct::binary() + " train" + kTiny + " --no-final-eval";
+  const std::string cks = " --checkpoint-dir " + ck.string() + " --checkpoint-every 2 --checkpoint-keep 5";
+  auto r = run_quiet(base + " --steps 8 --log " + (dir / "a.jsonl").string());
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  r = run_quiet(base + " --steps 8" + cks + " --crash-after-step 5 --log " + (dir / "b1.jsonl").string());
+  ASSERT_EQ(r.exit_code, 137) << r.output;
+  for (const auto& [step, damage] : {std::pair<int, std::string>{6, "momentum-shape"}, {4, "rng-short"}}) {
+    const auto p = (ck / checkpoint_name(step)).string();
+    r = ct::run_python_script("checkpoint_damage.py", damage + " " + p + " " + p);
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+  }
+  const fs::path newest = ck / checkpoint_name(6);
+  r = run_quiet(base + " --steps 8 --resume " + newest.string());
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  const auto error_at = r.output.find("crosstrain: error: cannot resume from " + newest.string());
+  ASSERT_NE(error_at, std::string::npos) << r.output;
+  const std::string error_line = r.output.substr(error_at, r.output.find('\n', error_at) - error_at);
+  EXPECT_NE(error_line.find("momentum_buffer"), std::string::npos) << error_line;
+  EXPECT_LT(error_line.size(), 600u) << error_line;
+  EXPECT_EQ(r.output.find("frame #"), std::string::npos) << r.output;
+
+  r = run_quiet(base + " --steps 8" + cks + " --resume auto --log " + (dir / "b2.jsonl").string());
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("skipping checkpoint " + newest.string() + ": it does not load: "), std::string::npos)
+      << r.output;
+  const auto rng_note = r.output.find("skipping checkpoint " + (ck / checkpoint_name(4)).string());
+  ASSERT_NE(rng_note, std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("rng state", rng_note), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("resumed from " + (ck / checkpoint_name(2)).string() + " at step 2"), std::string::npos)
+      << r.output;
+  auto b = losses_of(dir / "b1.jsonl");
+  b.resize(2);
+  const auto b2 = losses_of(dir / "b2.jsonl");
+  b.insert(b.end(), b2.begin(), b2.end());
+  EXPECT_EQ(b, losses_of(dir / "a.jsonl"));
   fs::remove_all(dir);
 }
