@@ -18,6 +18,7 @@
 // Resuming with "auto" takes the newest checkpoint that loads into the trainer, says which ones it
 // skipped and why, and starts fresh when there is none. A checkpoint whose settings differ from the
 // run's in anything that changes the computation is refused, naming each differing setting.
+// One trainer writes a directory at a time (tools/checkpoint_lock.h).
 #include <atomic>
 #include <condition_variable>
 #include <filesystem>

@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <iostream>
+#include <optional>
 #include <sstream>
 
 #include "core/batch_source.h"
@@ -20,6 +21,7 @@
 #include "tools/precision.h"
 #include "tools/train_data.h"
 #include "tools/checkpoint.h"
+#include "tools/checkpoint_lock.h"
 #include "tools/dist/data_parallel.h"
 #include "tools/dist/group.h"
 #include "tools/dist/sync_batch_norm.h"
@@ -264,6 +266,13 @@ TrainResult run_training(const TrainConfig& config, const TrainHooks& hooks) {
   }
   std::ostringstream quiet;  // ranks other than 0 keep their notes to themselves
   std::ostream& notes = asked.rank == 0 ? msg : quiet;
+  // The rank that writes checkpoints owns the directory from before --resume reads it to the end.
+  std::optional<CheckpointDirLock> checkpoint_lock;
+  if (!config.checkpoint_dir.empty() && asked.rank == 0) {
+    std::string note;
+    checkpoint_lock.emplace(config.checkpoint_dir, &note);
+    if (!note.empty()) notes << "note: " << note << "\n";
+  }
   OpenedData data = open_data(asked, hooks, dev.device());
   const RunPlan plan = resolve(asked, dev, data.facts);
   const TrainConfig& c = plan.resolved;

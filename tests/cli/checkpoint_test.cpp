@@ -1,9 +1,9 @@
 // Checkpoints through the binary: exact resume after a crash (bit for bit, on synthetic data, on
 // Fashion-MNIST and on an ImageFolder of JPEGs with random crops and flips read by 2 workers, with the
 // crash inside an epoch), fallback past corrupt and inconsistent
-// checkpoints, pruning that never lets a bad file push a good one out, refusal of changed settings,
-// kill -9 during writes, SIGTERM preemption, and both directions with Python's torch.load /
-// torch.save.
+// checkpoints, pruning that never lets a bad file push a good one out, one trainer per directory,
+// refusal of changed settings, kill -9 during writes, SIGTERM preemption, and both directions with
+// Python's torch.load / torch.save.
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -250,7 +250,8 @@ TEST(Checkpoint, AFullDiskFailsTheWriteClearlyAndKeepsThePreviousCheckpoint) {
   EXPECT_NE(r.output.find("No space left on device"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("checkpoint at step 4 failed"), std::string::npos) << r.output;
   size_t files = 0;
-  for (const auto& e : fs::directory_iterator(disk / "ck")) files += e.path().filename() == "checkpoint_000000002.pt" ? 1 : 100;
+  for (const auto& e : fs::directory_iterator(disk / "ck"))
+    if (e.path().filename() != "crosstrain.lock") files += e.path().filename() == "checkpoint_000000002.pt" ? 1 : 100;
   EXPECT_EQ(files, 1u) << "a temporary file was left behind";
   r = ct::run_command(ct::python() + " -c \"import torch; torch.load('" + (disk / "ck" / "checkpoint_000000002.pt").string() +
                       "', weights_only=True)\"");
@@ -351,5 +352,40 @@ TEST(Checkpoint, AnInconsistentCheckpointIsSkippedUnderAutoAndAnErrorWhenNamed) 
   const auto b2 = losses_of(dir / "b2.jsonl");
   b.insert(b.end(), b2.begin(), b2.end());
   EXPECT_EQ(b, losses_of(dir / "a.jsonl"));
+  fs::remove_all(dir);
+}
+
+// Two trainers on one --checkpoint-dir would overwrite each other's checkpoints: the second is
+// refused at once, naming the first; once the first is killed, the directory is free again.
+TEST(Checkpoint, ASecondTrainerOnTheDirectoryIsRefusedNamingTheFirst) {
+  const auto dir = ct::scratch_dir("ckpt_lock");
+  const fs::path ck = dir / "ck", log = dir / "first.jsonl";
+  const std::string ckflags = " --checkpoint-dir " + ck.string() + " --checkpoint-every 1";
+  const pid_t first = fork();
+  ASSERT_GE(first, 0);
+  if (first == 0) {
+    const std::string cmd = "exec " + ct::binary() + " train" + kTiny + " --steps 100000" + ckflags + " --log " +
+                            log.string() + " > /dev/null 2>&1";
+    execl("/bin/sh", "sh", "-c", cmd.c_str(), static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  for (int i = 0; i < 600 && losses_of(log).size() < 2; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  ASSERT_GE(losses_of(log).size(), 2u);
+  const auto t0 = std::chrono::steady_clock::now();
+  auto r = run_quiet(ct::binary() + " train" + kTiny + " --steps 4" + ckflags + " --resume auto");
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(20));
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  char host[256] = {};
+  gethostname(host, sizeof host - 1);
+  EXPECT_NE(r.output.find("crosstrain: error: --checkpoint-dir " + ck.string() + " is in use by another trainer (pid " +
+                          std::to_string(first) + " on host " + host + ")"),
+            std::string::npos)
+      << r.output;
+  EXPECT_EQ(r.output.find("resumed from"), std::string::npos) << r.output;
+  kill(first, SIGKILL);
+  waitpid(first, nullptr, 0);
+  r = run_quiet(ct::binary() + " train" + kTiny + " --steps 4" + ckflags + " --resume auto");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("resumed from"), std::string::npos) << r.output;
   fs::remove_all(dir);
 }
