@@ -78,8 +78,10 @@ class Trainer {
   core::GradScaler* scaler() { return parts_.scaler.get(); }
   core::BatchSource& source() { return *parts_.source; }
 
-  // {"model", "optimizer", "scaler", "lr_scheduler", "rng", "data", "step"}. Tensors are the live
-  // ones (snapshot them to keep them). "scaler" is {} without a loss scaler, as in PyTorch.
+  // {"model", "optimizer", "scaler", "lr_scheduler", "rng", "data", "step"}, and "data_parallel"
+  // ({"buckets": the gradient bucket layout}) once a data-parallel run has grouped its gradients.
+  // Tensors are the live ones (snapshot them to keep them). "scaler" is {} without a loss scaler,
+  // as in PyTorch.
   core::StateDict state_dict() const;
   // Loads all of `state` or nothing: when any part does not fit, the trainer is put back as it was
   // (from a copy in host memory) and the error rethrown, std::invalid_argument naming the part and
