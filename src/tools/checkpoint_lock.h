@@ -1,5 +1,5 @@
 #pragma once
-// One trainer per checkpoint directory (docs/CHECKPOINT.md, "One writer per directory").
+// One trainer per checkpoint directory (docs/CHECKPOINT.md, "Nothing lost").
 //
 //   CheckpointDirLock lock(config.checkpoint_dir);  // before --resume reads the directory
 //   ... train, write checkpoints ...                 // released when `lock` goes away or the process dies
