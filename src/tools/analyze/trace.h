@@ -12,6 +12,8 @@
 #include <unordered_map>
 #include <vector>
 
+#include "tools/analyze/call_sites.h"
+
 namespace crosstrain::analyze {
 
 // Interned strings: id 0 is always the empty string.
@@ -111,6 +113,10 @@ struct Trace {
   int world_size = 0;
   int64_t time_base_us = 0;
   bool time_base_set = false;
+  // Kineto's "baseTimeNanoseconds": a timestamp written as T us is the clock's (base + 1000 T) ns.
+  // Ties the trace's python_function events to the call sites recorded beside it.
+  int64_t base_time_ns = 0;
+  bool has_base_time = false;
   int device_compute_major = 0;           // from deviceProperties (CUDA); 0 when unknown
   std::string device_name;                // e.g. "NVIDIA H100", "Ascend NPU"
   StringTable strings;
@@ -121,6 +127,7 @@ struct Trace {
   std::vector<CollectiveArgs> collectives;
   std::unordered_map<int64_t, std::string> process_names;  // pid -> name (metadata events)
   uint64_t bytes_read = 0;
+  CallSites call_sites;                   // <trace>.sources.json, when `crosstrain run --profile` wrote one
 
   uint32_t track_of(TrackKey key);
   std::string pid_label(int64_t pid) const;  // number, or the interned string for string pids

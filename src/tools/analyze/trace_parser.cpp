@@ -68,6 +68,11 @@ void TraceParser::parse_top_object() {
       parse_device_properties();
     } else if (key == "distributedInfo") {
       parse_distributed_info();
+    } else if (key == "baseTimeNanoseconds" && (js_.peek() == '-' || (js_.peek() >= '0' && js_.peek() <= '9'))) {
+      // Only a whole, non-negative number ties call sites to events; anything else is left unused.
+      JsonNumber n = js_.read_number();
+      t_.has_base_time = n.integral && n.value >= 0 && n.value < 9e18;
+      t_.base_time_ns = t_.has_base_time ? n.whole : 0;
     } else {
       js_.skip_value();
     }

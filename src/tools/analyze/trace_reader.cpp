@@ -17,6 +17,7 @@
 #include <unordered_map>
 
 #include "report/json_scanner.h"
+#include "tools/analyze/call_sites.h"
 #include "tools/analyze/span_classifier.h"
 #include "tools/analyze/trace_parser.h"
 
@@ -279,12 +280,25 @@ namespace fs = std::filesystem;
 
 bool is_json_name(const std::string& name) { return has_suffix(name, ".json") || has_suffix(name, ".json.gz"); }
 
-// "rank<N>" (crosstrain train --profile on several ranks writes one such folder per rank): N, else -1.
-int rank_folder_number(const std::string& name) {
-  if (name.size() <= 4 || name.size() > 11 || name.compare(0, 4, "rank") != 0) return -1;
-  const std::string digits = name.substr(4);
+// "<prefix><N>" with N of 1 to 7 digits: N, else -1.
+int numbered_folder(const std::string& name, const std::string& prefix) {
+  if (name.size() <= prefix.size() || name.size() > prefix.size() + 7 || name.compare(0, prefix.size(), prefix) != 0)
+    return -1;
+  const std::string digits = name.substr(prefix.size());
   return digits.find_first_not_of("0123456789") == std::string::npos ? std::stoi(digits) : -1;
 }
+
+// "rank<N>" (crosstrain train --profile on several ranks writes one such folder per rank): N, else -1.
+int rank_folder_number(const std::string& name) { return numbered_folder(name, "rank"); }
+
+// "rank<N>.<anything>" (`crosstrain run --profile` names each rank's trace so): N, else -1.
+int rank_file_number(const std::string& name) {
+  const size_t dot = name.find('.');
+  return dot == std::string::npos ? -1 : rank_folder_number(name.substr(0, dot));
+}
+
+// "cycle<N>": `crosstrain run --profile DIR` writes each profiling cycle's traces (one per rank) there.
+bool is_cycle_folder(const std::string& name) { return numbered_folder(name, "cycle") >= 0; }
 
 constexpr const char* kAscendOutput = "ASCEND_PROFILER_OUTPUT";
 // How deep below the folder given runs are looked for: runs/level1/<host>_ascend_pt/ is two.
@@ -319,9 +333,9 @@ void collect_candidates(const fs::path& dir, Candidates& c, int depth, bool own_
     std::string name = entry.path().filename().string();
     std::error_code e2;
     if (entry.is_regular_file(e2)) {
-      if (own_json && is_json_name(name)) c.files.push_back(entry.path().string());
+      if (own_json && is_json_name(name) && !is_call_sites_file(name)) c.files.push_back(entry.path().string());
     } else if (depth < kMaxRunDepth && entry.is_directory(e2)) {
-      if (fs::is_directory(entry.path() / kAscendOutput, e2) || rank_folder_number(name) >= 0)
+      if (fs::is_directory(entry.path() / kAscendOutput, e2) || rank_folder_number(name) >= 0 || is_cycle_folder(name))
         ranks.push_back(entry.path());
       else if (depth + 1 < kMaxRunDepth && !entry.is_symlink(e2))  // a link back up would list runs twice
         plain.push_back(entry.path());
@@ -367,6 +381,7 @@ std::vector<Trace> read_traces(const std::string& path, const ReadOptions& optio
   if (!fs::is_directory(path, ec)) {
     std::vector<Trace> one;
     one.push_back(read_trace_file(path, options));
+    one.back().call_sites = read_call_sites(path, notes);
     return one;
   }
   Candidates c;
@@ -390,8 +405,10 @@ std::vector<Trace> read_traces(const std::string& path, const ReadOptions& optio
   for (const auto& f : files) {
     try {
       traces.push_back(read_trace_file(f, options));
+      traces.back().call_sites = read_call_sites(f, notes);
       if (traces.back().rank < 0) traces.back().rank = ascend_rank_of(f);
       if (traces.back().rank < 0) traces.back().rank = rank_folder_number(fs::path(f).parent_path().filename().string());
+      if (traces.back().rank < 0) traces.back().rank = rank_file_number(fs::path(f).filename().string());
     } catch (const NotATraceError& e) {
       if (notes != nullptr) notes->push_back("skipped " + std::string(e.what()));
     }
