@@ -6,8 +6,12 @@
 #include <map>
 #include <unordered_map>
 
+#include "tools/analyze/concern_spans.h"
 #include "tools/analyze/device_views.h"
+#include "tools/analyze/source_index.h"
+#include "tools/analyze/source_lines.h"
 #include "tools/analyze/span_links.h"
+#include "tools/analyze/step_phases.h"
 #include "tools/analyze/step_timeline.h"
 #include "tools/analyze/timeline_view.h"
 
@@ -19,6 +23,12 @@ const char* step_category_name(int c) {
   return c >= 0 && c < kStepCategoryCount ? names[c] : "?";
 }
 const char* step_category_name(StepCategory c) { return step_category_name(static_cast<int>(c)); }
+
+const char* step_phase_name(int p) {
+  static const char* names[] = {"data wait", "to device", "host sync", "forward", "backward", "optimizer", "other"};
+  return p >= 0 && p < kStepPhaseCount ? names[p] : "?";
+}
+const char* step_phase_name(StepPhase p) { return step_phase_name(static_cast<int>(p)); }
 
 namespace {
 
@@ -50,7 +60,7 @@ std::vector<int32_t> merge_redispatches(const Trace& t, const SpanLinks& L) {
 }
 
 void compute_operators(const Trace& t, const SpanLinks& L, const AnalyzeOptions& opt, NameInfoCache& names,
-                       TraceAnalysis& out) {
+                       TraceAnalysis& out, ConcernSpans* concerns) {
   const size_t n = t.spans.size();
   const std::vector<int32_t> merged_into = merge_redispatches(t, L);
   auto canonical = [&](int32_t op) { return op != kNoSpan && merged_into[static_cast<size_t>(op)] != kNoSpan
@@ -115,6 +125,7 @@ void compute_operators(const Trace& t, const SpanLinks& L, const AnalyzeOptions&
       ++f.count;
       f.total_us += self;
       out.cpu_fallback_us += self;
+      if (concerns) concerns->add(Concern::CpuFallback, i, self);
     }
     // fp32 share of matmul/conv work, counted at the outermost matmul/conv operator.
     bool mm = st.type == OpType::Matmul || st.type == OpType::Conv;
@@ -123,7 +134,10 @@ void compute_operators(const Trace& t, const SpanLinks& L, const AnalyzeOptions&
     if (mm && outer && s.dtypes != 0) {
       double w = out.has_device ? (dev != device_of_op.end() ? dev->second.second : 0) : s.dur;
       out.matmul_conv_us += w;
-      if (names(s.dtypes).fp32_input) out.matmul_conv_fp32_us += w;
+      if (names(s.dtypes).fp32_input) {
+        out.matmul_conv_fp32_us += w;
+        if (concerns) concerns->add(Concern::Fp32Matmul, i, w);
+      }
     }
   }
   for (auto& [name, f] : fallback) out.cpu_fallback.push_back(f);
@@ -150,7 +164,7 @@ void compute_operators(const Trace& t, const SpanLinks& L, const AnalyzeOptions&
 // of the same thread, are one wait. Their time is the union of the calls clipped to the steps, so
 // concurrent syncs on several threads never add up past the step.
 void compute_host_syncs(const Trace& t, const SpanLinks& L, const std::vector<StepWindow>& windows,
-                        NameInfoCache& names, TraceAnalysis& out) {
+                        NameInfoCache& names, TraceAnalysis& out, ConcernSpans* concerns) {
   const size_t n = t.spans.size();
   // above[i]: 1 when span i or a span around it (its parent, else the caller a call in a process of
   // its own runs under) is a sync; memoized, so each span is resolved once.
@@ -197,6 +211,7 @@ void compute_host_syncs(const Trace& t, const SpanLinks& L, const std::vector<St
     ++e.count;
     e.total_us += std::max(0.0, b - a);
     if (b > a) busy.emplace_back(a, b);
+    if (concerns) concerns->add(Concern::HostSync, i, std::max(0.0, b - a));
   }
   out.host_sync_us = union_length(busy);
   for (auto& [name, e] : by_name) out.host_syncs.push_back(e);
@@ -279,12 +294,19 @@ TraceAnalysis analyze_trace(const Trace& t, const AnalyzeOptions& opt) {
   SpanLinks links = link_spans(t);
   auto windows = step_windows(t, links);
   NameInfoCache names(t.strings);
-  compute_step_timeline(t, links, windows, opt, names, out);
-  compute_operators(t, links, opt, names, out);
-  compute_host_syncs(t, links, windows, names, out);
-  compute_device_views(t, links, windows, names, out);
+  const SourceIndex sources(t, links);
+  ConcernSpans concern_spans;
+  ConcernSpans* concerns = sources.available() ? &concern_spans : nullptr;
+  compute_step_timeline(t, links, windows, opt, names, out, concerns);
+  compute_operators(t, links, opt, names, out, concerns);
+  compute_host_syncs(t, links, windows, names, out, concerns);
+  compute_device_views(t, links, windows, names, out, concerns);
+  compute_step_phases(t, links, windows, names, out);
   compute_timeline(t, links, windows, names, out);
   compute_memory(t, opt, out);
+  out.loaders = t.call_sites.loaders;
+  out.cpus = t.call_sites.cpus;
+  if (concerns) compute_source_lines(t, links, windows, sources, opt, names, *concerns, out);
   // Reports give positions as us since the trace's first event, never before it.
   for (auto& s : out.steps) s.start_us -= out.trace_start_us;
   out.total.start_us = 0;

@@ -9,6 +9,7 @@
 // data loading > CPU execution > other). See docs/ANALYZE.md for the step-window rule.
 #include <array>
 #include <cstdint>
+#include <map>
 #include <string>
 #include <utility>
 #include <vector>
@@ -22,6 +23,23 @@ enum class StepCategory { Kernel, Memcpy, Memset, Communication, Runtime, DataLo
 constexpr int kStepCategoryCount = 8;
 const char* step_category_name(StepCategory c);
 const char* step_category_name(int c);
+
+// What the training loop was doing, from the host's side (step_phases.h says how each is found).
+enum class StepPhase { DataWait, ToDevice, HostSync, Forward, Backward, Optimizer, Other };
+constexpr int kStepPhaseCount = 7;
+const char* step_phase_name(StepPhase p);
+const char* step_phase_name(int p);
+
+// A line of the user's script (or of a library it calls) and the work behind it.
+struct SourceLine {
+  std::string where;                 // "train.py:84"
+  std::string code;                  // the line's text
+  std::string via;                   // the library line that issued most of the work, when not `where`
+  int64_t count = 0;                 // spans (calls, operators, copies ...) behind it
+  int64_t ops = 0;                   // operators under its calls (call loops)
+  double per_step = 0;               // count / steps
+  double time_us = 0;
+};
 
 struct AnalyzeOptions {
   bool group_by_shape = false;       // operator rows by name + input shapes
@@ -39,6 +57,7 @@ struct OperatorStats {
   double host_self_us = 0;           // minus child operators, annotations and runtime calls
   double device_self_us = 0;         // device activity launched directly by this operator
   double device_total_us = 0;        // ... by it or any operator it called
+  std::vector<SourceLine> sources;   // the user's lines behind its time (self time), most first
 };
 
 struct OpTypeStats {
@@ -60,7 +79,16 @@ struct StepBreakdown {
   double device_window_us = 0;       // from the step's first device activity to its end (0: none)
   int64_t kernels = 0;
   int64_t host_syncs = 0;
+  // Host time by phase, each instant once (data wait > copies to the device > backward >
+  // optimizer > forward > host syncs outside those > other), and the device's idle time by the
+  // phase the host was in meanwhile (data wait > host sync > copies > backward > optimizer >
+  // forward > other). Zero without device activity.
+  std::array<double, kStepPhaseCount> phase_us{};
+  std::array<double, kStepPhaseCount> idle_us{};
+  double h2d_us = 0;                 // device time of host-to-device copies
+  int64_t h2d_copies = 0;
 };
+
 
 struct IdleGap {
   double start_us = 0;               // trace time (us since the trace's time base)
@@ -143,6 +171,7 @@ struct Finding {
   double value = 0;
   std::string suggestion;
   std::string evidence;              // the events behind the value and their share of step time
+  std::vector<SourceLine> sources;   // the lines of the script behind that evidence, most first
 };
 
 struct TraceAnalysis {
@@ -207,6 +236,30 @@ struct TraceAnalysis {
   TimelineView timeline;
   std::vector<MemoryCurve> memory;
   std::vector<Finding> findings;
+
+  // Source lines (traces recorded by `crosstrain run --profile`, see source_index.h).
+  bool source_lines = false;               // call sites were read and matched the trace
+  bool module_spans = false;               // nn.Module spans (with_stack + with_modules): forward time known
+  std::map<std::string, std::vector<SourceLine>> lines;  // the lines behind each advisor rule's evidence
+  // Tensor values read on the host (.item(), .tolist(), .cpu(), .numpy(), nonzero ...) by calls
+  // made from the user's own lines inside steps: on an accelerator each one waits for the device.
+  std::vector<SourceLine> host_reads;
+  int64_t host_read_count = 0;
+  // The user's lines that made the most Python calls per step (a loop), with the operators under
+  // them; lines making fewer than 8 calls per step are left out.
+  std::vector<SourceLine> call_loops;
+  std::vector<DataLoaderSettings> loaders;  // as the script built them
+  // DataLoader time inside steps by the kind of iterator torch names in its spans: batches loaded
+  // by the training process itself (num_workers=0), handed over by workers, and iterators started
+  // (DataLoader.__iter__: worker processes start there) with the wait for their first batch.
+  struct LoaderTime {
+    double in_process_us = 0;
+    double from_workers_us = 0;
+    double start_us = 0;
+    int64_t starts = 0;
+    std::vector<double> wait_per_step;  // all data-loading time, by step
+  } loader_time;
+  int cpus = 0;                             // CPUs the training process could use (0: unknown)
 
   // Why this analysis must not be presented as a result ("" when it may): nothing in the trace was
   // recognised as an operator, annotation, runtime call or device activity.

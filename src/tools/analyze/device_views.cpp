@@ -98,7 +98,10 @@ void compute_stream_idle(const Trace& t, const SpanLinks& L, const std::vector<S
 }  // namespace
 
 void compute_device_views(const Trace& t, const SpanLinks& L, const std::vector<StepWindow>& windows,
-                          NameInfoCache& names, TraceAnalysis& out) {
+                          NameInfoCache& names, TraceAnalysis& out, ConcernSpans* concerns) {
+  auto note = [&](Concern c, size_t span, double us) {
+    if (concerns) concerns->add(c, span, us);
+  };
   std::unordered_map<uint32_t, const CollectiveArgs*> msg_of;
   for (const auto& c : t.collectives) msg_of[c.span] = &c;
   // Keyed by interned name: a trace has millions of kernels and a few thousand names.
@@ -128,6 +131,7 @@ void compute_device_views(const Trace& t, const SpanLinks& L, const std::vector<
       // made of (Ascend's "Notify Wait", "SDMA", a Plane's "Memcpy") are time inside it, not
       // collectives of their own.
       const std::string op = collective_operation(name);
+      note(Concern::Communication, static_cast<size_t>(i), d.dur);
       auto& c = colls[op];
       c.name = op;
       ++c.count;
@@ -142,14 +146,19 @@ void compute_device_views(const Trace& t, const SpanLinks& L, const std::vector<
     } else if (d.kind == SpanKind::Memcpy && names(d.name).pageable_copy) {
       add(pageable, name, d.dur);
       out.pageable_copy_us += d.dur;
+      note(Concern::PageableCopy, static_cast<size_t>(i), d.dur);
     }
     if (names(d.task_type).ai_cpu) {
       add(ai_cpu, name, d.dur);
       out.ai_cpu_us += d.dur;
+      note(Concern::AiCpu, static_cast<size_t>(i), d.dur);
     }
     if (L.first_of_launch[static_cast<size_t>(i)]) {
       delays.push_back(std::max(0.0, d.ts - ls->ts));
-      if (busy_until <= ls->end()) idle_latency.push_back(std::max(0.0, d.ts - ls->end()));
+      if (busy_until <= ls->end()) {
+        idle_latency.push_back(std::max(0.0, d.ts - ls->end()));
+        note(Concern::LaunchIntoIdle, static_cast<size_t>(l), std::max(0.0, d.ts - ls->end()));
+      }
     }
     busy_until = std::max(busy_until, d.end());
   }
@@ -174,11 +183,13 @@ void compute_device_views(const Trace& t, const SpanLinks& L, const std::vector<
     if (info.allocator_call) {
       add(allocator, r.name, b - a);
       allocating.emplace_back(a, b);
+      note(Concern::Allocator, i, b - a);
     }
     if (!info.online_compile) continue;
     int32_t op = L.op_of[i];
     add(compile, op != kNoSpan ? t.strings.str(t.spans[static_cast<size_t>(op)].name) : r.name, s.dur);
     out.online_compile_us += s.dur;
+    note(Concern::OnlineCompile, i, s.dur);
   }
   for (auto& [id, r] : runtime) out.runtime_calls.push_back(std::move(r));
   std::sort(out.runtime_calls.begin(), out.runtime_calls.end(), [](const NamedTotal& a, const NamedTotal& b) {
@@ -190,13 +201,14 @@ void compute_device_views(const Trace& t, const SpanLinks& L, const std::vector<
   // How much of the data loading is allocation: frees of the previous batch land in the
   // DataLoader's __next__, and would read as slow data loading.
   std::vector<std::pair<double, double>> loading;
-  for (const Span& s : t.spans) {
+  for (size_t i = 0; i < t.spans.size(); ++i) {
+    const Span& s = t.spans[i];
     if (s.kind != SpanKind::Annotation || !names(s.name).data_loading) continue;
     const int k = window_of(windows, s.ts);
     if (k < 0) continue;
     const StepWindow& w = windows[static_cast<size_t>(k)];
     const double a = std::max(s.ts, w.start), b = std::min(s.end(), w.end);
-    if (b > a) loading.emplace_back(a, b);
+    if (b > a) loading.emplace_back(a, b), note(Concern::DataLoading, i, b - a);
   }
   if (!allocating.empty() && !loading.empty()) {
     const double loading_us = union_length(loading);

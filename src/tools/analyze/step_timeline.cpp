@@ -68,7 +68,8 @@ double union_length(std::vector<std::pair<double, double>>& v) {
 }
 
 void compute_step_timeline(const Trace& t, const SpanLinks& links, const std::vector<StepWindow>& windows,
-                           const AnalyzeOptions& opt, NameInfoCache& names, TraceAnalysis& out) {
+                           const AnalyzeOptions& opt, NameInfoCache& names, TraceAnalysis& out,
+                           ConcernSpans* concerns) {
   out.steps.clear();
   for (const auto& w : windows) {
     StepBreakdown b;
@@ -129,6 +130,7 @@ void compute_step_timeline(const Trace& t, const SpanLinks& links, const std::ve
       ++out.idle_gap_count;
       out.idle_gap_us += len;
       out.idle_gaps.push_back({idle_start, len, windows[idle_step].label, idle_start - windows[idle_step].start});
+      if (concerns) concerns->idle_gaps.emplace_back(idle_start, len);
     }
     idle_open = false;
   };
@@ -197,7 +199,10 @@ void compute_step_timeline(const Trace& t, const SpanLinks& links, const std::ve
       ++out.steps[static_cast<size_t>(k)].kernels;
       ++out.kernel_count;
       out.kernel_us += d.dur;
-      if (d.dur < opt.short_kernel_us) ++out.short_kernel_count;
+      if (d.dur < opt.short_kernel_us) {
+        ++out.short_kernel_count;
+        if (concerns) concerns->add(Concern::ShortKernel, static_cast<size_t>(i), d.dur);
+      }
     }
     if (k >= 0 && links.first_of_launch[static_cast<size_t>(i)]) {
       ++out.launches;

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "tools/analyze/analysis.h"
+#include "tools/analyze/concern_spans.h"
 #include "tools/analyze/span_links.h"
 
 namespace crosstrain::analyze {
@@ -29,6 +30,7 @@ double union_length(std::vector<std::pair<double, double>>& intervals);
 
 // Fills steps, total, idle gaps, kernel counts and launch counts of `out`.
 void compute_step_timeline(const Trace& t, const SpanLinks& links, const std::vector<StepWindow>& windows,
-                           const AnalyzeOptions& options, NameInfoCache& names, TraceAnalysis& out);
+                           const AnalyzeOptions& options, NameInfoCache& names, TraceAnalysis& out,
+                           ConcernSpans* concerns = nullptr);
 
 }  // namespace crosstrain::analyze

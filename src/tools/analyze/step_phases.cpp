@@ -1,0 +1,169 @@
+#include "tools/analyze/step_phases.h"
+
+#include <algorithm>
+#include <string_view>
+
+namespace crosstrain::analyze {
+
+namespace {
+
+// Sweep labels: the phases up to Other (not a label: the absence of the others), then the
+// device's activity and its host-to-device copies.
+constexpr int kDevice = kStepPhaseCount;
+constexpr int kHtoD = kStepPhaseCount + 1;
+constexpr int kLabels = kStepPhaseCount + 2;
+
+constexpr StepPhase kPhaseOrder[] = {StepPhase::DataWait, StepPhase::ToDevice, StepPhase::Backward,
+                                     StepPhase::Optimizer, StepPhase::Forward, StepPhase::HostSync};
+constexpr StepPhase kIdleOrder[] = {StepPhase::DataWait, StepPhase::HostSync, StepPhase::ToDevice,
+                                    StepPhase::Backward, StepPhase::Optimizer, StepPhase::Forward};
+
+bool starts_with(std::string_view s, std::string_view p) { return s.substr(0, p.size()) == p; }
+bool ends_with(std::string_view s, std::string_view p) {
+  return s.size() >= p.size() && s.substr(s.size() - p.size()) == p;
+}
+
+bool is_backward_python(std::string_view n) {
+  // torch's entry points: Tensor.backward ("torch/_tensor.py(570): backward"), autograd.backward
+  // and autograd.grad, and the engine call under them.
+  return (starts_with(n, "torch/") && (ends_with(n, "): backward") || ends_with(n, "): grad"))) ||
+         n.find("run_backward") != std::string_view::npos;
+}
+
+struct Edge {
+  double t;
+  int8_t label;
+  int8_t delta;
+};
+
+// DataLoader spans in steps by iterator kind. An iterator's start (the agent's DataLoader.__iter__
+// span) counts with the wait for its first batch, which is when the new workers deliver.
+void loader_time(const Trace& t, const std::vector<StepWindow>& windows, NameInfoCache& names, TraceAnalysis& out) {
+  auto& lt = out.loader_time;
+  lt.wait_per_step.assign(windows.size(), 0);
+  std::vector<size_t> spans;
+  for (size_t i = 0; i < t.spans.size(); ++i)
+    if (t.spans[i].kind == SpanKind::Annotation && names(t.spans[i].name).data_loading) spans.push_back(i);
+  std::sort(spans.begin(), spans.end(), [&](size_t a, size_t b) { return t.spans[a].ts < t.spans[b].ts; });
+  bool after_start = false;
+  for (size_t i : spans) {
+    const Span& s = t.spans[i];
+    const std::string& name = t.strings.str(s.name);
+    const int k = window_of(windows, s.ts);
+    const bool start = starts_with(name, "DataLoader.__iter__");
+    const bool first = after_start && !start && name.find("_MultiProcessingDataLoaderIter") != std::string::npos;
+    after_start = start || (after_start && name.find("__next__") == std::string::npos);
+    if (k < 0) continue;
+    const StepWindow& w = windows[static_cast<size_t>(k)];
+    const double us = std::max(0.0, std::min(s.end(), w.end) - std::max(s.ts, w.start));
+    lt.wait_per_step[static_cast<size_t>(k)] += us;
+    if (start) ++lt.starts;
+    if (start || first) lt.start_us += us;
+    else if (name.find("_SingleProcessDataLoaderIter") != std::string::npos) lt.in_process_us += us;
+    else if (name.find("_MultiProcessingDataLoaderIter") != std::string::npos) lt.from_workers_us += us;
+  }
+}
+
+}  // namespace
+
+bool is_host_to_device_copy_name(const std::string& n) {
+  return n.find("HtoD") != std::string::npos || n.find("H2D") != std::string::npos ||
+         n.find("Host -> Device") != std::string::npos || n.find("Host to Device") != std::string::npos;
+}
+
+void compute_step_phases(const Trace& t, const SpanLinks& L, const std::vector<StepWindow>& windows,
+                         NameInfoCache& names, TraceAnalysis& out) {
+  if (windows.empty()) return;
+  const double lo = windows.front().start, hi = windows.back().end;
+  std::vector<Edge> edges;
+  auto add = [&](const Span& s, int label) {
+    const double a = std::max(s.ts, lo), b = std::min(s.end(), hi);
+    if (b <= a) return;
+    edges.push_back({a, static_cast<int8_t>(label), 1});
+    edges.push_back({b, static_cast<int8_t>(label), -1});
+  };
+  std::vector<char> copies_to_device(t.spans.size(), 0);
+  for (int32_t d : L.device_order) {
+    const Span& s = t.spans[static_cast<size_t>(d)];
+    if (s.kind != SpanKind::Memcpy || !is_host_to_device_copy_name(t.strings.str(s.name))) continue;
+    add(s, kHtoD);
+    const int32_t l = L.launcher[static_cast<size_t>(d)];
+    const int k = window_of(windows, l != kNoSpan ? t.spans[static_cast<size_t>(l)].ts : s.ts);
+    if (k >= 0) ++out.steps[static_cast<size_t>(k)].h2d_copies;
+    if (L.device_op[static_cast<size_t>(d)] != kNoSpan) copies_to_device[static_cast<size_t>(L.device_op[static_cast<size_t>(d)])] = 1;
+  }
+  for (size_t i = 0; i < t.spans.size(); ++i) {
+    const Span& s = t.spans[i];
+    if (is_device(s.kind)) {
+      add(s, kDevice);
+      continue;
+    }
+    const NameInfo& info = names(s.name);
+    if (is_host_tree(s.kind) && info.host_sync) add(s, static_cast<int>(StepPhase::HostSync));
+    const std::string& name = t.strings.str(s.name);
+    switch (s.kind) {
+      case SpanKind::Annotation:
+        if (info.data_loading) add(s, static_cast<int>(StepPhase::DataWait));
+        else if (starts_with(name, "Optimizer.step#") || starts_with(name, "Optimizer.zero_grad#"))
+          add(s, static_cast<int>(StepPhase::Optimizer));
+        break;
+      case SpanKind::CpuOp:
+        if (copies_to_device[i]) add(s, static_cast<int>(StepPhase::ToDevice));
+        else if (starts_with(name, "autograd::engine::evaluate_function:")) add(s, static_cast<int>(StepPhase::Backward));
+        break;
+      case SpanKind::PythonFunction:
+        if (starts_with(name, "nn.Module: ")) {
+          out.module_spans = true;
+          add(s, static_cast<int>(StepPhase::Forward));
+        } else if (is_backward_python(name)) {
+          add(s, static_cast<int>(StepPhase::Backward));
+        }
+        break;
+      default: break;
+    }
+  }
+  std::sort(edges.begin(), edges.end(), [](const Edge& a, const Edge& b) { return a.t < b.t; });
+
+  int active[kLabels] = {};
+  size_t w = 0;
+  auto segment = [&](double a, double b) {
+    if (b <= a) return;
+    auto first_of = [&](const auto& order) {
+      for (StepPhase p : order)
+        if (active[static_cast<int>(p)] > 0) return p;
+      return StepPhase::Other;
+    };
+    const StepPhase phase = first_of(kPhaseOrder);
+    const bool idle = out.has_device && active[kDevice] == 0;
+    const StepPhase cause = idle ? first_of(kIdleOrder) : StepPhase::Other;
+    while (w < windows.size() && windows[w].end <= a) ++w;
+    for (size_t k = w; k < windows.size() && windows[k].start < b; ++k) {
+      const double x = std::max(a, windows[k].start), y = std::min(b, windows[k].end);
+      if (y <= x) continue;
+      StepBreakdown& s = out.steps[k];
+      s.phase_us[static_cast<size_t>(phase)] += y - x;
+      if (idle) s.idle_us[static_cast<size_t>(cause)] += y - x;
+      if (active[kHtoD] > 0) s.h2d_us += y - x;
+    }
+  };
+  double prev = lo;
+  for (size_t e = 0; e < edges.size();) {
+    const double now = edges[e].t;
+    segment(prev, now);
+    for (; e < edges.size() && edges[e].t == now; ++e) active[edges[e].label] += edges[e].delta;
+    prev = now;
+  }
+  segment(prev, hi);
+
+  loader_time(t, windows, names, out);
+  for (const auto& s : out.steps) {
+    for (int p = 0; p < kStepPhaseCount; ++p) {
+      out.total.phase_us[static_cast<size_t>(p)] += s.phase_us[static_cast<size_t>(p)];
+      out.total.idle_us[static_cast<size_t>(p)] += s.idle_us[static_cast<size_t>(p)];
+    }
+    out.total.h2d_us += s.h2d_us;
+    out.total.h2d_copies += s.h2d_copies;
+  }
+}
+
+}  // namespace crosstrain::analyze

@@ -1,0 +1,28 @@
+#pragma once
+// Each step's time by phase of the training loop, and the device's idle time by what the host was
+// doing meanwhile (internal to the analysis). Phases are found by what torch itself records:
+//   data wait   DataLoader spans (torch's enumerate(DataLoader)#...__next__, the agent's
+//               DataLoader.__iter__), crosstrain's data_wait
+//   to device   operators whose work includes a host-to-device copy ("Memcpy HtoD ...")
+//   host sync   sync calls (aten::item, *synchronize*) outside the phases below
+//   forward     nn.Module calls of the Python stack (with_stack and with_modules)
+//   backward    the autograd engine's operators (autograd::engine::evaluate_function: ...) and
+//               Python's entry into it (Tensor.backward, torch.autograd.backward, run_backward)
+//   optimizer   torch.optim's spans (Optimizer.step#..., Optimizer.zero_grad#...)
+//   other       anything else: Python between the phases, logging, the profiler's own step
+// Also each step's host-to-device copy time on the device.
+#include <vector>
+
+#include "tools/analyze/analysis.h"
+#include "tools/analyze/span_links.h"
+#include "tools/analyze/step_timeline.h"
+
+namespace crosstrain::analyze {
+
+void compute_step_phases(const Trace& t, const SpanLinks& links, const std::vector<StepWindow>& windows,
+                         NameInfoCache& names, TraceAnalysis& out);
+
+// "Memcpy HtoD (Pageable -> Device)", "Memcpy H2D", "Memcpy Host -> Device": a copy to the device.
+bool is_host_to_device_copy_name(const std::string& name);
+
+}  // namespace crosstrain::analyze
