@@ -47,7 +47,9 @@ double idle_launch_wait_us(const TraceAnalysis& a) {
 
 }  // namespace
 
-const std::vector<AdvisorRule>& advisor_rules() {
+namespace {
+
+const std::vector<AdvisorRule>& trace_rules() {
   static const std::vector<AdvisorRule> rules = {
     // First: when the allocator stalls the host, data loading and launches look slow because of it.
     {"allocator", "Device memory is allocated and freed inside the step", 0.05, "> 5% of step time",
@@ -65,7 +67,10 @@ const std::vector<AdvisorRule>& advisor_rules() {
     {"data_loading", "Data loading stalls the step", 0.05, "> 5% of step time",
      "Raise DataLoader num_workers, set pin_memory=True and persistent_workers=True, prefetch, or move "
      "decoding/augmentation off the training process.",
-     [](const TraceAnalysis& a) { return a.total.duration_us > 0 ? a.share(a.total.data_wait_us) : kNotApplicable; },
+     // With the script's DataLoaders known (crosstrain run), the dataloader_* rules judge instead.
+     [](const TraceAnalysis& a) {
+       return a.total.duration_us > 0 && a.loaders.empty() ? a.share(a.total.data_wait_us) : kNotApplicable;
+     },
      pct_of_step,
      [](const TraceAnalysis& a) {
        std::string s = "data-loading spans (data_wait, enumerate(DataLoader)...): " + share_text(a, a.total.data_wait_us);
@@ -253,6 +258,17 @@ const std::vector<AdvisorRule>& advisor_rules() {
   return rules;
 }
 
+}  // namespace
+
+const std::vector<AdvisorRule>& advisor_rules() {
+  static const std::vector<AdvisorRule> rules = [] {
+    std::vector<AdvisorRule> all = trace_rules();
+    all.insert(all.end(), script_rules().begin(), script_rules().end());
+    return all;
+  }();
+  return rules;
+}
+
 std::vector<Finding> run_advisor(const TraceAnalysis& a) {
   std::vector<Finding> out;
   for (const auto& r : advisor_rules()) {
@@ -260,7 +276,7 @@ std::vector<Finding> run_advisor(const TraceAnalysis& a) {
     if (v < 0) continue;
     // host_sync fires on any sync; the others on strictly exceeding their threshold.
     if (!(v > r.threshold)) continue;
-    out.push_back({r.id, r.title, r.describe(a, v), r.threshold_text, v, r.suggestion, r.evidence(a)});
+    out.push_back({r.id, r.title, r.describe(a, v), r.threshold_text, v, r.suggestion, r.evidence(a), rule_sources(a, r.id)});
   }
   return out;
 }

@@ -24,7 +24,13 @@ struct AdvisorRule {
   std::string (*evidence)(const TraceAnalysis& a);
 };
 
+// Every rule: the trace rules of advisor.cpp, then the rules about the script's code and
+// DataLoaders (advisor_script_rules.cpp).
 const std::vector<AdvisorRule>& advisor_rules();
+const std::vector<AdvisorRule>& script_rules();
+
+// The lines of the script behind a rule's evidence (empty without source lines).
+std::vector<SourceLine> rule_sources(const TraceAnalysis& a, const std::string& rule_id);
 
 // Evaluates every rule; findings in table order.
 std::vector<Finding> run_advisor(const TraceAnalysis& a);

@@ -64,16 +64,22 @@ std::string render_console(const TraceAnalysis& a, const RenderOptions& opt) {
 
   const bool device = a.has_device;
   const double base = op_share_base(a, device);
-  report::Table ops({"Operator", "Calls", "Host self", "Host total", "Device self", "Device total", "Share",
-                     "Mean"});
+  std::vector<std::string> op_head = {"Operator", "Calls", "Host self", "Host total", "Device self", "Device total",
+                                       "Share", "Mean"};
+  if (a.source_lines) op_head.push_back("Your line");
+  report::Table ops(op_head);
+  if (a.source_lines) ops.align(op_head.size() - 1, report::Align::Left);
   size_t shown = 0;
   for (const auto& o : a.operators) {
     if (shown++ >= opt.top) break;
     double key = device ? o.device_self_us : o.host_self_us;
     std::string name = o.shapes.empty() ? o.name : o.name + " " + o.shapes;
-    ops.add_row({name, format_count(o.calls), format_us(o.host_self_us), format_us(o.host_total_us),
-                 device ? format_us(o.device_self_us) : "n/a", device ? format_us(o.device_total_us) : "n/a",
-                 format_percent(base > 0 ? key / base : 0), format_us(o.calls ? o.host_total_us / static_cast<double>(o.calls) : 0)});
+    std::vector<std::string> row = {name, format_count(o.calls), format_us(o.host_self_us), format_us(o.host_total_us),
+                                    device ? format_us(o.device_self_us) : "n/a", device ? format_us(o.device_total_us) : "n/a",
+                                    format_percent(base > 0 ? key / base : 0),
+                                    format_us(o.calls ? o.host_total_us / static_cast<double>(o.calls) : 0)};
+    if (a.source_lines) row.push_back(operator_source_text(o));
+    ops.add_row(row);
   }
   out << "Operators (top " << std::min(opt.top, a.operators.size()) << " of " << a.operators.size()
       << ", share of " << (device ? "device" : "host") << " self time)\n"
@@ -111,6 +117,7 @@ std::string render_console(const TraceAnalysis& a, const RenderOptions& opt) {
     add_step(a.total);
   }
   out << "Step breakdown (overlapped time counted once, for the higher category)\n" << steps.render() << "\n";
+  out << render_phases_console(a);
 
   if (device) {
     out << "Device: busy " << format_percent(a.share(a.total.device_busy_us)) << " of step time";
@@ -160,14 +167,17 @@ std::string render_console(const TraceAnalysis& a, const RenderOptions& opt) {
   for (const auto& m : a.memory)
     out << "Memory " << m.device << ": peak allocated " << report::format_bytes(m.peak_allocated) << ", peak reserved "
         << report::format_bytes(m.peak_reserved) << "\n";
+  out << render_source_console(a);
 
   out << "\nAdvisor: ";
   if (a.findings.empty()) out << "no rule fired\n";
   else out << a.findings.size() << " finding(s)\n";
-  for (const auto& f : a.findings)
+  for (const auto& f : a.findings) {
     out << "  [" << f.rule << "] " << f.title << ": " << f.measured << " (threshold " << f.threshold << ")\n"
-        << "    evidence: " << f.evidence << "\n"
-        << "    -> " << f.suggestion << "\n";
+        << "    evidence: " << f.evidence << "\n";
+    for (size_t i = 0; i < f.sources.size() && i < 3; ++i) out << "    at " << source_line_text(f.sources[i]) << "\n";
+    out << "    -> " << f.suggestion << "\n";
+  }
   return out.str();
 }
 
@@ -212,7 +222,8 @@ nlohmann::json findings_to_json(const std::vector<Finding>& findings) {
   nlohmann::json out = nlohmann::json::array();
   for (const auto& f : findings)
     out.push_back({{"rule", f.rule}, {"title", f.title}, {"measured", f.measured}, {"value", f.value},
-                   {"threshold", f.threshold}, {"suggestion", f.suggestion}, {"evidence", f.evidence}});
+                   {"threshold", f.threshold}, {"suggestion", f.suggestion}, {"evidence", f.evidence},
+                   {"sources", source_lines_json(f.sources)}});
   return out;
 }
 
@@ -231,7 +242,8 @@ nlohmann::json analysis_to_json(const TraceAnalysis& a) {
   for (const auto& o : a.operators)
     ops.push_back({{"name", o.name}, {"shapes", o.shapes}, {"type", op_type_name(o.type)}, {"calls", o.calls},
                    {"host_self_us", o.host_self_us}, {"host_total_us", o.host_total_us},
-                   {"device_self_us", o.device_self_us}, {"device_total_us", o.device_total_us}});
+                   {"device_self_us", o.device_self_us}, {"device_total_us", o.device_total_us},
+                   {"sources", source_lines_json(o.sources)}});
   j["operators"] = ops;
   json types = json::array();
   for (const auto& t : a.op_types)
@@ -239,12 +251,17 @@ nlohmann::json analysis_to_json(const TraceAnalysis& a) {
                      {"device_self_us", t.device_self_us}});
   j["operator_types"] = types;
   auto step_json = [](const StepBreakdown& s) {
-    json c;
+    json c, phases, idle;
     for (int k = 0; k < kStepCategoryCount; ++k) c[step_category_name(k)] = s.category_us[static_cast<size_t>(k)];
+    for (int k = 0; k < kStepPhaseCount; ++k) {
+      phases[step_phase_name(k)] = s.phase_us[static_cast<size_t>(k)];
+      idle[step_phase_name(k)] = s.idle_us[static_cast<size_t>(k)];
+    }
     return json{{"label", s.label}, {"start_us", s.start_us}, {"duration_us", s.duration_us}, {"categories_us", c},
                 {"device_busy_us", s.device_busy_us}, {"data_wait_us", s.data_wait_us}, {"comm_us", s.comm_us},
                 {"comm_overlapped_us", s.comm_overlapped_us}, {"device_window_us", s.device_window_us},
-                {"kernels", s.kernels}, {"host_syncs", s.host_syncs}};
+                {"kernels", s.kernels}, {"host_syncs", s.host_syncs}, {"phases_us", phases},
+                {"device_idle_by_phase_us", idle}, {"h2d_us", s.h2d_us}, {"h2d_copies", s.h2d_copies}};
   };
   json steps = json::array();
   for (const auto& s : a.steps) steps.push_back(step_json(s));
@@ -282,6 +299,7 @@ nlohmann::json analysis_to_json(const TraceAnalysis& a) {
   }
   j["memory"] = mem;
   j["compute_us_per_step"] = compute_us_per_step(a);
+  j["script"] = script_json(a);
   j["findings"] = findings_to_json(a.findings);
   return j;
 }
@@ -319,13 +337,16 @@ void write_analysis_csv(const std::vector<TraceAnalysis>& all, const std::string
     std::string rank = std::to_string(a.rank);
     for (const auto& o : a.operators)
       ops.push_back({a.path, rank, o.name, o.shapes, op_type_name(o.type), std::to_string(o.calls), num(o.host_self_us),
-                     num(o.host_total_us), num(o.device_self_us), num(o.device_total_us)});
+                     num(o.host_total_us), num(o.device_self_us), num(o.device_total_us),
+                     o.sources.empty() ? "" : o.sources.front().where});
     for (const auto& s : a.steps) {
       std::vector<std::string> row = {a.path, rank, s.label, num(s.start_us), num(s.duration_us)};
       for (int c = 0; c < kStepCategoryCount; ++c) row.push_back(num(s.category_us[static_cast<size_t>(c)]));
       row.push_back(num(s.device_busy_us));
       row.push_back(num(s.data_wait_us));
       row.push_back(std::to_string(s.host_syncs));
+      for (int p = 0; p < kStepPhaseCount; ++p) row.push_back(num(s.phase_us[static_cast<size_t>(p)]));
+      row.push_back(num(s.h2d_us));
       steps.push_back(row);
     }
   }
@@ -336,9 +357,15 @@ void write_analysis_csv(const std::vector<TraceAnalysis>& all, const std::string
     step_head.push_back(n + "_us");
   }
   step_head.insert(step_head.end(), {"device_busy_us", "data_wait_us", "host_syncs"});
+  for (int p = 0; p < kStepPhaseCount; ++p) {
+    std::string n = std::string("phase_") + step_phase_name(p);
+    std::replace(n.begin(), n.end(), ' ', '_');
+    step_head.push_back(n + "_us");
+  }
+  step_head.push_back("h2d_us");
   report::write_file_atomic(dir + "/operators.csv",
                             report::csv_document({"trace", "rank", "operator", "shapes", "type", "calls", "host_self_us",
-                                                  "host_total_us", "device_self_us", "device_total_us"},
+                                                  "host_total_us", "device_self_us", "device_total_us", "source"},
                                                  ops));
   report::write_file_atomic(dir + "/steps.csv", report::csv_document(step_head, steps));
 }

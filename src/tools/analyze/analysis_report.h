@@ -37,6 +37,17 @@ nlohmann::json diff_to_json(const TraceDiff& d);
 // operators.csv and steps.csv (one row per rank and step) in `dir`, created if missing.
 void write_analysis_csv(const std::vector<TraceAnalysis>& all, const std::string& dir);
 
+// What the analysis knows about the script (source_report.cpp): a source line as one line of text
+// ("train.py:84 loss.item()  x1.0 per step, 3.1 ms <what>"), an operator row's lines, the step
+// phases and device idle by phase, then DataLoaders, host reads and loops of calls ("" when none).
+std::string source_line_text(const SourceLine& l, const std::string& what = "");
+std::string operator_source_text(const OperatorStats& o);
+bool has_phases(const TraceAnalysis& a);
+std::string render_phases_console(const TraceAnalysis& a);
+std::string render_source_console(const TraceAnalysis& a);
+nlohmann::json source_lines_json(const std::vector<SourceLine>& lines);
+nlohmann::json script_json(const TraceAnalysis& a);
+
 // One HTML page: step-breakdown stacked bars, top-10 operators, operator-type pie, memory curve,
 // the advisor's findings; per rank when several traces are given.
 std::string render_analysis_html(const std::vector<TraceAnalysis>& all);
