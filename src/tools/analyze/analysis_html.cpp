@@ -2,6 +2,7 @@
 // report::HtmlPage (inline SVG, no scripts, no network). Chart ids are stable so tests and
 // headless browsers can find them: steps-R, top-ops-R, top-kernels-R (traces with device kernels),
 // op-types-R, memory-R, timeline-R (one step's rows of host and device activity; R = trace index),
+// the script's parts of script_html.cpp (findings-R with their lines, phases-R, op-lines-R ...),
 // and with several traces a per-rank table (#ranks) first.
 #include <algorithm>
 
@@ -15,7 +16,8 @@ namespace crosstrain::analyze {
 std::string render_analysis_html(const std::vector<TraceAnalysis>& all) {
   report::HtmlPage page("crosstrain analyze");
   // Findings are prose: left-align them (the page default right-aligns numeric columns).
-  page.add_raw("<style>table[id^=findings] td,table[id^=findings] th{text-align:left;vertical-align:top}</style>");
+  page.add_raw("<style>table[id^=findings] td,table[id^=findings] th,table.lines td,table.lines th{text-align:left;"
+               "vertical-align:top}td.src code{white-space:pre-wrap}</style>");
   if (all.size() > 1) {
     // The per-rank comparison of the console output: where ranks differ is where to look first.
     std::vector<std::string> head = {"Trace", "Rank", "Steps", "Mean step", "Compute/step", "Device busy"};
@@ -51,10 +53,7 @@ std::string render_analysis_html(const std::vector<TraceAnalysis>& all) {
                        (a.has_device ? ", device busy " + report::format_percent(a.share(a.total.device_busy_us)) : ""));
 
     // Findings first: they are what the reader acts on.
-    std::vector<std::vector<std::string>> rows;
-    for (const auto& f : a.findings) rows.push_back({f.title, f.measured, f.evidence, f.threshold, f.suggestion});
-    if (rows.empty()) page.add_raw("<p class=\"pass\" id=\"findings" + suffix + "\">Advisor: no rule fired.</p>");
-    else page.add_table({"Finding", "Measured", "Evidence", "Threshold", "Suggestion"}, rows, "findings" + suffix);
+    add_findings_html(page, a, suffix);
 
     std::vector<std::string> cats;
     for (int c = 0; c < kStepCategoryCount; ++c) cats.push_back(step_category_name(c));
@@ -70,6 +69,7 @@ std::string render_analysis_html(const std::vector<TraceAnalysis>& all) {
     std::string caption = "Step time breakdown";
     if (a.steps.size() > kMaxBars) caption += " (first " + std::to_string(kMaxBars) + " of " + std::to_string(a.steps.size()) + " steps)";
     page.add_stacked_bars("steps" + suffix, caption, cats, bars, "ms");
+    add_script_html(page, a, suffix);
 
     std::vector<report::Slice> top;
     for (size_t i = 0; i < a.operators.size() && top.size() < 10; ++i) {

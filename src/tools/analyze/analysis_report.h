@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "report/html_page.h"
 #include "tools/analyze/analysis.h"
 #include "tools/analyze/trace_diff.h"
 
@@ -47,6 +48,12 @@ std::string render_phases_console(const TraceAnalysis& a);
 std::string render_source_console(const TraceAnalysis& a);
 nlohmann::json source_lines_json(const std::vector<SourceLine>& lines);
 nlohmann::json script_json(const TraceAnalysis& a);
+
+// The HTML parts about the script (script_html.cpp): the findings table (with each finding's lines
+// when known), step phases and device idle by phase, top operators with their lines, host reads,
+// loops of calls and DataLoaders. `suffix` ("-R") makes the ids unique per trace.
+void add_findings_html(report::HtmlPage& page, const TraceAnalysis& a, const std::string& suffix);
+void add_script_html(report::HtmlPage& page, const TraceAnalysis& a, const std::string& suffix);
 
 // One HTML page: step-breakdown stacked bars, top-10 operators, operator-type pie, memory curve,
 // the advisor's findings; per rank when several traces are given.
