@@ -20,15 +20,36 @@ class KinetoTraceWriter {
   KinetoTraceWriter& op(const std::string& name, double ts, double dur, const std::string& dtypes = "") {
     return span("cpu_op", name, 1, ts, dur, dtypes.empty() ? "" : "\"Input type\": " + dtypes);
   }
+  // A python_function span (torch.profiler's with_stack) on host thread `tid`.
+  KinetoTraceWriter& python(const std::string& name, double ts, double dur, int tid = 1) {
+    return span("python_function", name, 1, ts, dur, "", tid);
+  }
+  // An operator on another host thread (the autograd engine's, say).
+  KinetoTraceWriter& op_on(int tid, const std::string& name, double ts, double dur) {
+    return span("cpu_op", name, 1, ts, dur, "", tid);
+  }
+  // A flow event ("s" or "f") of category `cat` on host thread `tid`.
+  KinetoTraceWriter& flow(const std::string& cat, char phase, int id, double ts, int tid = 1) {
+    std::ostringstream e;
+    e << "{\"ph\": \"" << phase << "\", \"id\": " << id << ", \"pid\": 1, \"tid\": " << tid << ", \"ts\": " << ts
+      << ", \"cat\": \"" << cat << "\", \"name\": \"" << cat << "\"}";
+    events_.push_back(e.str());
+    return *this;
+  }
+  // Kineto's "baseTimeNanoseconds": ts T (us) is (base + 1000 T) ns on the profiler's clock.
+  KinetoTraceWriter& base_time_ns(long long ns) {
+    base_time_ns_ = ns;
+    return *this;
+  }
   KinetoTraceWriter& runtime(const std::string& name, double ts, double dur) {
     return span("cuda_runtime", name, 1, ts, dur, "\"correlation\": " + std::to_string(next_corr_++));
   }
   // A runtime call at [rt_ts, rt_ts + rt_dur] launching device work at [k_ts, k_ts + k_dur].
   KinetoTraceWriter& launch(double rt_ts, double rt_dur, const std::string& kernel, double k_ts, double k_dur,
-                            const std::string& cat = "kernel", int stream = 7) {
+                            const std::string& cat = "kernel", int stream = 7, int host_tid = 1) {
     int corr = next_corr_++;
     std::string c = "\"correlation\": " + std::to_string(corr);
-    span("cuda_runtime", "cudaLaunchKernel", 1, rt_ts, rt_dur, c);
+    span("cuda_runtime", "cudaLaunchKernel", 1, rt_ts, rt_dur, c, host_tid);
     return span(cat, kernel, 0, k_ts, k_dur, c, stream);
   }
 
@@ -50,7 +71,9 @@ class KinetoTraceWriter {
     std::ostringstream o;
     o << "{\"schemaVersion\": 1, \"deviceProperties\": [";
     if (compute_major_ > 0) o << "{\"id\": 0, \"name\": \"test GPU\", \"computeMajor\": " << compute_major_ << "}";
-    o << "], \"traceEvents\": [";
+    o << "], ";
+    if (base_time_ns_ >= 0) o << "\"baseTimeNanoseconds\": " << base_time_ns_ << ", ";
+    o << "\"traceEvents\": [";
     for (size_t i = 0; i < events_.size(); ++i) o << (i ? ",\n" : "\n") << events_[i];
     o << "]}";
     return o.str();
@@ -67,6 +90,7 @@ class KinetoTraceWriter {
   }
   std::vector<std::string> events_;
   int compute_major_ = 0;
+  long long base_time_ns_ = -1;
   int next_corr_ = 1;
 };
 
