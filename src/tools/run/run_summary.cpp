@@ -130,13 +130,14 @@ std::vector<std::string> summary_lines(const std::vector<ProcessReport>& reports
   if (trained == 0)
     lines.push_back("torch was imported but no optimizer step ran: a loop without a torch.optim optimizer "
                     "needs --step-marker module:function");
-  std::vector<std::string> cycles;  // `analyze` takes a cycle folder: every rank of that cycle
+  std::vector<std::string> runs;  // `analyze` takes the --profile folder: every cycle and rank of it
   for (const auto& r : reports)
     for (const auto& t : r.traces) {
-      const std::string folder = fs::path(t).parent_path().string();
-      if (std::find(cycles.begin(), cycles.end(), folder) == cycles.end()) cycles.push_back(folder);
+      const std::string folder = fs::path(t).parent_path().parent_path().string();
+      if (std::find(runs.begin(), runs.end(), folder) == runs.end()) runs.push_back(folder);
     }
-  for (const auto& c : cycles) lines.push_back("analyze with: crosstrain analyze " + c);
+  for (const auto& d : runs)
+    lines.push_back("analyze with: crosstrain analyze " + d + " (one page: --html " + (fs::path(d) / "report.html").string() + ")");
   const auto& first = reports.front();
   if (!first.seeded.empty()) {
     std::string s;
