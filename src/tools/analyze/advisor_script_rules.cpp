@@ -160,13 +160,11 @@ const std::vector<AdvisorRule>& script_rules() {
        return format_fixed(v, 1) + " per step" + (a.host_reads.empty() ? "" : " (" + a.host_reads.front().where + ")");
      },
      [](const TraceAnalysis& a) {
-       std::string s;
        double us = 0;
-       for (const auto& l : a.host_reads) {
-         s += (s.empty() ? "" : "; ") + line_text(l) + " x" + format_fixed(l.per_step, 1) + " per step";
-         us += l.time_us;
-       }
-       return s + "; on this host-only run they took " + share_text(a, us);
+       for (const auto& l : a.host_reads) us += l.time_us;
+       return format_count(a.host_read_count) + " reads in " + format_count(static_cast<int64_t>(a.steps.size())) +
+              " steps from " + format_count(static_cast<int64_t>(a.host_reads.size())) +
+              " line(s) of yours; on this host-only run they took " + share_text(a, us);
      }},
     {"python_op_loop", "A Python loop issues many small operators", kLoopCallsPerStep - 0.01,
      ">= 32 calls per step from one line, <= 4 operators each, >= 0.5% of step time",
