@@ -92,35 +92,41 @@ void compute_step_phases(const Trace& t, const SpanLinks& L, const std::vector<S
     if (k >= 0) ++out.steps[static_cast<size_t>(k)].h2d_copies;
     if (L.device_op[static_cast<size_t>(d)] != kNoSpan) copies_to_device[static_cast<size_t>(L.device_op[static_cast<size_t>(d)])] = 1;
   }
+  // The phase a name stands for, decided once per interned name (traces repeat a few thousand
+  // names millions of times): Other when none.
+  std::vector<int8_t> phase_of_name(t.strings.size(), -1);
+  auto named_phase = [&](const Span& s) {
+    int8_t& p = phase_of_name[s.name];
+    if (p >= 0) return static_cast<StepPhase>(p);
+    const std::string& name = t.strings.str(s.name);
+    StepPhase ph = StepPhase::Other;
+    if (names(s.name).data_loading) ph = StepPhase::DataWait;
+    else if (starts_with(name, "Optimizer.step#") || starts_with(name, "Optimizer.zero_grad#")) ph = StepPhase::Optimizer;
+    else if (starts_with(name, "autograd::engine::evaluate_function:") || is_backward_python(name)) ph = StepPhase::Backward;
+    else if (starts_with(name, "nn.Module: ")) ph = StepPhase::Forward;
+    p = static_cast<int8_t>(ph);
+    return ph;
+  };
   for (size_t i = 0; i < t.spans.size(); ++i) {
     const Span& s = t.spans[i];
     if (is_device(s.kind)) {
       add(s, kDevice);
       continue;
     }
-    const NameInfo& info = names(s.name);
-    if (is_host_tree(s.kind) && info.host_sync) add(s, static_cast<int>(StepPhase::HostSync));
-    const std::string& name = t.strings.str(s.name);
-    switch (s.kind) {
-      case SpanKind::Annotation:
-        if (info.data_loading) add(s, static_cast<int>(StepPhase::DataWait));
-        else if (starts_with(name, "Optimizer.step#") || starts_with(name, "Optimizer.zero_grad#"))
-          add(s, static_cast<int>(StepPhase::Optimizer));
-        break;
-      case SpanKind::CpuOp:
-        if (copies_to_device[i]) add(s, static_cast<int>(StepPhase::ToDevice));
-        else if (starts_with(name, "autograd::engine::evaluate_function:")) add(s, static_cast<int>(StepPhase::Backward));
-        break;
-      case SpanKind::PythonFunction:
-        if (starts_with(name, "nn.Module: ")) {
-          out.module_spans = true;
-          add(s, static_cast<int>(StepPhase::Forward));
-        } else if (is_backward_python(name)) {
-          add(s, static_cast<int>(StepPhase::Backward));
-        }
-        break;
-      default: break;
+    if (is_host_tree(s.kind) && names(s.name).host_sync) add(s, static_cast<int>(StepPhase::HostSync));
+    if (s.kind == SpanKind::CpuOp && copies_to_device[i]) {
+      add(s, static_cast<int>(StepPhase::ToDevice));
+      continue;
     }
+    const StepPhase p = named_phase(s);
+    // Each phase from the kind of span torch records it with.
+    const bool fits = (p == StepPhase::DataWait && s.kind == SpanKind::Annotation) ||
+                      (p == StepPhase::Optimizer && s.kind == SpanKind::Annotation) ||
+                      (p == StepPhase::Backward && (s.kind == SpanKind::CpuOp || s.kind == SpanKind::PythonFunction)) ||
+                      (p == StepPhase::Forward && s.kind == SpanKind::PythonFunction);
+    if (!fits) continue;
+    if (p == StepPhase::Forward) out.module_spans = true;
+    add(s, static_cast<int>(p));
   }
   std::sort(edges.begin(), edges.end(), [](const Edge& a, const Edge& b) { return a.t < b.t; });
 
