@@ -28,6 +28,7 @@ def dumpable(t):
 
 
 _ROW = 512  # elements summed in float32 before the row sums are added in float64
+_SMALL = 16384  # CPU tensors up to this size go through numpy
 
 
 def device_vector(t):
@@ -45,13 +46,37 @@ def device_vector(t):
         v = torch.stack([hi.to(torch.float64), lo.to(torch.float64), xd.sum(), torch.linalg.vector_norm(xd)])
         return _finish_cpu(v, n) if x.device.type == "cpu" else torch.cat([v, v.new_tensor([0, 0, n])])
     if x.device.type == "cpu":
-        lo, hi = torch.aminmax(x)
+        plain = type(x) is torch.Tensor  # numpy cannot read a subclass (DTensor...)
+        if plain and n <= _SMALL:
+            return _small_cpu(x, n)
         total, sumsq = _sum_and_squares(torch, x)
-        values = torch.stack([hi.to(torch.float64), lo.to(torch.float64), total, sumsq.sqrt()]).tolist()
+        if plain and x.dtype in (torch.float32, torch.float64):  # numpy's min and max vectorise better than aminmax
+            a = x.reshape(-1).numpy()
+            hi, lo = float(a.max()), float(a.min())
+            values = [hi, lo] + torch.stack([total, sumsq.sqrt()]).tolist()
+        else:
+            lo, hi = torch.aminmax(x)
+            values = torch.stack([hi.to(torch.float64), lo.to(torch.float64), total, sumsq.sqrt()]).tolist()
         if all(math.isfinite(a) for a in values):
             return values + [0, 0, n]
         return masked_vector(x).tolist()
     return masked_vector(x)
+
+
+def _small_cpu(x, n):
+    """A small CPU tensor through numpy: four numpy calls cost less than one torch call's overhead,
+    and most of a step's records (biases, normalisation statistics, losses) are small."""
+    import numpy as np
+    import torch
+    flat = x.reshape(-1)
+    if flat.dtype in (torch.bfloat16, torch.float16):
+        flat = flat.float()
+    a = flat.numpy().astype(np.float64)
+    hi, lo = float(a.max()), float(a.min())
+    total, sumsq = float(a.sum()), float(a @ a)
+    if math.isfinite(total) and math.isfinite(sumsq) and math.isfinite(hi) and math.isfinite(lo):
+        return [hi, lo, total, math.sqrt(sumsq), 0, 0, n]
+    return masked_vector(x).tolist()
 
 
 def _sum_and_squares(torch, x):
