@@ -54,6 +54,7 @@ class AgentConfig:
     dump_filter: str = ""          # regex on record names
     dump_max_bytes: int = DEFAULT_MAX_BYTES
     dump_overwrite: bool = False
+    dump_optimizer_ops: bool = False  # operator level: also the optimizer's operators (many, parameter-sized)
     seed: int = -1                 # < 0: leave the script's seeding alone
     deterministic: bool = False
     step_marker: str = ""          # module:qualname ending a step when it returns

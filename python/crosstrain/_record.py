@@ -11,6 +11,7 @@ the test disturbance and the non-finite check, and queues it with its statistics
 """
 import os
 import re
+import weakref
 
 from . import _stats
 from ._dumpfile import DumpFile
@@ -69,6 +70,7 @@ class Recorder:
         self._fp16_note = None
         self.last_file = None
         self.busy = False
+        self._seen = {}             # id(tensor) -> (weakref, version, statistics) within a step
         # A forked child (a DataLoader worker) inherits the hooks and the dispatch mode: it records
         # nothing and must not pay for the mode.
         os.register_at_fork(after_in_child=self._forget_in_child)
@@ -148,6 +150,7 @@ class Recorder:
             self._open_window()
 
     def _close_window(self):
+        self._seen.clear()
         if self._mode is not None:
             self._mode.pop()
         self.open = False
@@ -257,8 +260,7 @@ class Recorder:
         if self.perturb and self.perturb[0] == name:
             replaced = _disturb(self.torch, tensor, self.perturb[1], in_place=not replaceable)
             tensor = replaced if replaceable else tensor
-        with self.torch.no_grad():
-            vector = _stats.device_vector(tensor)
+        vector = self._statistics(tensor)
         if self.cfg.stop_on_nonfinite:
             self._check_finite(name, kind, tensor, vector, extra)
         wanted = self.dump_ops if kind.startswith("op_") else self.dump_modules
@@ -279,6 +281,21 @@ class Recorder:
         if replaced is not None and replaceable:
             return name, replaced
         return name
+
+    def _statistics(self, tensor):
+        """The tensor's statistics, computed once per step: a block returns its last child's output
+        and an Identity passes its input on, so a third of a step's records can be one tensor."""
+        key = id(tensor)
+        seen = self._seen.get(key)
+        if seen is not None and seen[0]() is tensor and seen[1] == tensor._version:
+            return seen[2]
+        with self.torch.no_grad():
+            vector = _stats.device_vector(tensor)
+        try:
+            self._seen[key] = (weakref.ref(tensor), tensor._version, vector)
+        except TypeError:
+            pass
+        return vector
 
     def _check_finite(self, name, kind, tensor, vector, extra):
         row = _stats.resolve([vector])[0]

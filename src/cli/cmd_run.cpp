@@ -87,6 +87,8 @@ void add_run_command(CLI::App& app) {
   dump->add_option("--dump-max-bytes", r.dump_max_bytes, "Stop dumping (with a note) past this size per process")
       ->capture_default_str()->transform(byte_count(1, uint64_t{1} << 50));
   dump->add_flag("--dump-overwrite", r.dump_overwrite, "Replace a dump already in DIR");
+  dump->add_flag("--dump-optimizer-ops", r.dump_optimizer_ops,
+                 "Operator level: also record the optimizer's operators (several per parameter)");
   auto* prof = cmd->add_option_group("Profiling (docs/RUN.md)");
   prof->add_option("--profile", r.profile, "Record traces of the chosen steps into DIR/cycle<k>/rank<r>.pt.trace.json "
                                            "(torch.profiler; torch_npu.profiler on Ascend)")->type_name("DIR");

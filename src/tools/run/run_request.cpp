@@ -68,10 +68,10 @@ void validate(const RunRequest& r) {
                    "--aic-metrics");
   }
   const bool dump_flags = r.dump_steps != "0" || r.dump_level != "module" || r.dump_mode != "stats" ||
-                          !r.dump_ranks.empty() || !r.dump_filter.empty() || r.dump_overwrite;
+                          !r.dump_ranks.empty() || !r.dump_filter.empty() || r.dump_overwrite || r.dump_optimizer_ops;
   if (dump_flags && r.dump.empty())
-    throw std::invalid_argument("--dump-steps, --dump-level, --dump-mode, --dump-ranks, --dump-filter and "
-                                "--dump-overwrite need --dump DIR");
+    throw std::invalid_argument("--dump-steps, --dump-level, --dump-mode, --dump-ranks, --dump-filter, "
+                                "--dump-overwrite and --dump-optimizer-ops need --dump DIR");
 }
 
 std::string agent_config_json(const RunRequest& r) {
@@ -85,6 +85,7 @@ std::string agent_config_json(const RunRequest& r) {
     j["dump_filter"] = r.dump_filter;
     j["dump_max_bytes"] = r.dump_max_bytes;
     j["dump_overwrite"] = r.dump_overwrite;
+    j["dump_optimizer_ops"] = r.dump_optimizer_ops;
   }
   if (!r.profile.empty()) {
     j["profile"] = r.profile;

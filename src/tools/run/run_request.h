@@ -27,6 +27,7 @@ struct RunRequest {
   std::string dump_filter;            // ECMAScript/Python regex on record names
   int64_t dump_max_bytes = kDefaultDumpMaxBytes;
   bool dump_overwrite = false;
+  bool dump_optimizer_ops = false;    // operator level: the optimizer's operators too
   // Reproducibility.
   std::optional<int64_t> seed;
   bool deterministic = false;

@@ -36,7 +36,7 @@ class DumpTest(unittest.TestCase):
             self.assertEqual(losses_printed(plain), losses_printed(dumped), level)
 
     def test_records_in_execution_order_with_kinds_and_losses(self):
-        d, r = self.run_mlp({"dump": "dump", "dump_level": "both", "dump_steps": "1"})
+        d, r = self.run_mlp({"dump": "dump", "dump_level": "both", "dump_steps": "1", "dump_optimizer_ops": True})
         header, records = read_index(os.path.join(d, "dump"))
         self.assertEqual(header["format"], "crosstrain-dump")
         self.assertEqual([rec["seq"] for rec in records], list(range(len(records))))
