@@ -154,7 +154,8 @@ void add_analyze_command(CLI::App& app) {
   auto args = std::make_shared<AnalyzeArgs>();
   auto* cmd = app.add_subcommand("analyze", "Analyze profiler traces (torch.profiler/Kineto, crosstrain, "
                                             "legacy autograd, Ascend trace_view.json; .json or .json.gz, a "
-                                            "folder of per-rank traces, or Ascend *_ascend_pt folders)");
+                                            "folder of per-rank traces, Ascend *_ascend_pt folders, or a "
+                                            "`crosstrain run --profile` folder, whose findings name your lines)");
   cmd->add_option("paths", args->paths, "Trace files or folders")->type_name("PATH...");
   cmd->add_option("--diff", args->diff, "Compare two traces: what appeared, vanished, got slower or faster")
       ->expected(2)
