@@ -29,10 +29,11 @@ using nlohmann::json;
 namespace {
 
 std::string scripts() { return source_dir() + "/tests/python/profile_scripts"; }
+std::string run_scripts() { return source_dir() + "/tests/python/run_scripts"; }
 
-// "script.py:N" for the first line of the script holding `marker`.
-std::string line_of(const std::string& script, const std::string& marker) {
-  std::ifstream in(scripts() + "/" + script);
+// "script.py:N" for the first line of the script (in `dir`) holding `marker`.
+std::string line_of(const std::string& script, const std::string& marker, const std::string& dir = scripts()) {
+  std::ifstream in(dir + "/" + script);
   std::string line;
   for (int n = 1; std::getline(in, line); ++n)
     if (line.find(marker) != std::string::npos) return script + ":" + std::to_string(n);
@@ -57,17 +58,17 @@ struct Recording {
   json trace;        // analyze's JSON of the run's one trace
 };
 
-// `crosstrain run --profile prof -- python SCRIPT` with the default schedule, then `analyze prof --json -`.
-const Recording& recording(const std::string& script) {
+// `crosstrain run --profile prof -- python DIR/SCRIPT` with the default schedule, then `analyze prof --json -`.
+const Recording& recording(const std::string& script, const std::string& dir = scripts(), const std::string& extra = "") {
   static std::map<std::string, Recording> done;
   auto it = done.find(script);
   if (it != done.end()) return it->second;
   Recording r;
-  const auto dir = scratch_dir("profile_" + script.substr(0, script.size() - 3));
-  r.profile = dir / "prof";
+  const auto where = scratch_dir("profile_" + script.substr(0, script.size() - 3));
+  r.profile = where / "prof";
   const std::string args = script.rfind("train_imagefolder", 0) == 0 ? jpeg_tree().string() : "";
-  auto run = run_command("cd " + dir.string() + " && " + binary() + " run --profile prof -- " + python() + " " +
-                         scripts() + "/" + script + " " + args);
+  auto run = run_command("cd " + where.string() + " && " + binary() + " run --profile prof -- " + python() + " " + dir +
+                         "/" + script + " " + args + " " + extra);
   r.output = run.output;
   EXPECT_EQ(run.exit_code, 0) << run.output;
   auto analyzed = run_command(binary() + " analyze " + r.profile.string() + " --json -", /*merge_stderr=*/false);
@@ -216,4 +217,15 @@ TEST(RunProfile, TheRunsPageRendersInHeadlessChromiumWithItsLines) {
     EXPECT_NE(dom.find("class=\"mark\"", at), std::string::npos) << id;
   }
   EXPECT_NE(section("dataloaders-0").find(line_of("train_vit_item.py", "torch.utils.data.DataLoader(")), std::string::npos);
+}
+
+TEST(RunProfile, TheRunScriptsPrintOfTheLossIsAHostReadInTheirSharedLoop) {
+  // tests/python/run_scripts: timm's ViT trained by the loop of common.py, which prints loss.item()
+  // every step; the read is named in common.py, the user's module the script imports.
+  const Recording& r = recording("train_timm_vit.py", run_scripts(), "--steps 6");
+  ASSERT_TRUE(r.trace.is_object());
+  EXPECT_EQ(rules(r.trace), std::set<std::string>{"host_read"}) << r.trace["findings"].dump(1);
+  const json f = finding(r.trace, "host_read");
+  ASSERT_FALSE(f.is_null());
+  EXPECT_EQ(f["sources"][0]["where"], line_of("common.py", "loss.item()", run_scripts()));
 }
