@@ -2,7 +2,8 @@
 // ResNet-18 on a JPEG tree written by `crosstrain make-imagefolder`, timm's ViT, transformers'
 // GPT-2), then `crosstrain analyze` on the run's folder. Three problems planted in copies of the
 // clean scripts are each found at their line; the clean scripts get no finding; the run's page
-// renders in headless Chromium. Each script is recorded once per test process (~5-10 s each).
+// renders in headless Chromium; the loss printed by an existing run script is named in its
+// helper module. Each script is recorded once per test process (~5-10 s each).
 #include <gtest/gtest.h>
 
 #include <algorithm>
