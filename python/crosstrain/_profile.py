@@ -9,7 +9,7 @@ A cycle still open when the script ends is closed and written. Activities follow
 process can use: the CPU, CUDA when available, the NPU through torch_npu. An Ascend setting the
 installed torch_npu does not have falls back to its default with a one-line note.
 
-Next to each trace, <trace>.sources.json says where the script's Python calls were made from. The
+Next to each torch.profiler trace (torch_npu's folders have none yet), <trace>.sources.json says where the script's Python calls were made from. The
 trace's python_function events name the function called and the line it was *defined* at (or, for
 frames already running when the profiler started, the line they were at then); the line a call
 was made from is only in the profiler's event tree (each Python event's `caller`). That tree is
