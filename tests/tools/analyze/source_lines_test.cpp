@@ -2,6 +2,7 @@
 // writes beside it (no GPU here: the recordings of tests/cli/run_profile_test.cpp are CPU ones).
 // Every number below is derived by hand from the timeline in make_trace().
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include <filesystem>
 #include <fstream>
@@ -144,6 +145,18 @@ TEST(SourceLines, WithoutOrWithABrokenSideFileTheTraceIsAnalyzedWithoutLines) {
     EXPECT_TRUE(finding(a, "host_sync")->sources.empty());
     for (const auto& o : a.operators) EXPECT_TRUE(o.sources.empty());
   }
+}
+
+TEST(SourceLines, ASideFileThatIsAPipeIsANoteNotAHang) {
+  const auto dir = crosstrain::testing::scratch_dir("fifo_side_file");
+  std::ofstream(dir / "rank0.pt.trace.json") << make_trace();
+  ASSERT_EQ(::mkfifo((dir / "rank0.pt.trace.sources.json").c_str(), 0600), 0);
+  std::vector<std::string> notes;
+  auto traces = read_traces(dir.string(), {}, &notes);
+  ASSERT_EQ(traces.size(), 1u);
+  EXPECT_FALSE(traces[0].call_sites.present);
+  ASSERT_EQ(notes.size(), 1u);
+  EXPECT_NE(notes[0].find("not a regular file"), std::string::npos) << notes[0];
 }
 
 TEST(SourceLines, ARunFolderIsReadCycleByCycleWithRanksFromTheFileNames) {
