@@ -75,11 +75,19 @@ def main():
     print(f"\n{args.rounds} rounds, {args.steps} steps; median seconds and overhead against plain (median of the rounds' ratios)")
     print(f"{'variant':15} {'loop wall':>10} {'loop CPU':>10} {'proc wall':>10} {'proc CPU':>10}   "
           f"{'loop CPU ovh':>12} {'proc CPU ovh':>12} {'loop wall ovh':>13}")
+    ratios = {n: {k: [(x[k] / p[k] - 1) * 100 for x, p in zip(results[n], results["plain"])] for k in results[n][0]}
+              for n in names}
     for n in names:
         med = {k: statistics.median(x[k] for x in results[n]) for k in results[n][0]}
-        ovh = {k: statistics.median((x[k] / p[k] - 1) * 100 for x, p in zip(results[n], results["plain"])) for k in med}
+        ovh = {k: statistics.median(v) for k, v in ratios[n].items()}
         print(f"{n:15} {med['loop_wall']:10.2f} {med['loop_cpu']:10.2f} {med['proc_wall']:10.2f} {med['proc_cpu']:10.2f}   "
               f"{ovh['loop_cpu']:+11.1f}% {ovh['proc_cpu']:+11.1f}% {ovh['loop_wall']:+12.1f}%")
+    # The target: crosstrain's overhead minus torch.profiler's (same settings), round by round, so
+    # both sides of each difference saw the same machine.
+    print("\ncrosstrain minus torch (stacks on), percentage points: median [min, max] of the rounds")
+    for k in ("loop_cpu", "proc_cpu", "loop_wall", "proc_wall"):
+        d = [c - t for c, t in zip(ratios["crosstrain"][k], ratios["torch"][k])]
+        print(f"  {k:10} {statistics.median(d):+5.1f} [{min(d):+5.1f}, {max(d):+5.1f}]")
 
 
 if __name__ == "__main__":
