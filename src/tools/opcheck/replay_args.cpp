@@ -61,11 +61,16 @@ class Decoder {
  private:
   [[noreturn]] void fail(const std::string& why) const { throw ArgumentError("argument '" + arg_ + "': " + why); }
 
+  // The recorder writes {"unsupported": why} for a value it could not keep (a complex tensor, a
+  // symbolic size, the dump's byte limit reached).
+  void refuse_unsupported(const nlohmann::json& v) const {
+    if (!v.is_object() || !v.contains("unsupported")) return;
+    const auto& why = v["unsupported"];
+    fail("not recorded (" + (why.is_string() ? why.get<std::string>() : brief(why)) + ")");
+  }
+
   RecordedValue convert(const nlohmann::json& v, const c10::TypePtr& type) {
-    if (v.is_object() && v.contains("unsupported")) {
-      const auto& why = v["unsupported"];
-      fail("not recorded (" + (why.is_string() ? why.get<std::string>() : brief(why)) + ")");
-    }
+    refuse_unsupported(v);
     if (auto opt = type->cast<c10::OptionalType>()) {
       if (v.is_null()) return RecordedValue{};
       return convert(v, opt->getElementType());
@@ -169,6 +174,7 @@ class Decoder {
   std::string device(const nlohmann::json& v) const { return tagged(v, "device"); }
 
   RecordedTensor tensor(const nlohmann::json& v) {
+    refuse_unsupported(v);
     RecordedTensor t;
     if (v.is_number() || v.is_boolean() || (v.is_object() && v.contains("float"))) {
       // A Python number where the schema takes a Tensor: the binding wraps it (float -> double).

@@ -249,22 +249,24 @@ TEST_F(ReplayDumps, FilterSelectsByOperatorOrRecordName) {
   EXPECT_THROW(replay(d, "", "aten::no_such_op"), std::invalid_argument);
 }
 
-// A hand-made index built from a real dump's gelu record, with its args damaged in every way a
-// file can be: each damaged call is listed with its reason, the intact one still passes.
+// A hand-made index built from a real dump's gelu and cat records, with their args damaged in every
+// way a file can be: each damaged call is listed with its reason, the intact one still passes.
 TEST_F(ReplayDumps, DamagedArgsAreListedReasonsNotCrashes) {
   const fs::path src = dump("vit");
   std::ifstream in(src / "index.jsonl");
   std::string header, line;
   std::getline(in, header);
-  nlohmann::json gelu;
+  nlohmann::json gelu, cat;
   while (std::getline(in, line)) {
     auto j = nlohmann::json::parse(line);
-    if (j["op"]["name"] == "aten::gelu") {
-      gelu = j;
-      break;
-    }
+    if (j["op"]["name"] == "aten::gelu" && gelu.is_null()) gelu = j;
+    if (j["op"]["name"] == "aten::cat" && cat.is_null()) cat = j;
   }
   ASSERT_FALSE(gelu.is_null());
+  ASSERT_FALSE(cat.is_null());
+  ASSERT_EQ(cat["op"]["args"][0]["name"], "tensors");
+  cat["op"]["args"][0]["value"][1] = {{"unsupported", "complex64"}};  // one element of a Tensor[]
+  cat["seq"] = 100;
   const fs::path d = ct::scratch_dir("op_replay_damaged");
   fs::create_directories(d / "tensors");
   fs::copy(src / "tensors", d / "tensors", fs::copy_options::recursive);
@@ -298,11 +300,14 @@ TEST_F(ReplayDumps, DamagedArgsAreListedReasonsNotCrashes) {
     std::ofstream out(d / "index.jsonl");
     out << header << "\n";
     for (size_t i = 0; i < cases.size(); ++i) out << with_args(static_cast<int>(i), cases[i].first) << "\n";
+    out << cat.dump() << "\n";
     out << "{\"seq\": 99, \"broken json\n";
   }
   const ReplayResult r = replay(d);
-  ASSERT_EQ(r.rows.size(), cases.size());
+  ASSERT_EQ(r.rows.size(), cases.size() + 1);
   EXPECT_EQ(r.problems.size(), 1u);
+  EXPECT_EQ(r.rows.back().op, "aten::cat");
+  EXPECT_EQ(r.rows.back().reason, "argument 'tensors': not recorded (complex64)");
   EXPECT_EQ(r.rows[0].status, ReplayStatus::Pass) << describe(r.rows[0]);
   for (size_t i = 1; i < cases.size(); ++i) {
     EXPECT_EQ(r.rows[i].status, ReplayStatus::NotReplayed) << i << ": " << describe(r.rows[i]);
