@@ -29,6 +29,7 @@ class Agent:
         self.tracker = StepTracker()
         self.seeder = Seeder(cfg.seed, cfg.deterministic) if cfg.seed >= 0 else None
         self.recorder = None
+        self.profiler = None
         self.torch_version = None
         self.state = {"pid": os.getpid(), "run": {}}
         self.closed = False
@@ -56,9 +57,13 @@ class Agent:
             self.seeder.at_torch(torch)
         if self.cfg.records_anything:
             from ._record import Recorder
-            self.recorder = Recorder(self.cfg, torch, self.tracker, self.state, self.stop_run)
+            self.recorder = Recorder(self.cfg, torch, self.state, self.stop_run, self._rank)
             self.tracker.add_listener(self.recorder)
             _patch_losses(torch, self.recorder)
+        if self.cfg.profile:
+            from ._profile import StepProfiler
+            self.profiler = StepProfiler(self.cfg, torch, self.state, self._rank)
+            self.tracker.add_listener(self.profiler)
         self.tracker.install(torch, self.cfg.step_marker)
         self.active = True
         atexit.register(self.close)
@@ -71,9 +76,12 @@ class Agent:
         self.state["torch"] = self.torch_version
         if self.seeder is not None:
             self.state["seed"] = self.seeder.record
+        if self.profiler is not None:
+            self.profiler.close()
+        rank, world = self._rank()
+        if world > 1:
+            self.state["rank"] = rank
         if self.recorder is not None:
-            if self.recorder.world_size() > 1:
-                self.state["rank"] = self.recorder.rank()
             self.state["run"] = {"steps_seen": self.tracker.step, "torch": self.torch_version,
                                  "seed": self.state.get("seed"), "level": self.cfg.dump_level}
             try:
@@ -84,6 +92,16 @@ class Agent:
             if f is not None:
                 self.state["dump"] = {"dir": f.dir, "records": f.records, "bytes": f.bytes, "note": f.note}
         self._write_state()
+
+    def _rank(self):
+        """(rank, world size): torchrun's environment, else an initialised process group, else (0, 1)."""
+        env_rank, env_world = os.environ.get("RANK", ""), os.environ.get("WORLD_SIZE", "")
+        if env_rank.isdigit() and env_world.isdigit():
+            return int(env_rank), int(env_world)
+        dist = getattr(sys.modules.get("torch"), "distributed", None)
+        if dist is not None and dist.is_available() and dist.is_initialized():
+            return dist.get_rank(), dist.get_world_size()
+        return 0, 1
 
     def _write_state(self):
         if not self.cfg.state_dir or not self.active:

@@ -54,11 +54,23 @@ class AgentConfig:
     dump_filter: str = ""          # regex on record names
     dump_max_bytes: int = DEFAULT_MAX_BYTES
     dump_overwrite: bool = False
+    dump_optimizer_ops: bool = False  # operator level: also the optimizer's operators (many, parameter-sized)
     seed: int = -1                 # < 0: leave the script's seeding alone
     deterministic: bool = False
     step_marker: str = ""          # module:qualname ending a step when it returns
     stop_on_nonfinite: bool = False
     test_perturb: str = ""         # test aid: "RECORD_NAME=SCALE" disturbs one record on this side
+    profile: str = ""              # trace directory; empty: no profiling
+    profile_wait: int = 1
+    profile_warmup: int = 1
+    profile_active: int = 3
+    profile_repeat: int = 1
+    profile_memory: bool = False
+    profile_shapes: bool = False
+    profile_stack: bool = True     # Python stacks: what ties operators to the script's lines
+    profiler_level: str = "level1"  # Ascend (torch_npu): level0 | level1 | level2 | none
+    aic_metrics: str = ""          # Ascend: pipe-utilization, arithmetic-utilization, memory, ...
+    l2_cache: bool = False         # Ascend
     state_dir: str = ""            # set by `crosstrain run`
     producer: str = "crosstrain run"
     meta: dict = field(default_factory=dict)
@@ -79,6 +91,17 @@ class AgentConfig:
             raise ConfigError("dump_max_bytes must be positive")
         if self.step_marker and not re.fullmatch(r"[\w.]+:[\w.]+", self.step_marker):
             raise ConfigError(f"step_marker must be module:function (e.g. train:train_step), not {self.step_marker!r}")
+        if self.profile:
+            for name in ("profile_wait", "profile_warmup", "profile_repeat"):
+                if int(getattr(self, name)) < 0:
+                    raise ConfigError(f"{name} must be 0 or more")
+            if int(self.profile_active) < 1:
+                raise ConfigError("profile_active must be at least 1: a schedule without active steps records nothing")
+            from ._profile import _AIC, _LEVELS
+            if self.profiler_level not in _LEVELS:
+                raise ConfigError(f"profiler_level must be one of {', '.join(_LEVELS)}")
+            if self.aic_metrics and self.aic_metrics not in _AIC:
+                raise ConfigError(f"aic_metrics must be one of {', '.join(_AIC)}")
         if self.test_perturb and "=" not in self.test_perturb:
             raise ConfigError("test_perturb must be RECORD_NAME=SCALE")
         return self

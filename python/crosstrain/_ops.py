@@ -19,6 +19,8 @@ import os
 from . import _source
 
 _TAG = "crosstrain"
+_NO_ORIGIN = ("", None, None)
+_DTYPE_NAMES = {}  # torch.dtype -> "float32", filled when torch is here
 _UNINITIALISED = {"empty", "empty_like", "empty_strided", "new_empty", "new_empty_strided", "resize_",
                   "set_", "resize_as_", "_local_scalar_dense", "lift_fresh", "detach", "detach_"}
 
@@ -26,6 +28,14 @@ _UNINITIALISED = {"empty", "empty_like", "empty_strided", "new_empty", "new_empt
 def _dispatch_mode_base():
     from torch.utils._python_dispatch import TorchDispatchMode
     return TorchDispatchMode
+
+
+class _OpInfo:
+    __slots__ = ("skip", "name", "overload", "label", "random", "args")
+
+    def __init__(self, skip, name, overload, label, random, args):
+        self.skip, self.name, self.overload, self.label, self.random, self.args = \
+            skip, name, overload, label, random, args
 
 
 class OpMode(_dispatch_mode_base()):
@@ -38,8 +48,11 @@ class OpMode(_dispatch_mode_base()):
         self.pushed = False
         self._pending = []            # forward outputs whose autograd node is not tagged yet
         self._saved = {}              # id(tensor) -> (tensor weakref, version, file)
-        self._skip = {}               # OpOverload -> bool
+        self._ops = {}                # OpOverload -> _OpInfo
         self._random = torch.Tag.nondeterministic_seeded
+        for dt in (torch.float32, torch.float64, torch.float16, torch.bfloat16, torch.int64, torch.int32,
+                   torch.uint8, torch.bool, torch.int8, torch.int16):
+            _DTYPE_NAMES[dt] = str(dt)[6:]
 
     def push(self):
         if not self.pushed:
@@ -55,13 +68,19 @@ class OpMode(_dispatch_mode_base()):
         self._tag_pending()
         self._saved.clear()
 
-    def _skipped(self, func):
-        s = self._skip.get(func)
-        if s is None:
-            s = func.is_view or func._schema.name.split("::")[-1] in _UNINITIALISED \
-                or not func._schema.returns
-            self._skip[func] = s
-        return s
+    def _info(self, func):
+        """What the mode needs of an operator, worked out once per overload."""
+        info = self._ops.get(func)
+        if info is None:
+            schema = func._schema
+            short = schema.name.split("::")[-1]
+            info = _OpInfo(
+                skip=func.is_view or short in _UNINITIALISED or not schema.returns,
+                name=schema.name, overload=func._overloadname, label=schema.name.replace("::", "."),
+                random=self._random in func.tags,
+                args=[(a.name, a.kwarg_only) for a in schema.arguments])
+            self._ops[func] = info
+        return info
 
     def _tag_pending(self):
         for t, info in self._pending:
@@ -75,43 +94,49 @@ class OpMode(_dispatch_mode_base()):
         if self._pending:
             self._tag_pending()
         rec = self.rec
+        if not rec.open and rec.armed and not rec.busy and self.torch.is_grad_enabled() \
+                and _any_requires_grad(self.torch, args, kwargs):
+            rec.open_at_operator()
         if rec.busy or not rec.open or os.getpid() != self.pid:
             return func(*args, **kwargs)
+        info = self._info(func)
         node = self.torch._C._current_autograd_node()
         if node is not None:
             phase = "backward"
-            module, source, user = node.metadata.get(_TAG, ("", None, None))
+            module, source, user = node.metadata.get(_TAG, _NO_ORIGIN)
         else:
             phase = "optimizer" if rec.in_optimizer else "forward"
+            if phase == "optimizer" and not rec.cfg.dump_optimizer_ops:
+                return func(*args, **kwargs)
             module = rec.names.current_label()
             source, user = _source.where(2)
-        if self._skipped(func):
+        if info.skip:
             out = func(*args, **kwargs)
             if phase == "forward":  # a view's autograd node still belongs to this module and line
                 for _, t in _tensor_outputs(self.torch, out):
                     self._pending.append((t, (module, source, user)))
             return out
-        saved_args = self._save_args(func, args, kwargs) if rec.tensors else None
+        saved_args = self._save_args(func, info, args, kwargs) if rec.tensors else None
         out = func(*args, **kwargs)
-        op = {"name": func._schema.name, "overload": func._overloadname, "phase": phase, "module": module,
-              "inputs": _inputs(self.torch, func, args, kwargs)}
+        op = {"name": info.name, "overload": info.overload, "phase": phase, "module": module,
+              "inputs": _inputs(self.torch, info, args, kwargs)}
         if source:
             op["source"] = source
             op["code"] = _source.code_line(source)
         if user:
             op["user_source"] = user
             op["user_code"] = _source.code_line(user)
-        if self._random in func.tags:
+        if info.random:
             op["random"] = True
         if saved_args is not None:
             op["args"] = saved_args
-        base = f"op_{phase}/{module + '/' if module else ''}{func._schema.name.replace('::', '.')}"
+        base = f"op_{phase}/{module}/{info.label}" if module else f"op_{phase}/{info.label}"
         outs = _tensor_outputs(self.torch, out)
         f = rec.dump_file() if rec.selected_step(rec.step) else None
         name = f.unique(rec.step, base) if f is not None else base
+        kind = "op_" + phase
         for i, t in outs:
-            label = name if len(outs) == 1 else f"{name}[{i}]"
-            rec.emit(label, f"op_{phase}", t, extra={"op": op}, unique=False)
+            rec.emit(name if len(outs) == 1 else f"{name}[{i}]", kind, t, extra={"op": op}, unique=False)
             if phase == "forward":
                 self._pending.append((t, (module, source, user)))
             if rec.tensors and rec.last_file:
@@ -136,16 +161,17 @@ class OpMode(_dispatch_mode_base()):
             self._remember(t, rel)
         return rel
 
-    def _save_args(self, func, args, kwargs):
+    def _save_args(self, func, info, args, kwargs):
         saved = []
-        for i, arg in enumerate(func._schema.arguments):
-            if i < len(args) and not arg.kwarg_only:
+        short = info.label.split(".", 1)[-1]
+        for i, (name, kwarg_only) in enumerate(info.args):
+            if i < len(args) and not kwarg_only:
                 value = args[i]
-            elif arg.name in kwargs:
-                value = kwargs[arg.name]
+            elif name in kwargs:
+                value = kwargs[name]
             else:
                 continue  # the schema's default
-            saved.append({"name": arg.name, "value": self._encode(value, f"{func._schema.name.split('::')[-1]}.{arg.name}")})
+            saved.append({"name": name, "value": self._encode(value, f"{short}.{name}")})
         return saved
 
     def _encode(self, v, label):
@@ -175,6 +201,15 @@ class OpMode(_dispatch_mode_base()):
         return {"unsupported": type(v).__name__}
 
 
+def _any_requires_grad(torch, args, kwargs):
+    for v in list(args) + list(kwargs.values()):
+        if isinstance(v, torch.Tensor) and v.requires_grad:
+            return True
+        if isinstance(v, (list, tuple)) and any(isinstance(x, torch.Tensor) and x.requires_grad for x in v):
+            return True
+    return False
+
+
 def _tensor_outputs(torch, out):
     if isinstance(out, torch.Tensor):
         return [(0, out)] if _dumpable(torch, out) else []
@@ -188,14 +223,22 @@ def _dumpable(torch, t):
     return dumpable(t)
 
 
-def _inputs(torch, func, args, kwargs):
+def _describe(t):
+    return {"dtype": _DTYPE_NAMES.get(t.dtype) or str(t.dtype)[6:], "shape": list(t.shape), "device": str(t.device)}
+
+
+def _inputs(torch, info, args, kwargs):
+    """Each tensor argument's name, dtype, shape and device (a list argument: its tensors)."""
     out = []
-    for i, arg in enumerate(func._schema.arguments):
-        v = args[i] if i < len(args) and not arg.kwarg_only else kwargs.get(arg.name)
+    names = info.args
+    items = list(zip(names, args))
+    if kwargs:
+        items += [((k, True), v) for k, v in kwargs.items()]
+    for (name, _), v in items:
         if isinstance(v, torch.Tensor):
-            out.append({"arg": arg.name, "dtype": str(v.dtype).replace("torch.", ""), "shape": list(v.shape),
-                        "device": str(v.device)})
-        elif isinstance(v, (list, tuple)) and v and all(isinstance(x, torch.Tensor) for x in v):
-            out.append({"arg": arg.name, "tensors": [{"dtype": str(x.dtype).replace("torch.", ""),
-                                                      "shape": list(x.shape), "device": str(x.device)} for x in v]})
+            d = _describe(v)
+            d["arg"] = name
+            out.append(d)
+        elif isinstance(v, (list, tuple)) and v and isinstance(v[0], torch.Tensor):
+            out.append({"arg": name, "tensors": [_describe(x) for x in v if isinstance(x, torch.Tensor)]})
     return out

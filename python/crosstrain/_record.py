@@ -2,13 +2,16 @@
 loss and the loss scale (module level), every aten operator in forward, backward and the optimizer
 (operator level, `_ops.OpMode`).
 
-A step's window opens at its first module call (so the model's construction and the data loading
-before the forward are not part of step 0) and closes when the step ends; on steps that are not
+A step's window opens at its first module call, or in a script that calls no module at its first
+operator on a tensor that requires gradients with gradients enabled (so the model's construction,
+its initialisation under no_grad and the data loading before the forward are not part of step 0),
+and closes when the step ends; on steps that are not
 dumped nothing is installed. Every tensor goes through `emit`, which names it, applies the filter,
 the test disturbance and the non-finite check, and queues it with its statistics.
 """
 import os
 import re
+import weakref
 
 from . import _stats
 from ._dumpfile import DumpFile
@@ -33,10 +36,10 @@ def flatten(value, label):
 
 
 class Recorder:
-    def __init__(self, cfg, torch, tracker, state, on_stop):
+    def __init__(self, cfg, torch, state, on_stop, rank_of):
         self.cfg = cfg
         self.torch = torch
-        self.tracker = tracker
+        self.rank_of = rank_of                  # () -> (rank, world size)
         self.state = state                      # the agent's report (nonfinite finding, notes)
         self.on_stop = on_stop                  # --stop-on-nonfinite: called with the finding
         self.names = ModuleNames()
@@ -44,8 +47,12 @@ class Recorder:
         self.last_step = _last(cfg.dump_steps)
         self.selected_rank = _parse(cfg.dump_ranks)
         self.filter = re.compile(cfg.dump_filter) if cfg.dump_filter else None
-        self.modules = cfg.dump_level in ("module", "both")
-        self.ops = cfg.dump_level in ("op", "both")
+        # What goes into the dump, and what runs: --stop-on-nonfinite watches every operator (the first
+        # NaN is an operator's output) whatever the dump records.
+        self.dump_modules = bool(cfg.dump) and cfg.dump_level in ("module", "both")
+        self.dump_ops = bool(cfg.dump) and cfg.dump_level in ("op", "both")
+        self.modules = self.dump_modules
+        self.ops = self.dump_ops or cfg.stop_on_nonfinite
         self.tensors = cfg.dump_mode == "tensors"
         self.perturb = _parse_perturb(cfg.test_perturb)
         self.pid = os.getpid()
@@ -63,6 +70,10 @@ class Recorder:
         self._fp16_note = None
         self.last_file = None
         self.busy = False
+        self._seen = {}             # id(tensor) -> (weakref, version, statistics) within a step
+        # A forked child (a DataLoader worker) inherits the hooks and the dispatch mode: it records
+        # nothing and must not pay for the mode.
+        os.register_at_fork(after_in_child=self._forget_in_child)
 
     # -- step events (StepTracker listener) -------------------------------------------------------
     def on_step_begin(self, step):
@@ -73,6 +84,8 @@ class Recorder:
         if self.cfg.stop_on_nonfinite or self.selected_step(step):
             self.armed = True
             self._install_module_hooks()
+            if self.ops:  # watches for a step that calls no module (_ops.OpMode opens the window)
+                self._op_mode().push()
 
     def on_optimizer(self, optimizer):
         if self.open and self.modules:
@@ -109,19 +122,35 @@ class Recorder:
         self._hooks = []
 
     def _open_window(self):
-        if not self.selected_rank(self.rank()) and not self.cfg.stop_on_nonfinite:
+        if not self.selected_rank(self.rank_of()[0]) and not self.cfg.stop_on_nonfinite:
             self.armed = False
             self.finished = True
             self._remove_module_hooks()
             return
         self.open = True
         if self.ops:
+            self._op_mode().push()
+
+    def _forget_in_child(self):
+        self.armed = self.open = False
+        self.finished = True
+        if self._mode is not None:
+            self._mode.pop()
+
+    def _op_mode(self):
+        if self._mode is None:
             from ._ops import OpMode
-            if self._mode is None:
-                self._mode = OpMode(self)
-            self._mode.push()
+            self._mode = OpMode(self)
+        return self._mode
+
+    def open_at_operator(self):
+        """A recorded step of a script that calls no module: its window opens at the first operator
+        that runs with gradients on a tensor that requires them (its forward)."""
+        if self.armed and not self.open:
+            self._open_window()
 
     def _close_window(self):
+        self._seen.clear()
         if self._mode is not None:
             self._mode.pop()
         self.open = False
@@ -203,28 +232,12 @@ class Recorder:
         self._loss_log = []
 
     # -- records ------------------------------------------------------------------------------------
-    def rank(self):
-        for var in ("RANK",):
-            if os.environ.get(var, "").isdigit():
-                return int(os.environ[var])
-        dist = getattr(self.torch, "distributed", None)
-        if dist is not None and dist.is_available() and dist.is_initialized():
-            return dist.get_rank()
-        return 0
-
-    def world_size(self):
-        if os.environ.get("WORLD_SIZE", "").isdigit():
-            return int(os.environ["WORLD_SIZE"])
-        dist = getattr(self.torch, "distributed", None)
-        if dist is not None and dist.is_available() and dist.is_initialized():
-            return dist.get_world_size()
-        return 1
-
     def dump_file(self):
         if self.file is None and self.cfg.dump:
             directory = self.cfg.dump
-            if self.world_size() > 1:
-                directory = os.path.join(directory, f"rank{self.rank()}")
+            rank, world = self.rank_of()
+            if world > 1:
+                directory = os.path.join(directory, f"rank{rank}")
             meta = dict(self.cfg.meta)
             meta.setdefault("level", self.cfg.dump_level)
             self.file = DumpFile(directory, self.cfg.dump_mode, self.cfg.producer, meta,
@@ -247,11 +260,11 @@ class Recorder:
         if self.perturb and self.perturb[0] == name:
             replaced = _disturb(self.torch, tensor, self.perturb[1], in_place=not replaceable)
             tensor = replaced if replaceable else tensor
-        with self.torch.no_grad():
-            vector = _stats.device_vector(tensor)
+        vector = self._statistics(tensor)
         if self.cfg.stop_on_nonfinite:
             self._check_finite(name, kind, tensor, vector, extra)
-        if f is not None and not f.full and (self.filter is None or self.filter.search(name)):
+        wanted = self.dump_ops if kind.startswith("op_") else self.dump_modules
+        if f is not None and wanted and not f.full and (self.filter is None or self.filter.search(name)):
             record = {"step": self.step, "name": name, "kind": kind, "dtype": _stats.dtype_name(tensor),
                       "shape": list(tensor.shape)}
             if tensor.device.type != "cpu":
@@ -268,6 +281,21 @@ class Recorder:
         if replaced is not None and replaceable:
             return name, replaced
         return name
+
+    def _statistics(self, tensor):
+        """The tensor's statistics, computed once per step: a block returns its last child's output
+        and an Identity passes its input on, so a third of a step's records can be one tensor."""
+        key = id(tensor)
+        seen = self._seen.get(key)
+        if seen is not None and seen[0]() is tensor and seen[1] == tensor._version:
+            return seen[2]
+        with self.torch.no_grad():
+            vector = _stats.device_vector(tensor)
+        try:
+            self._seen[key] = (weakref.ref(tensor), tensor._version, vector)
+        except TypeError:
+            pass
+        return vector
 
     def _check_finite(self, name, kind, tensor, vector, extra):
         row = _stats.resolve([vector])[0]

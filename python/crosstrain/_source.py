@@ -90,9 +90,13 @@ def _short(filename):
     return s
 
 
+_lines = {}
+
+
 def code_line(label):
     """The text of the line a 'file:line' label of where() names ('' when unknown)."""
-    if not label:
-        return ""
-    name, _, line = label.rpartition(":")
-    return linecache.getline(_full.get(name, name), int(line)).strip()
+    text = _lines.get(label)
+    if text is None:
+        name, _, line = label.rpartition(":")
+        text = _lines[label] = linecache.getline(_full.get(name, name), int(line)).strip()[:200] if label else ""
+    return text

@@ -26,6 +26,8 @@ Examples:
   crosstrain run --seed 0 --dump dump_cpu --dump-level both -- python train.py --device cpu
   crosstrain run --seed 0 --dump d --dump-mode tensors --dump-steps 0 -- torchrun --nproc-per-node 2 train.py
   crosstrain run --stop-on-nonfinite -- python train.py --amp
+  crosstrain run --profile prof -- python train.py                 # steps 2-4 recorded, then:
+  crosstrain analyze prof/cycle0 --html prof.html
   crosstrain compare dump_cpu dump_npu                              # the first divergence, by operator
 
 The agent loads into every Python process of the command through PYTHONPATH (a sitecustomize that
@@ -85,6 +87,30 @@ void add_run_command(CLI::App& app) {
   dump->add_option("--dump-max-bytes", r.dump_max_bytes, "Stop dumping (with a note) past this size per process")
       ->capture_default_str()->transform(byte_count(1, uint64_t{1} << 50));
   dump->add_flag("--dump-overwrite", r.dump_overwrite, "Replace a dump already in DIR");
+  dump->add_flag("--dump-optimizer-ops", r.dump_optimizer_ops,
+                 "Operator level: also record the optimizer's operators (several per parameter)");
+  auto* prof = cmd->add_option_group("Profiling (docs/RUN.md)");
+  prof->add_option("--profile", r.profile, "Record traces of the chosen steps into DIR/cycle<k>/rank<r>.pt.trace.json "
+                                           "(torch.profiler; torch_npu.profiler on Ascend)")->type_name("DIR");
+  prof->add_option("--profile-wait", r.profile_wait, "Steps skipped before each cycle")->capture_default_str()
+      ->check(int_range(0, 1e9));
+  prof->add_option("--profile-warmup", r.profile_warmup, "Steps the profiler warms up on (not written)")
+      ->capture_default_str()->check(int_range(0, 1e9));
+  prof->add_option("--profile-active", r.profile_active, "Steps recorded per cycle")->capture_default_str()
+      ->check(int_range(1, 1e9));
+  prof->add_option("--profile-repeat", r.profile_repeat, "Cycles (0: until the run ends)")->capture_default_str()
+      ->check(int_range(0, 1e9));
+  prof->add_flag("--profile-memory", r.profile_memory, "Record allocations (profile_memory)");
+  prof->add_flag("--profile-shapes", r.profile_shapes, "Record operators' input shapes (record_shapes)");
+  prof->add_flag("--profile-stack,!--no-profile-stack", r.profile_stack,
+                 "Python stacks, which tie operators to your source lines (default: on)");
+  prof->add_option("--profiler-level", r.profiler_level, "Ascend: level0 | level1 | level2 | none")
+      ->capture_default_str()->check(CLI::IsMember({"level0", "level1", "level2", "none"}));
+  prof->add_option("--aic-metrics", r.aic_metrics,
+                   "Ascend AI Core metrics: pipe-utilization, arithmetic-utilization, memory, memory-l0, memory-ub, "
+                   "resource-conflict-ratio, l2-cache, none");
+  prof->add_flag("--l2-cache", r.l2_cache, "Ascend: record L2 cache hits");
+  prof->add_flag("--profile-overwrite", r.profile_overwrite, "Replace traces already in DIR");
   cmd->add_option("--meta", flags->meta, "KEY=VALUE into the dump's header (e.g. precision=bf16, which picks compare's thresholds)")
       ->type_name("KEY=VALUE");
   flags->seed_option = cmd->add_option("--seed", flags->seed,

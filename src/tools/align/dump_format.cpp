@@ -40,36 +40,6 @@ constexpr KindInfo kKinds[] = {
     {RecordKind::OpOptimizer, "op_optimizer", 2}, {RecordKind::Other, "other", 2},
 };
 
-std::string opt_string(const nlohmann::json& j, const char* key) {
-  auto it = j.find(key);
-  return it != j.end() && it->is_string() ? it->get<std::string>() : std::string();
-}
-
-// The "op" object of an operator record. Fields a reader does not need to compare are optional, so
-// a damaged one costs the report its detail, never the record.
-OpOrigin op_from_json(const nlohmann::json& j) {
-  if (!j.is_object()) throw std::invalid_argument("'op' is not an object");
-  OpOrigin o;
-  o.op = opt_string(j, "name");
-  o.overload = opt_string(j, "overload");
-  o.phase = opt_string(j, "phase");
-  o.module = opt_string(j, "module");
-  o.source = opt_string(j, "source");
-  o.code = opt_string(j, "code");
-  o.user_source = opt_string(j, "user_source");
-  o.user_code = opt_string(j, "user_code");
-  auto it = j.find("random");
-  o.random = it != j.end() && it->is_boolean() && it->get<bool>();
-  return o;
-}
-
-std::optional<double> opt_number(const nlohmann::json& j, const char* key) {
-  auto it = j.find(key);
-  if (it == j.end() || it->is_null()) return std::nullopt;
-  if (!it->is_number()) throw std::invalid_argument(std::string("stats field '") + key + "' is not a number");
-  return it->get<double>();
-}
-
 }  // namespace
 
 std::string dump_mode_name(DumpMode m) { return m == DumpMode::Stats ? "stats" : "tensors"; }
@@ -136,20 +106,6 @@ int64_t json_int64(const nlohmann::json& v, const std::string& what) {
   return v.get<int64_t>();
 }
 
-TensorStats stats_from_json(const nlohmann::json& j) {
-  if (!j.is_object()) throw std::invalid_argument("'stats' is not an object");
-  TensorStats s;
-  s.max = opt_number(j, "max");
-  s.min = opt_number(j, "min");
-  s.mean = opt_number(j, "mean");
-  s.norm = opt_number(j, "norm");
-  for (auto [key, field] : {std::pair{"nan_count", &s.nan_count}, std::pair{"inf_count", &s.inf_count}}) {
-    auto it = j.find(key);
-    if (it != j.end() && !it->is_null()) *field = json_int64(*it, key);
-  }
-  return s;
-}
-
 nlohmann::json record_to_json(const DumpRecord& r) {
   nlohmann::json j = {{"seq", r.seq},
                       {"step", r.step},
@@ -173,48 +129,6 @@ nlohmann::json record_to_json(const DumpRecord& r) {
     j["op"] = std::move(op);
   }
   return j;
-}
-
-DumpRecord record_from_json(const nlohmann::json& j) {
-  if (!j.is_object()) throw std::invalid_argument("record is not a JSON object");
-  auto need = [&](const char* key) -> const nlohmann::json& {
-    auto it = j.find(key);
-    if (it == j.end()) throw std::invalid_argument(std::string("record lacks '") + key + "'");
-    return *it;
-  };
-  DumpRecord r;
-  try {
-    r.seq = json_int64(need("seq"), "seq");
-    r.step = json_int64(need("step"), "step");
-    r.name = need("name").get<std::string>();
-    r.kind = parse_record_kind(j.value("kind", std::string("other")));
-    auto dt = parse_dtype(need("dtype").get<std::string>());
-    if (!dt) throw std::invalid_argument("unknown dtype '" + j["dtype"].get<std::string>() + "'");
-    r.dtype = *dt;
-    r.stored_dtype = r.dtype == DType::BFloat16 ? DType::Float32 : r.dtype;
-    if (j.contains("stored_dtype")) {
-      auto st = parse_dtype(j["stored_dtype"].get<std::string>());
-      if (!st) throw std::invalid_argument("unknown stored_dtype");
-      r.stored_dtype = *st;
-    }
-    const auto& shape = need("shape");
-    if (!shape.is_array()) throw std::invalid_argument("'shape' is not a list");
-    for (const auto& d : shape) r.shape.push_back(json_int64(d, "shape"));
-    for (auto d : r.shape)
-      if (d < 0) throw std::invalid_argument("negative dimension in 'shape'");
-    r.stats = stats_from_json(need("stats"));
-    r.stats.numel = shape_numel(r.shape);
-    r.file = j.value("file", std::string());
-    if (!r.file.empty() && (r.file[0] == '/' || r.file == ".." || r.file.rfind("../", 0) == 0 ||
-                            r.file.find("/../") != std::string::npos ||
-                            (r.file.size() >= 3 && r.file.compare(r.file.size() - 3, 3, "/..") == 0)))
-      throw std::invalid_argument("'file' " + r.file + " leads out of the dump directory");
-    r.device = opt_string(j, "device");
-    if (auto it = j.find("op"); it != j.end()) r.op = op_from_json(*it);
-  } catch (const nlohmann::json::exception& e) {
-    throw std::invalid_argument(std::string("record has a field of the wrong type: ") + e.what());
-  }
-  return r;
 }
 
 std::string shape_to_string(const std::vector<int64_t>& shape) {

@@ -69,7 +69,6 @@ struct TensorStats {
   int64_t numel = 0;
 };
 nlohmann::json stats_to_json(const TensorStats& s);
-TensorStats stats_from_json(const nlohmann::json& j);  // std::invalid_argument on wrong types
 
 // Where an operator record comes from: the aten operator, the phase it ran in, the module path and
 // the source lines (innermost frame outside torch, and the user's own file when that differs).
@@ -101,7 +100,8 @@ struct DumpRecord {
 int64_t json_int64(const nlohmann::json& v, const std::string& what);
 
 nlohmann::json record_to_json(const DumpRecord& r);
-DumpRecord record_from_json(const nlohmann::json& j);  // std::invalid_argument naming the bad field
+// std::invalid_argument naming the bad field; the reader of index.jsonl (record_parser.cpp) does the work.
+DumpRecord record_from_json(const nlohmann::json& j);
 
 std::string shape_to_string(const std::vector<int64_t>& shape);  // "[2, 3]"
 // 1 for a 0-d tensor, 0 when any dimension is 0; std::invalid_argument for a negative dimension or

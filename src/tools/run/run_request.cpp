@@ -56,11 +56,22 @@ void validate(const RunRequest& r) {
       throw std::invalid_argument("--test-perturb takes RECORD=SCALE with a number, not '" + r.test_perturb + "'");
     }
   }
+  if (!r.profile.empty()) {
+    if (r.profile_active < 1)
+      throw std::invalid_argument("--profile-active must be at least 1: a schedule without active steps records nothing");
+    if (r.profile_wait < 0 || r.profile_warmup < 0 || r.profile_repeat < 0)
+      throw std::invalid_argument("--profile-wait, --profile-warmup and --profile-repeat must be 0 or more");
+    check_one_of(r.profiler_level, {"level0", "level1", "level2", "none"}, "--profiler-level");
+    if (!r.aic_metrics.empty())
+      check_one_of(r.aic_metrics, {"pipe-utilization", "arithmetic-utilization", "memory", "memory-l0", "memory-ub",
+                                   "resource-conflict-ratio", "l2-cache", "none"},
+                   "--aic-metrics");
+  }
   const bool dump_flags = r.dump_steps != "0" || r.dump_level != "module" || r.dump_mode != "stats" ||
-                          !r.dump_ranks.empty() || !r.dump_filter.empty() || r.dump_overwrite;
+                          !r.dump_ranks.empty() || !r.dump_filter.empty() || r.dump_overwrite || r.dump_optimizer_ops;
   if (dump_flags && r.dump.empty())
-    throw std::invalid_argument("--dump-steps, --dump-level, --dump-mode, --dump-ranks, --dump-filter and "
-                                "--dump-overwrite need --dump DIR");
+    throw std::invalid_argument("--dump-steps, --dump-level, --dump-mode, --dump-ranks, --dump-filter, "
+                                "--dump-overwrite and --dump-optimizer-ops need --dump DIR");
 }
 
 std::string agent_config_json(const RunRequest& r) {
@@ -74,6 +85,20 @@ std::string agent_config_json(const RunRequest& r) {
     j["dump_filter"] = r.dump_filter;
     j["dump_max_bytes"] = r.dump_max_bytes;
     j["dump_overwrite"] = r.dump_overwrite;
+    j["dump_optimizer_ops"] = r.dump_optimizer_ops;
+  }
+  if (!r.profile.empty()) {
+    j["profile"] = r.profile;
+    j["profile_wait"] = r.profile_wait;
+    j["profile_warmup"] = r.profile_warmup;
+    j["profile_active"] = r.profile_active;
+    j["profile_repeat"] = r.profile_repeat;
+    j["profile_memory"] = r.profile_memory;
+    j["profile_shapes"] = r.profile_shapes;
+    j["profile_stack"] = r.profile_stack;
+    j["profiler_level"] = r.profiler_level;
+    j["aic_metrics"] = r.aic_metrics;
+    j["l2_cache"] = r.l2_cache;
   }
   if (r.seed) j["seed"] = *r.seed;
   if (r.deterministic) j["deterministic"] = true;

@@ -27,9 +27,18 @@ struct RunRequest {
   std::string dump_filter;            // ECMAScript/Python regex on record names
   int64_t dump_max_bytes = kDefaultDumpMaxBytes;
   bool dump_overwrite = false;
+  bool dump_optimizer_ops = false;    // operator level: the optimizer's operators too
   // Reproducibility.
   std::optional<int64_t> seed;
   bool deterministic = false;
+  // Profiling (docs/RUN.md, "Profiling"): torch.profiler or torch_npu.profiler around the steps.
+  std::string profile;               // trace directory; empty: no profiling
+  int profile_wait = 1, profile_warmup = 1, profile_active = 3, profile_repeat = 1;
+  bool profile_memory = false, profile_shapes = false, profile_stack = true;
+  std::string profiler_level = "level1";  // Ascend: level0 | level1 | level2 | none
+  std::string aic_metrics;                // Ascend: pipe-utilization, arithmetic-utilization, memory, ...
+  bool l2_cache = false;                  // Ascend
+  bool profile_overwrite = false;
   // Steps and checks.
   std::string step_marker;            // module:qualname
   bool stop_on_nonfinite = false;

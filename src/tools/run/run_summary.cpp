@@ -45,6 +45,13 @@ ProcessReport parse_report(const nlohmann::json& j) {
   if (j.contains("seed") && j["seed"].is_object() && j["seed"].contains("set") && j["seed"]["set"].is_array())
     for (const auto& s : j["seed"]["set"])
       if (s.is_string()) r.seeded.push_back(s.get<std::string>());
+  if (j.contains("profile") && j["profile"].is_object()) {
+    r.profiled = true;
+    const auto& p = j["profile"];
+    if (p.contains("traces") && p["traces"].is_array())
+      for (const auto& t : p["traces"])
+        if (t.is_string()) r.traces.push_back(t.get<std::string>());
+  }
   if (j.contains("nonfinite") && j["nonfinite"].is_object()) {
     const auto& f = j["nonfinite"];
     r.nonfinite = where(f) + " at step " + std::to_string(num(f, "step")) + " (" +
@@ -88,7 +95,8 @@ std::vector<ProcessReport> read_reports(const std::string& dir) {
   return out;
 }
 
-std::vector<std::string> summary_lines(const std::vector<ProcessReport>& reports, bool python) {
+std::vector<std::string> summary_lines(const std::vector<ProcessReport>& reports, bool python,
+                                       const ProfileSchedule* schedule) {
   std::vector<std::string> lines;
   if (reports.empty()) {
     lines.push_back(python ? "no process of the command imported torch under the agent: nothing was recorded "
@@ -107,6 +115,14 @@ std::vector<std::string> summary_lines(const std::vector<ProcessReport>& reports
       line += "; dump " + r.dump_dir + ": " + std::to_string(r.records) + " records, " + human_bytes(r.bytes);
     lines.push_back(line);
     if (!r.dump_note.empty()) lines.push_back("  " + r.dump_note);
+    if (r.profiled) {
+      for (const auto& t : r.traces) lines.push_back("  trace " + t);
+      if (r.traces.empty() && schedule)
+        lines.push_back("  no trace: the run ended after " + std::to_string(r.steps) +
+                        " steps, before the profiler's first recorded step (wait " + std::to_string(schedule->wait) +
+                        " + warmup " + std::to_string(schedule->warmup) + ": step " +
+                        std::to_string(schedule->wait + schedule->warmup) + ")");
+    }
     if (!r.nonfinite.empty()) lines.push_back("  first non-finite tensor: " + r.nonfinite);
     if (!r.fp16_overflow.empty())
       lines.push_back("  first float32 output beyond float16's range (65504): " + r.fp16_overflow);
@@ -114,6 +130,13 @@ std::vector<std::string> summary_lines(const std::vector<ProcessReport>& reports
   if (trained == 0)
     lines.push_back("torch was imported but no optimizer step ran: a loop without a torch.optim optimizer "
                     "needs --step-marker module:function");
+  std::vector<std::string> cycles;  // `analyze` takes a cycle folder: every rank of that cycle
+  for (const auto& r : reports)
+    for (const auto& t : r.traces) {
+      const std::string folder = fs::path(t).parent_path().string();
+      if (std::find(cycles.begin(), cycles.end(), folder) == cycles.end()) cycles.push_back(folder);
+    }
+  for (const auto& c : cycles) lines.push_back("analyze with: crosstrain analyze " + c);
   const auto& first = reports.front();
   if (!first.seeded.empty()) {
     std::string s;

@@ -144,10 +144,27 @@ void prepare_dump_dir(const std::string& dir, bool overwrite) {
   }
 }
 
+void prepare_profile_dir(const std::string& dir, bool overwrite) {
+  const fs::path root(dir);
+  std::error_code ec;
+  if (!fs::exists(root, ec)) return;
+  if (!fs::is_directory(root, ec)) throw std::invalid_argument("--profile " + dir + " exists and is not a folder");
+  static const std::regex cycle_dir(R"(cycle[0-9]+)");
+  std::vector<fs::path> cycles;
+  for (fs::directory_iterator it(root, ec), end; !ec && it != end; it.increment(ec))
+    if (it->is_directory() && std::regex_match(it->path().filename().string(), cycle_dir)) cycles.push_back(it->path());
+  if (cycles.empty()) return;
+  if (!overwrite)
+    throw std::invalid_argument("--profile " + dir + " already holds traces (" + cycles.front().filename().string() +
+                                "/...; --profile-overwrite replaces them)");
+  for (const auto& c : cycles) fs::remove_all(c, ec);
+}
+
 int run_command(const RunRequest& request, const RunOptions& options) {
   validate(request);
   auto note = options.note ? options.note : [](const std::string& line) { std::cerr << "crosstrain run: " << line << "\n"; };
-  const Environment base = current_environment();
+  Environment base = current_environment();
+  for (const auto& [k, v] : options.extra_env) base[k] = v;
   const auto path_it = base.find("PATH");
   const std::string path_variable = path_it != base.end() ? path_it->second : "/usr/bin:/bin";
   const std::string program = launch::find_program(request.command.front(), path_variable);
@@ -159,12 +176,17 @@ int run_command(const RunRequest& request, const RunOptions& options) {
     throw std::runtime_error("run: the agent's Python package (crosstrain/_boot/sitecustomize.py) is not next to "
                              "this executable; rebuild, or set CROSSTRAIN_AGENT_DIR");
   if (!request.dump.empty()) prepare_dump_dir(request.dump, request.dump_overwrite);
+  if (!request.profile.empty()) prepare_profile_dir(request.profile, request.profile_overwrite);
   const CommandKind kind = classify_command(request.command, path_variable, options.self_exe);
   if (!kind.python) note(kind.reason + ": it runs without the agent unless it starts Python itself");
 
   const std::string state_dir = make_state_dir();
+  RunRequest agent_request = request;
+  // The script may chdir.
+  if (!agent_request.dump.empty()) agent_request.dump = fs::absolute(agent_request.dump).string();
+  if (!agent_request.profile.empty()) agent_request.profile = fs::absolute(agent_request.profile).string();
   const Environment env =
-      agent_environment(request, base, (fs::path(options.agent_dir) / "crosstrain" / "_boot").string(), state_dir);
+      agent_environment(agent_request, base, (fs::path(options.agent_dir) / "crosstrain" / "_boot").string(), state_dir);
   int status = 0;
   try {
     status = spawn_and_wait(program, request.command, env);
@@ -174,7 +196,12 @@ int run_command(const RunRequest& request, const RunOptions& options) {
   }
   const auto reports = read_reports(state_dir);
   if (kind.python || !reports.empty())  // a command already said to be no Python needs no second word
-    for (const auto& line : summary_lines(reports, kind.python)) note(line);
+  {
+    const ProfileSchedule schedule{request.profile_wait, request.profile_warmup, request.profile_active,
+                                   request.profile_repeat};
+    for (const auto& line : summary_lines(reports, kind.python, request.profile.empty() ? nullptr : &schedule))
+      note(line);
+  }
   std::error_code ec;
   fs::remove_all(state_dir, ec);
   if (WIFSIGNALED(status)) {

@@ -13,6 +13,7 @@
 // command that cannot start is std::invalid_argument: one line, exit 2). After it ends: one summary
 // line per process that trained, from the reports the agent left in a private folder.
 #include <functional>
+#include <map>
 #include <string>
 
 #include "tools/run/run_request.h"
@@ -22,6 +23,7 @@ namespace crosstrain::run {
 struct RunOptions {
   std::string agent_dir;   // the folder holding the crosstrain package (python/ of the repository)
   std::string self_exe;    // this executable, to recognise `crosstrain launch` in the command
+  std::map<std::string, std::string> extra_env;  // set for the command on top of crosstrain's environment
   std::function<void(const std::string&)> note;  // one line each; default: stderr "crosstrain run: ..."
 };
 
@@ -35,5 +37,8 @@ std::string find_agent_dir(const std::string& self_exe);
 // Removes a dump's files from `dir` (index.jsonl, loss.jsonl, run.json, tensors/, rank<N>/ holding
 // a dump); throws std::invalid_argument when dir holds a dump and overwrite is false.
 void prepare_dump_dir(const std::string& dir, bool overwrite);
+
+// The same for a --profile folder: cycle<N>/ folders from an earlier run need overwrite.
+void prepare_profile_dir(const std::string& dir, bool overwrite);
 
 }  // namespace crosstrain::run

@@ -1,7 +1,9 @@
 """Running small training programs under crosstrain's agent, in a fresh interpreter each (the agent
 patches torch process-wide, so every case gets its own process), and reading their dumps."""
+import atexit
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -37,8 +39,29 @@ def read_losses(directory):
         return [json.loads(l) for l in f]
 
 
+_scratch_dirs = []
+
+
 def scratch():
-    return tempfile.mkdtemp(prefix="crosstrain_agent_test_")
+    """A fresh folder, removed when the test process exits (CROSSTRAIN_KEEP_TEST_DIRS=1 keeps it)."""
+    d = tempfile.mkdtemp(prefix="crosstrain_agent_test_")
+    _scratch_dirs.append(d)
+    return d
+
+
+def _remove_scratch():
+    if os.environ.get("CROSSTRAIN_KEEP_TEST_DIRS") == "1":
+        return
+    for d in _scratch_dirs:
+        shutil.rmtree(d, ignore_errors=True)
+
+
+atexit.register(_remove_scratch)
+
+
+def load_json(path):
+    with open(path) as f:
+        return json.load(f)
 
 
 MLP = """

@@ -1,9 +1,8 @@
 """The agent finds training steps by itself: every optimizer, however the script reaches its step."""
-import json
 import os
 import unittest
 
-from agent_test_support import run_under_agent, scratch
+from agent_test_support import load_json, run_under_agent, scratch
 
 # A program that prints, after each of its iterations, the step counter the agent keeps.
 COUNTER = """
@@ -143,7 +142,7 @@ for i in range(4):
     m(torch.ones(1, 2)).sum().backward(); opt.step()
 """, {"state_dir": state}, d)
         self.assertEqual(r.returncode, 0, r.stderr)
-        reports = [json.load(open(os.path.join(state, f))) for f in os.listdir(state)]
+        reports = [load_json(os.path.join(state, f)) for f in os.listdir(state)]
         self.assertEqual(len(reports), 1)
         self.assertEqual(reports[0]["steps"], 4)
 

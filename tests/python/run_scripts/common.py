@@ -47,7 +47,7 @@ def train(args, model, batches, loss_fn, optimizer):
             scaler.scale(loss).backward()
             scaler.step(optimizer)
             scaler.update()
-            print(f"step {step} loss {loss.item():.6f}", flush=True)
+            print(f"step {step} loss {loss.item()!r}", flush=True)
             step += 1
             if step == args.steps:
                 break
