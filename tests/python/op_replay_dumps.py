@@ -1,7 +1,7 @@
 """Operator-level dumps for `op-check --from-dump`'s tests, written by crosstrain's Python agent as
 `crosstrain run --dump DIR --dump-level op` writes them: one step of timm's ViT and of Hugging Face's
-GPT-2 (tests/python/run_scripts) in tensors mode, and a small network in stats mode. The three run
-at once (each spends most of its time importing).
+GPT-2 (tests/python/run_scripts) in tensors mode with the optimizer's operators (--dump-optimizer-ops),
+and a small network in stats mode. The three run at once (each spends most of its time importing).
 usage: python tests/python/op_replay_dumps.py OUT_DIR   -> OUT_DIR/{vit,gpt2,stats}"""
 import json
 import os
@@ -35,7 +35,8 @@ def main(out):
     for name, (script, mode) in runs.items():
         env = dict(os.environ, PYTHONPATH=os.path.join(REPO, "python", "crosstrain", "_boot"))
         env["CROSSTRAIN_AGENT_CONFIG"] = json.dumps({"dump": os.path.join(out, name), "dump_level": "op",
-                                                     "dump_mode": mode, "dump_steps": "0", "seed": 0})
+                                                     "dump_mode": mode, "dump_steps": "0", "seed": 0,
+                                                     "dump_optimizer_ops": True})
         log = open(os.path.join(out, name + ".log"), "w")
         procs[name] = (subprocess.Popen([sys.executable, script, "--steps", "1"], env=env, stdout=log,
                                         stderr=subprocess.STDOUT), log)
