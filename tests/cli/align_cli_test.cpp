@@ -75,6 +75,61 @@ TEST(OpCheckCli, PassesAndFilters) {
   EXPECT_NE(r.output.find("\"kind\": \"op-check\""), std::string::npos) << r.output;  // the command's name
 }
 
+// op-check --from-dump through the binary on a small operator dump numpy writes: a matrix product,
+// a dropout mask, a product that float16 underflows, and a record whose inputs were not kept.
+TEST(OpCheckCli, FromDumpExitCodes) {
+  const auto dir = scratch_dir("op_replay_cli");
+  const std::string d = (dir / "dump").string();
+  const std::string writer =
+      "import json, os, numpy as np\n"
+      "d = '" + d + "'\n"
+      "os.makedirs(d + '/tensors/step0')\n"
+      "def arr(name, a):\n"
+      "    np.save(d + '/tensors/step0/' + name + '.npy', a)\n"
+      "    return {'tensor': 'tensors/step0/' + name + '.npy', 'dtype': str(a.dtype), 'shape': list(a.shape), 'device': 'cpu'}\n"
+      "rng = np.random.default_rng(0)\n"
+      "a, b = rng.standard_normal((4, 3)).astype(np.float32), rng.standard_normal((3, 5)).astype(np.float32)\n"
+      "small = np.full((8,), 1e-4, np.float32)\n"
+      "calls = [('aten::mm', 'default', [('self', arr('a', a)), ('mat2', arr('b', b))], a @ b, {}),\n"
+      "         ('aten::bernoulli_', 'float', [('self', arr('m', np.ones((16,), np.float32))), ('p', 0.5)],\n"
+      "          np.ones((16,), np.float32), {'random': True}),\n"
+      "         ('aten::mul', 'Tensor', [('self', arr('s', small)), ('other', arr('t', small))], small * small, {})]\n"
+      "lines = [{'format': 'crosstrain-dump', 'version': 1, 'mode': 'tensors', 'producer': 'test', 'meta': {}}]\n"
+      "for seq, (name, overload, args, out, extra) in enumerate(calls):\n"
+      "    op = {'name': name, 'overload': overload, 'phase': 'forward', 'module': 'm',\n"
+      "          'args': [{'name': k, 'value': v} for k, v in args], **extra}\n"
+      "    lines.append({'seq': seq, 'step': 0, 'name': 'op_forward/m/' + name.replace('::', '.'), 'kind': 'op_forward',\n"
+      "                  'dtype': 'float32', 'shape': list(out.shape), 'stats': {'nan_count': 0, 'inf_count': 0},\n"
+      "                  'file': arr('out%d' % seq, out)['tensor'], 'op': op})\n"
+      "lines.append(dict(lines[1], seq=3, name='op_forward/m/aten.mm#1', op={k: v for k, v in lines[1]['op'].items() if k != 'args'}))\n"
+      "open(d + '/index.jsonl', 'w').write(''.join(json.dumps(l) + '\\n' for l in lines))\n";
+  auto r = run_command(python() + " -c \"" + writer + "\"");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+
+  r = run_command(binary() + " op-check --from-dump " + d);
+  EXPECT_EQ(r.exit_code, 0) << r.output;  // what is not replayed is listed, not failed
+  EXPECT_NE(r.output.find("4 operator calls: 2 replayed (2 passed, 0 failed), 2 not replayed"), std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("random: a seeded random operator"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("no inputs recorded: dump with --dump-mode tensors"), std::string::npos) << r.output;
+
+  r = run_command(binary() + " op-check --from-dump " + d + " --precision fp16");
+  EXPECT_EQ(r.exit_code, 1) << r.output;  // 1e-4 squared is below float16's smallest subnormal
+  EXPECT_NE(r.output.find("aten::mul.Tensor"), std::string::npos) << r.output;
+
+  r = run_command(binary() + " op-check --from-dump " + d + " --op aten::mm --json -", /*merge_stderr=*/false);
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_NE(r.output.find("\"mode\": \"from_dump\""), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("\"record\": \"op_forward/m/aten.mm\""), std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find("bernoulli"), std::string::npos) << r.output;
+
+  r = run_command(binary() + " op-check --from-dump " + d + " --op aten::conv");
+  EXPECT_EQ(r.exit_code, 2) << r.output;
+  r = run_command(binary() + " op-check --from-dump " + (dir / "missing").string());
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  EXPECT_EQ(r.output, "crosstrain: error: " + (dir / "missing").string() + ": not a directory\n");
+}
+
 TEST(TrainDumpCli, MatchesTorchvisionInPython) {
   const auto dir = scratch_dir("align_python");
   const std::string in = (dir / "in").string(), w = (dir / "w.pt").string();

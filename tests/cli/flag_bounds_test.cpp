@@ -62,6 +62,7 @@ std::vector<FlagCase> cases() {
   v.push_back({"models", "--num-classes", kCounts});
   v.push_back({"models", "--image-size", kCounts});
   v.push_back({"op-check", "--perf-iterations", kCounts});
+  v.push_back({"op-check", "--top", kCounts});
   for (const char* flag : {"--workers", "--batch-size", "--prefetch", "--size", "--resize", "--images",
                            "--max-image-pixels", "--channels"})
     v.push_back({"data-bench", flag, kCounts});

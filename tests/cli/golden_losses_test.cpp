@@ -1,11 +1,13 @@
 // Fixed-seed CPU runs must keep their per-step losses bit for bit across changes to the trainer: the
 // golden losses in tests/data/golden/train_losses.json were recorded by an earlier build
 // (tests/data/golden/record_losses.py), one recording per CPU instruction set, since oneDNN
-// chooses kernels, and so rounding, by ISA. On a CPU with no recording of its own the check says
-// so and falls back to what holds across ISAs: training amplifies a rounding difference step after
-// step (measured between an AMX and an AVX-512 machine: fp32 within 4e-6 for three steps, 5e-2 by
-// the seventh; bf16 2e-4 at the first step), so the first steps are compared closely and the rest
-// only for a run that has gone wrong.
+// chooses kernels, and so rounding, by ISA. /proc/cpuinfo does not always show the ISA the kernels
+// use (a guest without the amx flags still runs AMX), so losses equal bit for bit to another
+// recording's also pass. On a CPU with no recording of its own the check says so and falls back to
+// what holds across ISAs: training amplifies a rounding difference step after step (measured
+// between an AMX and an AVX-512 machine: fp32 within 4e-6 for three steps, 5e-2 by the seventh;
+// bf16 2e-4 at the first step), so the first steps are compared closely and the rest only for a
+// run that has gone wrong.
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -49,6 +51,16 @@ double cross_isa_bound(const std::string& name, size_t i) {
   return 0.15;
 }
 
+// Whether some recording other than `chosen` holds exactly these losses for the case.
+bool matches_another(const nlohmann::json& recordings, const nlohmann::json& chosen, const std::string& name,
+                     const std::vector<double>& got) {
+  for (const auto& r : recordings) {
+    if (&r == &chosen || !r.at("cases").contains(name)) continue;
+    if (r.at("cases").at(name).at("losses").get<std::vector<double>>() == got) return true;
+  }
+  return false;
+}
+
 }  // namespace
 
 TEST(GoldenLosses, FixedSeedRunsKeepTheirLossesBitForBit) {
@@ -82,6 +94,12 @@ TEST(GoldenLosses, FixedSeedRunsKeepTheirLossesBitForBit) {
       if (!l.empty()) got.push_back(nlohmann::json::parse(l).at("loss").get<double>());
     const auto want = c.at("losses").get<std::vector<double>>();
     ASSERT_EQ(got.size(), want.size()) << name;
+    if (same_isa && got != want && matches_another(recordings, *chosen, name, got)) {
+      // /proc/cpuinfo does not always list what oneDNN uses (a guest without the amx flags whose
+      // kernels still run AMX): another recording kept bit for bit is the same promise.
+      std::cout << "[golden] " << name << " matches the recording of another instruction set bit for bit\n";
+      continue;
+    }
     for (size_t i = 0; i < want.size(); ++i) {
       if (same_isa)
         EXPECT_EQ(got[i], want[i]) << name << " step " << i;

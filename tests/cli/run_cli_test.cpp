@@ -127,7 +127,7 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Values(std::pair<std::string, std::string>{"train_timm_vit.py", "blocks.1.mlp.fc1"},
                       std::pair<std::string, std::string>{"train_timm_cnn.py", "layer3.0.conv1"},
                       std::pair<std::string, std::string>{"train_gpt2.py", "transformer.h.1.attn.c_attn"},
-                      std::pair<std::string, std::string>{"train_segmentation.py", "backbone.4.block.1"}),
+                      std::pair<std::string, std::string>{"train_segmentation.py", "backbone.4.block.1.0"}),
     [](const auto& info) { return info.param.first.substr(6, info.param.first.size() - 9); });
 
 // The losses a script prints, one per step ("step N loss X").

@@ -89,6 +89,8 @@ struct ReadOptions {
 TorchFile read_torch_file(const ByteSource& source, const ReadOptions& options = {});
 // The same for bytes in memory; `bytes` must outlive the result.
 TorchFile read_torch_file(std::string_view bytes, const ReadOptions& options = {});
+// A temporary string would be gone before its storages are read: refused at compile time.
+TorchFile read_torch_file(std::string&& bytes, const ReadOptions& options = {}) = delete;
 
 // Which of torch.save's layouts a file starts like: "zip", "legacy", "tar" (torch < 0.4) or "".
 std::string torch_file_layout(std::string_view bytes);

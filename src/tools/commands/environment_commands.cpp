@@ -12,6 +12,7 @@
 #include "tools/doctor.h"
 #include "tools/model_catalog.h"
 #include "tools/opcheck/op_check.h"
+#include "tools/opcheck/replay.h"
 
 namespace crosstrain::commands {
 
@@ -61,7 +62,15 @@ int models_body(const ModelsArgs& args) {
   return 0;
 }
 
+int op_check_replay_body(const OpCheckArgs& args) {
+  const auto r = opcheck::run_replay(args.options);
+  if (!args.json.empty()) report::write_json(report::with_envelope("op-check", opcheck::replay_to_json(r)), args.json);
+  (report::json_to_stdout(args.json) ? std::cerr : std::cout) << opcheck::render_replay_console(r, args.options.top);
+  return r.all_pass() ? 0 : 1;
+}
+
 int op_check_body(const OpCheckArgs& args) {
+  if (!args.options.from_dump.empty()) return op_check_replay_body(args);
   const auto r = opcheck::run_op_check(args.options);
   if (!args.json.empty()) report::write_json(report::with_envelope("op-check", opcheck::op_check_to_json(r)), args.json);
   (report::json_to_stdout(args.json) ? std::cerr : std::cout) << opcheck::render_op_check_console(r);

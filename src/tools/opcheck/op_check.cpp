@@ -192,12 +192,10 @@ void measure(OpCheckRow& row, const at::Tensor& target, const at::Tensor& ref) {
     row.cosine = 0;
     return;
   }
-  const at::Tensor diff = (target - ref).abs();
-  row.max_abs = diff.numel() ? diff.max().item<double>() : 0.0;
-  const double scale = ref.numel() ? ref.abs().max().item<double>() : 0.0;
-  row.max_rel = scale > 0 ? row.max_abs / scale : row.max_abs;
-  const double nt = target.norm().item<double>(), nr = ref.norm().item<double>();
-  row.cosine = (nt == 0 && nr == 0) ? 1.0 : (target * ref).sum().item<double>() / (nt * nr);
+  const ErrorMetrics m = measure_error(target, ref);
+  row.max_abs = m.max_abs;
+  row.max_rel = m.max_rel;
+  row.cosine = m.cosine;
 }
 
 double median_ms(std::vector<double> v) {
@@ -220,6 +218,32 @@ double op_check_tolerance(at::ScalarType dtype, bool tf32) {
     case at::kBFloat16: return 1e-2;
     default: return 0;
   }
+}
+
+ErrorMetrics measure_error(const at::Tensor& target, const at::Tensor& reference) {
+  ErrorMetrics m;
+  if (target.numel() == 0) return m;
+  at::Tensor t = target, r = reference;
+  const at::Tensor finite = t.isfinite().logical_and_(r.isfinite());
+  if (!finite.all().item<bool>()) {
+    const at::Tensor agree = t.eq(r).logical_or_(t.isnan().logical_and_(r.isnan())).logical_or_(finite);
+    if (!agree.all().item<bool>()) {
+      m.max_abs = m.max_rel = std::numeric_limits<double>::infinity();
+      m.cosine = std::numeric_limits<double>::quiet_NaN();
+      return m;
+    }
+    t = at::where(finite, t, 0.0);
+    r = at::where(finite, r, 0.0);
+  }
+  m.max_abs = (t - r).abs().max().item<double>();
+  const double scale = r.abs().max().item<double>();
+  m.max_rel = scale > 0 ? m.max_abs / scale : m.max_abs;
+  const double nt = t.norm().item<double>(), nr = r.norm().item<double>();
+  if (nt == 0 || nr == 0)
+    m.cosine = nt == nr ? 1.0 : 0.0;
+  else
+    m.cosine = (t * r).sum().item<double>() / (nt * nr);
+  return m;
 }
 
 OpCheckResult run_op_check(const OpCheckOptions& o) {

@@ -51,8 +51,20 @@ struct OpCheckResult {
 // cross_entropy, sgd_step, adamw_step, scaler_unscale.
 std::vector<std::string> op_check_names();
 
-// Tolerance on max_rel for a dtype: float32 1e-5, float32 with TF32 5e-3, float16 1e-3, bfloat16 1e-2.
+// Tolerance on max_rel for a dtype: float32 1e-5, float32 with TF32 5e-3, float16 1e-3, bfloat16 1e-2,
+// float64 1e-12; 0 (exact) for integer and bool results.
 double op_check_tolerance(at::ScalarType dtype, bool tf32 = false);
+
+// The error of `target` against `reference`, both float64 on the CPU with the same shape: max abs,
+// max rel (max abs over the reference's largest finite magnitude) and cosine, over the positions
+// where both are finite. A position holding the same non-finite value on both sides (inf, -inf,
+// NaN) agrees; a non-finite value on one side only makes max abs and max rel infinite.
+struct ErrorMetrics {
+  double max_abs = 0;
+  double max_rel = 0;
+  double cosine = 1;
+};
+ErrorMetrics measure_error(const at::Tensor& target, const at::Tensor& reference);
 
 // std::invalid_argument for an unknown precision or a filter that matches no op.
 OpCheckResult run_op_check(const OpCheckOptions& options);

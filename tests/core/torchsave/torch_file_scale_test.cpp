@@ -123,7 +123,8 @@ TEST_F(TorchFileScale, AOneMebibyteKeyOverFiftyThousandNonesIsOneNodeAndOneShort
 
 TEST_F(TorchFileScale, ATensorNestedAMillionDeepIsReadInLinearTimeAndNamedShortly) {
   ASSERT_TRUE(ok_);
-  const TorchFile f = read_torch_file(bytes("deep.pt"));
+  const std::string file = bytes("deep.pt");  // the bytes must outlive the TorchFile that reads them
+  const TorchFile f = read_torch_file(file);
   ASSERT_EQ(f.tensors.size(), 1u);
   EXPECT_EQ(f.name_of(f.tensors[0]), "[0][0][0][0][0][0]...(999988 more)...[0][0][0][0][0][0]");
   EXPECT_EQ(f.read_storage(f.record_of(f.pickle.tensor(f.tensors[0]).storage)).size(), 16u);
@@ -131,7 +132,8 @@ TEST_F(TorchFileScale, ATensorNestedAMillionDeepIsReadInLinearTimeAndNamedShortl
 
 TEST_F(TorchFileScale, ADictThatSetsOneKeyAHundredThousandTimesKeepsOneKeyNode) {
   ASSERT_TRUE(ok_);
-  const TorchFile f = read_torch_file(bytes("repeated_key.pt"));
+  const std::string file = bytes("repeated_key.pt");
+  const TorchFile f = read_torch_file(file);
   const auto& items = f.pickle.items(f.pickle.root);
   ASSERT_EQ(items.size(), 200000u);
   for (size_t i = 0; i < items.size(); i += 2) ASSERT_EQ(items[i], items[0]);

@@ -142,7 +142,8 @@ TEST(TorchFile, HostilePicklesAreRefusedWithTheirReason) {
   using namespace std::string_literals;  // "..."s keeps embedded NUL bytes
   auto error_of = [](const std::string& pkl) {
     try {
-      read_torch_file(zip_with_pickle(pkl));
+      const std::string zip = zip_with_pickle(pkl);
+      read_torch_file(zip);
     } catch (const FormatError& e) {
       return std::string(e.what());
     }
@@ -170,8 +171,9 @@ TEST(TorchFile, HostilePicklesAreRefusedWithTheirReason) {
   EXPECT_EQ(error_of("\x80\x02]2a."s), "");
   EXPECT_EQ(error_of("\x80\x02" + std::string(100000, ']') + "."), "");
   // An OrderedDict with attributes: the attributes are dropped, the items kept.
-  const auto f = read_torch_file(zip_with_pickle(
-      "\x80\x02" "ccollections\nOrderedDict\n)R(X\x01\x00\x00\x00" "aK\x05u}X\x09\x00\x00\x00_metadataK\x01sb."s));
+  const std::string ordered = zip_with_pickle(
+      "\x80\x02" "ccollections\nOrderedDict\n)R(X\x01\x00\x00\x00" "aK\x05u}X\x09\x00\x00\x00_metadataK\x01sb."s);
+  const auto f = read_torch_file(ordered);
   ASSERT_EQ(f.pickle.node(f.pickle.root).kind, NodeKind::Dict);
   const auto& items = f.pickle.items(f.pickle.root);
   ASSERT_EQ(items.size(), 2u);
@@ -294,15 +296,16 @@ TEST(TorchFile, OpaqueObjectsAreNeverCalledOrUsedAsTensors) {
   opaque.opaque_objects = true;
   auto error_of = [&](const std::string& pkl) {
     try {
-      read_torch_file(zip_with_pickle(pkl), opaque);
+      const std::string zip = zip_with_pickle(pkl);
+      read_torch_file(zip, opaque);
     } catch (const FormatError& e) {
       return std::string(e.what());
     }
     return std::string();
   };
   // os.system('x') is an Object named after it: nothing runs, the value is listed as unread.
-  const auto f = read_torch_file(zip_with_pickle("\x80\x02}X\x01\x00\x00\x00" "acos\nsystem\nX\x01\x00\x00\x00x\x85Rs."s),
-                                 opaque);
+  const std::string system_call = zip_with_pickle("\x80\x02}X\x01\x00\x00\x00" "acos\nsystem\nX\x01\x00\x00\x00x\x85Rs."s);
+  const auto f = read_torch_file(system_call, opaque);
   ASSERT_EQ(f.unread.size(), 1u);
   EXPECT_EQ(f.unread[0].name, "['a']");
   EXPECT_EQ(f.unread[0].class_name, "os.system");

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <limits>
 #include <set>
 
 using namespace crosstrain::opcheck;
@@ -62,4 +64,24 @@ TEST(OpCheck, Tolerances) {
   EXPECT_DOUBLE_EQ(op_check_tolerance(at::kFloat), 1e-5);
   EXPECT_DOUBLE_EQ(op_check_tolerance(at::kBFloat16), 1e-2);
   EXPECT_DOUBLE_EQ(op_check_tolerance(at::kHalf), 1e-3);
+}
+
+// GPT-2's causal mask is a where() over -inf: a result whose -inf sits where the reference has it
+// agrees there, and the finite rest is measured; an inf or NaN on one side only is an infinite error.
+TEST(OpCheck, NonFiniteValuesAgreeOnlyWhereBothSidesHoldThem) {
+  const double inf = std::numeric_limits<double>::infinity(), nan = std::numeric_limits<double>::quiet_NaN();
+  auto t = [](std::vector<double> v) { return at::tensor(v, at::TensorOptions().dtype(at::kDouble)); };
+  const auto ref = t({-inf, 2.0, nan, 4.0});
+  const ErrorMetrics same = measure_error(t({-inf, 2.0, nan, 4.5}), ref);
+  EXPECT_DOUBLE_EQ(same.max_abs, 0.5);
+  EXPECT_DOUBLE_EQ(same.max_rel, 0.5 / 4.0);
+  EXPECT_GT(same.cosine, 0.99);
+  for (const auto& bad : {t({inf, 2.0, nan, 4.0}), t({-inf, 2.0, 3.0, 4.0}), t({-inf, nan, nan, 4.0})}) {
+    const ErrorMetrics m = measure_error(bad, ref);
+    EXPECT_TRUE(std::isinf(m.max_abs));
+    EXPECT_TRUE(std::isinf(m.max_rel));
+  }
+  const ErrorMetrics zeros = measure_error(t({0, 0}), t({0, 0}));
+  EXPECT_EQ(zeros.max_rel, 0);
+  EXPECT_EQ(zeros.cosine, 1);
 }
