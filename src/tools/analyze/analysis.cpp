@@ -306,7 +306,7 @@ TraceAnalysis analyze_trace(const Trace& t, const AnalyzeOptions& opt) {
   compute_memory(t, opt, out);
   out.loaders = t.call_sites.loaders;
   out.cpus = t.call_sites.cpus;
-  if (concerns) compute_source_lines(t, links, windows, sources, opt, names, *concerns, out);
+  if (concerns) compute_source_lines(t, links, windows, sources, opt, *concerns, out);
   // Reports give positions as us since the trace's first event, never before it.
   for (auto& s : out.steps) s.start_us -= out.trace_start_us;
   out.total.start_us = 0;

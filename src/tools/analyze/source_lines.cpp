@@ -191,8 +191,8 @@ void operator_lines(const Trace& t, const SpanLinks& L, const SourceIndex& index
 }  // namespace
 
 void compute_source_lines(const Trace& t, const SpanLinks& L, const std::vector<StepWindow>& windows,
-                          const SourceIndex& index, const AnalyzeOptions& opt, NameInfoCache& names,
-                          const ConcernSpans& concerns, TraceAnalysis& out) {
+                          const SourceIndex& index, const AnalyzeOptions& opt, const ConcernSpans& concerns,
+                          TraceAnalysis& out) {
   out.source_lines = true;
   const double steps = static_cast<double>(out.steps.size());
   auto lines_of = [&](Concern c) {
@@ -236,7 +236,6 @@ void compute_source_lines(const Trace& t, const SpanLinks& L, const std::vector<
   // The batch size is set where the DataLoader is made.
   for (const auto& d : out.loaders)
     if (!d.made_at.empty()) out.lines["small_batch"].push_back({d.made_at, d.made_text, "", d.iterators, 0, 0, 0});
-  (void)names;
   host_reads(t, L, windows, index, out);
   call_loops(t, L, windows, index, out);
   operator_lines(t, L, index, opt, out);

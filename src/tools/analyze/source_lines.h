@@ -38,7 +38,7 @@ class LineTally {
 };
 
 void compute_source_lines(const Trace& t, const SpanLinks& links, const std::vector<StepWindow>& windows,
-                          const SourceIndex& index, const AnalyzeOptions& options, NameInfoCache& names,
-                          const ConcernSpans& concerns, TraceAnalysis& out);
+                          const SourceIndex& index, const AnalyzeOptions& options, const ConcernSpans& concerns,
+                          TraceAnalysis& out);
 
 }  // namespace crosstrain::analyze
