@@ -60,7 +60,7 @@ int models_body(const ModelsArgs& args) {
 }
 
 int op_check_body(const OpCheckArgs& args) {
-  const auto r = opcheck::run_op_check(args.options);
+  const auto r = opcheck::run_op_check(args.options, &std::cerr);
   if (!args.json.empty()) report::write_json(report::with_envelope("op-check", opcheck::op_check_to_json(r)), args.json);
   (report::json_to_stdout(args.json) ? std::cerr : std::cout) << opcheck::render_op_check_console(r);
   return r.all_pass() ? 0 : 1;

@@ -18,6 +18,7 @@
 #include <cstdint>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -42,6 +43,7 @@ struct OpCheckRow {
 struct OpCheckResult {
   std::string device;    // resolved, e.g. "cpu"
   std::string precision;
+  std::string emulation_note;  // the precision is emulated on this CPU (tools/precision.h); else empty
   std::vector<OpCheckRow> rows;
   int64_t passed = 0, failed = 0;
   bool all_pass() const { return failed == 0 && !rows.empty(); }
@@ -54,8 +56,9 @@ std::vector<std::string> op_check_names();
 // Tolerance on max_rel for a dtype: float32 1e-5, float32 with TF32 5e-3, float16 1e-3, bfloat16 1e-2.
 double op_check_tolerance(at::ScalarType dtype, bool tf32 = false);
 
-// std::invalid_argument for an unknown precision or a filter that matches no op.
-OpCheckResult run_op_check(const OpCheckOptions& options);
+// std::invalid_argument for an unknown precision or a filter that matches no op. `messages` hears
+// the emulation note, before the first case runs.
+OpCheckResult run_op_check(const OpCheckOptions& options, std::ostream* messages = nullptr);
 
 // Renderers (op_check_report.cpp).
 std::string render_op_check_console(const OpCheckResult& r);
