@@ -39,8 +39,7 @@ import sys
 
 import numpy as np
 
-FORMAT_NAME = "crosstrain-dump"
-FORMAT_VERSION = 1
+from crosstrain._dumpfile import FORMAT_NAME, FORMAT_VERSION, json_number as _json_number
 KINDS = ("forward", "grad_output", "param_grad", "param_grad_unscaled", "loss", "loss_scale")
 DUMP_DTYPES = ("float32", "float64", "float16", "bfloat16", "int64", "int32", "uint8", "bool")
 _NUMPY_DTYPES = {
@@ -64,15 +63,6 @@ def parse_steps(text):
             raise ValueError(f"bad step range {part!r}")
         ranges.append((lo, hi))
     return lambda s: any(lo <= s <= hi for lo, hi in ranges)
-
-
-def _json_number(v):
-    """JSON has no NaN/Inf: crosstrain writes them as strings."""
-    if math.isnan(v):
-        return "nan"
-    if math.isinf(v):
-        return "inf" if v > 0 else "-inf"
-    return v
 
 
 def tensor_stats(arr):

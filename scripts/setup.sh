@@ -41,6 +41,19 @@ if ! .venv/bin/python -c "import hta" 2>/dev/null; then
   echo "[setup] pip install holistictraceanalysis (benchmark reference)"
   .venv/bin/python -m pip install -q -c <(echo "torch==${TORCH_VERSION}") holistictraceanalysis
 fi
+# Third-party models users train, for `crosstrain run`'s tests and benchmarks (tests/python/run_scripts):
+# timm (ViT, ResNet) and transformers (GPT-2 from a config, no weights downloaded). Pinned, and
+# constrained so the pinned torch stays as it is.
+TIMM_VERSION=1.0.31
+TRANSFORMERS_VERSION=5.24.0
+if ! .venv/bin/python -c "import timm, transformers, sys; sys.exit(0 if (timm.__version__, transformers.__version__) == ('${TIMM_VERSION}', '${TRANSFORMERS_VERSION}') else 1)" 2>/dev/null; then
+  echo "[setup] pip install timm==${TIMM_VERSION} transformers==${TRANSFORMERS_VERSION} (models for crosstrain run's tests)"
+  .venv/bin/python -m pip install -q -c <(echo "torch==${TORCH_VERSION}") "timm==${TIMM_VERSION}" "transformers==${TRANSFORMERS_VERSION}"
+fi
+# setuptools and wheel: `pip install ./python` (the agent as a package) builds without reaching PyPI.
+if ! .venv/bin/python -c "import setuptools, wheel, sys; sys.exit(0 if setuptools.__version__ == '80.9.0' else 1)" 2>/dev/null; then
+  .venv/bin/python -m pip install -q "setuptools==80.9.0" "wheel==0.45.1"
+fi
 echo "[setup] torch $(.venv/bin/python -c 'import torch;print(torch.__version__)') ready in .venv"
 
 # tree-sitter (core C library) and its Python grammar, as C sources from PyPI sdists, for

@@ -1,5 +1,6 @@
 // `crosstrain analyze PATH...`: operator table, step breakdown, idle/sync/fallback/memory checks
 // and the advisor for profiler traces; `--diff A B` compares two traces.
+#include <algorithm>
 #include <iostream>
 
 #include "cli/command.h"
@@ -55,6 +56,24 @@ std::vector<analyze::TraceAnalysis> analyze_paths(const std::vector<std::string>
   return out;
 }
 
+// Traces by run folder, in order of first appearance, when two traces claim the same rank (two runs
+// of one job side by side); otherwise one group, whatever folders the traces came from.
+std::vector<std::pair<std::string, std::vector<size_t>>> group_by_run(const std::vector<analyze::TraceAnalysis>& all) {
+  std::vector<int> ranks;
+  for (const auto& a : all)
+    if (a.rank >= 0) ranks.push_back(a.rank);
+  std::sort(ranks.begin(), ranks.end());
+  const bool repeated = std::adjacent_find(ranks.begin(), ranks.end()) != ranks.end();
+  std::vector<std::pair<std::string, std::vector<size_t>>> runs;
+  for (size_t i = 0; i < all.size(); ++i) {
+    const std::string run = repeated ? analyze::run_folder_of(all[i].path) : "";
+    auto it = std::find_if(runs.begin(), runs.end(), [&](const auto& r) { return r.first == run; });
+    if (it == runs.end()) it = runs.insert(runs.end(), {run, {}});
+    it->second.push_back(i);
+  }
+  return runs;
+}
+
 void run_analyze(const AnalyzeArgs& args) {
   if (args.sort != "auto") analyze::parse_operator_sort(args.sort);  // reject bad values before reading
   if (args.group_by != "name" && args.group_by != "shape")
@@ -80,26 +99,49 @@ void run_analyze(const AnalyzeArgs& args) {
 
   auto all = analyze_paths(args.paths, opt, args.sort, read);
   // Ascend output folders: the profiler's own summaries next to each trace_view.json.
-  std::vector<analyze::AscendOutput> ascend;
-  std::vector<int> ascend_ranks;
-  std::vector<size_t> ascend_of;
+  std::vector<analyze::AscendOutput> ascend(all.size());
+  std::vector<bool> has_ascend(all.size(), false);
   for (size_t i = 0; i < all.size(); ++i) {
     std::string dir = analyze::ascend_output_dir_of(all[i].path);
     if (dir.empty()) continue;
-    ascend.push_back(analyze::read_ascend_output(dir));
-    ascend_ranks.push_back(all[i].rank >= 0 ? all[i].rank : static_cast<int>(ascend.size() - 1));
-    ascend_of.push_back(i);
+    ascend[i] = analyze::read_ascend_output(dir);
+    analyze::compare_with_trace(ascend[i], all[i]);
+    has_ascend[i] = true;
   }
-  const auto across = analyze::rank_findings(all);
-  if (!quiet) {
-    if (all.size() > 1) std::cout << analyze::render_rank_summary(all) << analyze::render_rank_findings(across) << "\n";
-    for (const auto& a : all) std::cout << analyze::render_console(a, {args.top}) << "\n";
-    if (!ascend.empty()) std::cout << analyze::render_ascend_console(ascend, ascend_ranks) << "\n";
+  // Ranks are compared within a run (a folder of rank folders): level0/ and level1/ side by side
+  // are two runs of the same ranks, not four ranks.
+  const auto runs = group_by_run(all);
+  nlohmann::json across_json = nlohmann::json::array();
+  std::string console;
+  for (const auto& [run, members] : runs) {
+    std::vector<analyze::TraceAnalysis> group;
+    for (size_t i : members) group.push_back(all[i]);
+    auto across = analyze::rank_findings(group);
+    if (runs.size() > 1)
+      for (auto& f : across) f.title += " (run " + run + ")";
+    for (const auto& f : analyze::findings_to_json(across)) across_json.push_back(f);
+    if (quiet) continue;
+    const std::string head = runs.size() > 1 ? "Run " + run + ": " : "";
+    if (group.size() > 1)
+      console += head + analyze::render_rank_summary(group) + analyze::render_rank_findings(across) + "\n";
+    for (const auto& a : group) console += analyze::render_console(a, {args.top}) + "\n";
+    std::vector<analyze::AscendOutput> side;
+    std::vector<int> side_ranks;
+    for (size_t i : members)
+      if (has_ascend[i]) {
+        side.push_back(ascend[i]);
+        side_ranks.push_back(all[i].rank >= 0 ? all[i].rank : static_cast<int>(side.size() - 1));
+      }
+    if (!side.empty()) console += analyze::render_ascend_console(side, side_ranks) + "\n";
   }
+  if (!quiet) std::cout << console;
   if (!args.json.empty()) {
     auto j = analyze::analyses_to_json(all);
-    if (all.size() > 1) j["rank_findings"] = analyze::findings_to_json(across);
-    for (size_t k = 0; k < ascend.size(); ++k) j["traces"][ascend_of[k]]["ascend"] = analyze::ascend_output_to_json(ascend[k]);
+    if (all.size() > 1) j["rank_findings"] = across_json;
+    for (size_t k = 0; k < all.size(); ++k) {
+      if (runs.size() > 1) j["traces"][k]["run"] = analyze::run_folder_of(all[k].path);
+      if (has_ascend[k]) j["traces"][k]["ascend"] = analyze::ascend_output_to_json(ascend[k]);
+    }
     report::write_json(report::with_envelope("analyze", j), args.json);
   }
   if (!args.csv.empty()) analyze::write_analysis_csv(all, args.csv);

@@ -40,6 +40,7 @@ void add_make_imagefolder_command(CLI::App& app); // dataset tooling (core/data)
 void add_data_bench_command(CLI::App& app);
 void add_launch_command(CLI::App& app);         // workers with torchrun's environment (tools/launch)
 void add_comm_bench_command(CLI::App& app);        // collective bandwidth of a process group (tools/dist)
+void add_run_command(CLI::App& app);               // the user's own command under the Python agent (tools/run)
 
 // Parses argv, runs the chosen subcommand's callback, maps exceptions to exit codes. A first word
 // that names no command is a usage error that lists the commands.

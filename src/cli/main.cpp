@@ -15,6 +15,7 @@ int main(int argc, char** argv) {
   crosstrain::cli::add_models_command(app);
   crosstrain::cli::add_train_command(app);
   crosstrain::cli::add_launch_command(app);
+  crosstrain::cli::add_run_command(app);
   crosstrain::cli::add_bench_command(app);
   crosstrain::cli::add_migrate_command(app);
   crosstrain::cli::add_align_command(app);

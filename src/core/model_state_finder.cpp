@@ -3,21 +3,24 @@
 #include <set>
 #include <stdexcept>
 
+#include "core/torchsave/format_error.h"
+
 namespace crosstrain::core {
 namespace {
 
 constexpr size_t kKeysShown = 5;
 const std::string kCounter = "num_batches_tracked";
 
-bool starts_with(const std::string& s, const std::string& p) { return s.compare(0, p.size(), p) == 0; }
 bool is_counter(const std::string& key) {
   return key.size() >= kCounter.size() && key.compare(key.size() - kCounter.size(), kCounter.size(), kCounter) == 0;
 }
 
-std::string quoted_list(const std::vector<std::string>& keys, size_t shown = kKeysShown) {
+// Keys in messages: at most `count` of them, each shortened (a file may hold a 4 MB key).
+std::string quoted(const std::string& key) { return "'" + torchsave::shown(key) + "'"; }
+std::string quoted_list(const std::vector<std::string>& keys, size_t count = kKeysShown) {
   std::string s;
-  for (size_t i = 0; i < keys.size() && i < shown; ++i) s += (i ? ", '" : "'") + keys[i] + "'";
-  if (keys.size() > shown) s += ", ... (" + std::to_string(keys.size()) + " in all)";
+  for (size_t i = 0; i < keys.size() && i < count; ++i) s += (i ? ", " : "") + quoted(keys[i]);
+  if (keys.size() > count) s += ", ... (" + std::to_string(keys.size()) + " in all)";
   return s;
 }
 
@@ -34,9 +37,13 @@ struct Attempt {
   size_t distance() const { return missing.size() + unexpected.size(); }
 };
 
-bool all_start_with(const Entries& e, const std::string& prefix) {
+bool starts_at(const std::string& s, size_t at, const std::string& p) {
+  return s.size() >= at + p.size() && s.compare(at, p.size(), p) == 0;
+}
+
+bool all_start_with(const Entries& e, const std::string& prefix, size_t at = 0) {
   for (const auto& [k, v] : e)
-    if (!starts_with(k, prefix)) return false;
+    if (!starts_at(k, at, prefix)) return false;
   return !e.empty();
 }
 
@@ -46,26 +53,32 @@ void strip(Attempt& a, const std::string& prefix) {
 }
 
 // Removes 'module.' and '_orig_mod.' while every key has one; AveragedModel's 'n_averaged' goes
-// with the 'module.' of the network it averages.
+// with the 'module.' of the network it averages. The keys are cut once, at the end: a level costs
+// a look at each key, never a copy, so time stays linear in the keys' length however many levels
+// a file stacks.
 void strip_wrappers(Attempt& a) {
+  const std::string module = "module.", orig_mod = "_orig_mod.", n_averaged = "n_averaged";
+  size_t at = 0;  // characters every key has lost so far
   for (;;) {
-    for (size_t i = 0; i < a.entries.size(); ++i) {
-      if (a.entries[i].first != "n_averaged" || a.entries.size() < 2) continue;
-      Entries rest = a.entries;
-      rest.erase(rest.begin() + static_cast<std::ptrdiff_t>(i));
-      if (!all_start_with(rest, "module.")) break;
-      a.dropped.push_back(a.entries[i].first);
-      a.entries = std::move(rest);
+    for (size_t i = 0; i < a.entries.size() && a.entries.size() >= 2; ++i) {
+      const std::string& k = a.entries[i].first;
+      if (k.size() != at + n_averaged.size() || !starts_at(k, at, n_averaged)) continue;
+      bool rest = true;
+      for (size_t j = 0; j < a.entries.size() && rest; ++j) rest = j == i || starts_at(a.entries[j].first, at, module);
+      if (!rest) break;
+      a.dropped.push_back(n_averaged);
+      a.entries.erase(a.entries.begin() + static_cast<std::ptrdiff_t>(i));
       break;
     }
-    if (all_start_with(a.entries, "module.")) {
-      strip(a, "module.");
-    } else if (all_start_with(a.entries, "_orig_mod.")) {
-      strip(a, "_orig_mod.");
-    } else {
-      return;
-    }
+    const std::string* prefix = all_start_with(a.entries, module, at)     ? &module
+                                : all_start_with(a.entries, orig_mod, at) ? &orig_mod
+                                                                          : nullptr;
+    if (!prefix) break;
+    at += prefix->size();
+    a.stripped += *prefix;
   }
+  if (at > 0)
+    for (auto& [k, v] : a.entries) k.erase(0, at);
 }
 
 // The model's keys, as a set and in the model's order (missing keys are listed in it).
@@ -135,8 +148,8 @@ bool as_entries(const c10::IValue& v, const std::string& entry, const std::vecto
     if (!item.value().isTensor()) {
       std::string kind = kind_of(item.value());
       for (const auto& u : unread)
-        if (u.name == entry + "['" + k + "']") kind = u.class_name + " object";
-      return why = entry + "['" + k + "'] is a " + kind + ", not a tensor", false;
+        if (u.name == entry + "['" + torchsave::shown(k) + "']") kind = u.class_name + " object";
+      return why = entry + "[" + quoted(k) + "] is a " + kind + ", not a tensor", false;
     }
     out.emplace_back(k, item.value().toTensor());
   }
@@ -147,7 +160,7 @@ bool as_entries(const c10::IValue& v, const std::string& entry, const std::vecto
 
 std::string FoundModelState::describe() const {
   std::string s = (entry.empty() ? "the root" : entry) + " (" + std::to_string(tensors.size()) + " tensors)";
-  if (!stripped.empty()) s += ", prefix '" + stripped + "' stripped";
+  if (!stripped.empty()) s += ", prefix " + quoted(stripped) + " stripped";
   if (!dropped.empty()) s += ", " + quoted_list(dropped) + " dropped";
   if (counters_kept > 0)
     s += ", " + std::to_string(counters_kept) + " BatchNorm num_batches_tracked absent (the model's kept)";
@@ -191,7 +204,7 @@ FoundModelState find_model_state(const c10::IValue& root, const Entries& model_s
     if (best) {
       msg += "; closest: " + (best->entry.empty() ? std::string("the root") : best->entry) + " (" +
              std::to_string(best->entries.size()) + " tensors" +
-             (best->stripped.empty() ? "" : ", prefix '" + best->stripped + "' stripped") + ")";
+             (best->stripped.empty() ? "" : ", prefix " + quoted(best->stripped) + " stripped") + ")";
       if (!best->missing.empty())
         msg += ", missing " + std::to_string(best->missing.size()) + ": " + quoted_list(best->missing);
       if (!best->unexpected.empty())

@@ -276,8 +276,10 @@ void load_weights(torch::nn::Module& model, const std::string& path, std::ostrea
   const FoundModelState found = find_model_state(value, model_state_dict(model), unread, source);
   load_model_state_dict(model, found.tensors, source + found.entry);
   if (!notes) return;
-  std::string skipped;
-  for (const auto& u : unread) skipped += (skipped.empty() ? "" : ", ") + u.name + " (" + u.class_name + ")";
+  std::string skipped;  // the first few: a file may hold a million objects
+  for (size_t i = 0; i < unread.size() && i < 5; ++i)
+    skipped += (i ? ", " : "") + unread[i].name + " (" + unread[i].class_name + ")";
+  if (unread.size() > 5) skipped += ", ...";
   if (found.as_saved() && skipped.empty()) return;  // torch.save(model.state_dict()) as it is: nothing to say
   *notes << "note: " << source << ": loaded " << found.describe() << (skipped.empty() ? "" : "; not read: " + skipped)
          << "\n";

@@ -11,8 +11,6 @@
 #include <sstream>
 #include <unistd.h>
 
-#include "core/model_state_finder.h"
-#include "core/rng_state.h"
 #include "core/state_file.h"
 #include "tools/trainer.h"
 
@@ -115,6 +113,19 @@ std::vector<std::pair<std::string, std::string>> checkpoint_fingerprint(const Tr
           {"--sync-bn", c.sync_bn ? "true" : "false"}};
 }
 
+std::vector<std::string> fingerprint_differences(const core::StateDict& state, const TrainConfig& resolved) {
+  std::vector<std::string> diffs;
+  auto args_it = state.find(c10::IValue("args"));
+  if (args_it == state.end() || !args_it->value().isGenericDict()) return diffs;
+  const auto args = args_it->value().toGenericDict();
+  for (const auto& [k, v] : checkpoint_fingerprint(resolved)) {
+    auto it = args.find(c10::IValue(k));
+    if (it == args.end() || !it->value().isString()) continue;
+    if (it->value().toStringRef() != v) diffs.push_back(k + " " + it->value().toStringRef() + " (now " + v + ")");
+  }
+  return diffs;
+}
+
 std::vector<fs::path> list_checkpoints(const fs::path& dir) {
   std::vector<fs::path> out;
   std::error_code ec;
@@ -130,11 +141,19 @@ std::vector<fs::path> list_checkpoints(const fs::path& dir) {
 
 // ---- writer ---------------------------------------------------------------------------------------
 
-CheckpointWriter::CheckpointWriter(fs::path dir, int64_t keep, std::ostream& messages)
-    : dir_(std::move(dir)), keep_(keep), messages_(messages) {
+CheckpointWriter::CheckpointWriter(fs::path dir, int64_t keep, Judge judge, const ResumePoint& resumed)
+    : dir_(std::move(dir)), keep_(keep), judge_(std::move(judge)) {
   std::error_code ec;
   fs::create_directories(dir_, ec);
   if (!fs::is_directory(dir_)) throw std::runtime_error("cannot create --checkpoint-dir " + dir_.string());
+  // What --resume auto refused need not be read again. The checkpoint it resumed from is judged
+  // like any other: it may be another program's, or named for another step than it holds.
+  auto here = [&](const std::string& p) {
+    const fs::path parent = fs::path(p).parent_path();
+    return fs::equivalent(parent.empty() ? fs::path(".") : parent, dir_, ec);
+  };
+  for (const auto& [path, why] : resumed.skipped)
+    if (here(path)) verdicts_[fs::path(path).filename().string()] = why;
   thread_ = std::thread([this] { run(); });
 }
 
@@ -220,7 +239,8 @@ void CheckpointWriter::run() {
       }
       release_copies(copies);
       core::save_state_file(job.first, path.string());
-      prune();
+      verdicts_[path.filename().string()] = "";  // replaces whatever had that name
+      prune(job.first);
     } catch (const std::exception& e) {
       error = std::string("checkpoint at step ") + std::to_string(job.second) + " failed: " + e.what();
     }
@@ -240,20 +260,123 @@ void CheckpointWriter::run() {
   }
 }
 
-void CheckpointWriter::prune() {
-  const auto all = list_checkpoints(dir_);
-  for (size_t i = static_cast<size_t>(std::max<int64_t>(keep_, 1)); i < all.size(); ++i) {
-    std::error_code ec;
-    fs::remove(all[i], ec);
+std::vector<std::string> CheckpointWriter::take_notes() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  std::vector<std::string> out;
+  out.swap(notes_);
+  return out;
+}
+
+std::string CheckpointWriter::verdict(const fs::path& path, const c10::IValue& ours) {
+  const std::string name = path.filename().string();
+  auto it = verdicts_.find(name);
+  if (it != verdicts_.end()) return it->second;
+  std::string why;
+  try {
+    why = judge_(path, ours);
+  } catch (const std::exception& e) {
+    why = e.what();
+  }
+  verdicts_[name] = why;
+  return why;
+}
+
+// The newest `keep` checkpoints this run could resume from stay, older ones of that kind go. Any
+// other file is counted as nothing and left where it is, said once: a corrupt or foreign file can
+// neither push a good checkpoint out nor be deleted by a run that does not know what it is.
+void CheckpointWriter::prune(const c10::IValue& ours) {
+  int64_t good = 0;
+  for (const auto& path : list_checkpoints(dir_)) {
+    const std::string name = path.filename().string();
+    const std::string why = verdict(path, ours);
+    if (!why.empty()) {
+      if (reported_.insert(name).second) {
+        std::lock_guard<std::mutex> lock(mutex_);
+        notes_.push_back("note: checkpoint " + path.string() + " is kept but not counted toward --checkpoint-keep: " +
+                         why.substr(0, why.find('\n')).substr(0, 400));
+      }
+      continue;
+    }
+    if (++good > std::max<int64_t>(keep_, 1)) {
+      std::error_code ec;
+      fs::remove(path, ec);
+      verdicts_.erase(name);
+    }
   }
 }
 
 // ---- observer -------------------------------------------------------------------------------------
 
+namespace {
+
+std::string key_text(const c10::IValue& key) {
+  if (key.isString()) return "'" + key.toStringRef() + "'";
+  if (key.isInt()) return std::to_string(key.toInt());
+  return "?";
+}
+
+// The first tensor, at a place both trees have, whose shape or type differs between a checkpoint
+// and a snapshot of this run ("" when none): what a run that tried to load it would trip over
+// (a cut-short RNG state, a momentum buffer of another shape).
+std::string tensor_layout_difference(const c10::IValue& theirs, const c10::IValue& ours, const std::string& at) {
+  if (ours.isTensor()) {
+    if (!theirs.isTensor()) return at + " is not a tensor";
+    const at::Tensor &a = theirs.toTensor(), &b = ours.toTensor();
+    if (a.sizes() == b.sizes() && a.scalar_type() == b.scalar_type()) return "";
+    std::ostringstream os;
+    os << at << " is " << c10::toString(a.scalar_type()) << a.sizes() << " where this run's is "
+       << c10::toString(b.scalar_type()) << b.sizes();
+    return os.str();
+  }
+  if (ours.isGenericDict() && theirs.isGenericDict()) {
+    const auto t = theirs.toGenericDict();
+    for (const auto& item : ours.toGenericDict()) {
+      auto it = t.find(item.key());
+      if (it == t.end()) continue;
+      std::string d = tensor_layout_difference(it->value(), item.value(), at + "[" + key_text(item.key()) + "]");
+      if (!d.empty()) return d;
+    }
+  } else if (ours.isList() && theirs.isList()) {
+    const auto a = theirs.toList(), b = ours.toList();
+    for (size_t i = 0; i < std::min(a.size(), b.size()); ++i) {
+      std::string d = tensor_layout_difference(a.get(i), b.get(i), at + "[" + std::to_string(i) + "]");
+      if (!d.empty()) return d;
+    }
+  }
+  return "";
+}
+
+// A checkpoint counts toward --checkpoint-keep when this run could resume from it: crosstrain's,
+// readable, named for the step it holds (pruning goes by name), written with the same settings, its
+// tensors shaped as this run's.
+CheckpointWriter::Judge resumable_by(const TrainConfig& config) {
+  return [config](const fs::path& path, const c10::IValue& ours) -> std::string {
+    const core::StateDict state = load_checkpoint_file(path);
+    if (!core::state_has(state, "crosstrain")) return "not a crosstrain checkpoint";
+    const int64_t step = core::state_int(state, "step", path.string());
+    if (path.filename().string() != checkpoint_name(step))
+      return "it holds step " + std::to_string(step) + ", not the step of its name";
+    const auto diffs = fingerprint_differences(state, config);
+    if (!diffs.empty()) {
+      std::string list;
+      for (const auto& d : diffs) list += (list.empty() ? "" : ", ") + d;
+      return "written with other settings: " + list;
+    }
+    return tensor_layout_difference(state, ours, "");
+  };
+}
+
+}  // namespace
+
 CheckpointObserver::CheckpointObserver(Trainer& trainer, const TrainConfig& resolved, int64_t batches_per_epoch,
-                                       std::ostream& messages)
-    : trainer_(trainer), config_(resolved), batches_per_epoch_(std::max<int64_t>(1, batches_per_epoch)),
-      writer_(resolved.checkpoint_dir, resolved.checkpoint_keep, messages) {}
+                                       const ResumePoint& resumed, std::ostream& messages)
+    : trainer_(trainer), config_(resolved), messages_(messages),
+      batches_per_epoch_(std::max<int64_t>(1, batches_per_epoch)),
+      writer_(resolved.checkpoint_dir, resolved.checkpoint_keep, resumable_by(resolved), resumed) {}
+
+void CheckpointObserver::print_notes() {
+  for (const auto& note : writer_.take_notes()) messages_ << note << "\n";
+}
 
 c10::IValue CheckpointObserver::checkpoint_state() const {
   core::StateDict d = trainer_.state_dict();
@@ -273,6 +396,7 @@ void CheckpointObserver::on_step_end(const StepRecord& rec) {
   const bool by_steps = config_.checkpoint_every > 0 && done % config_.checkpoint_every == 0;
   const bool by_epochs =
       config_.checkpoint_every_epochs > 0 && done % (config_.checkpoint_every_epochs * batches_per_epoch_) == 0;
+  print_notes();  // of the previous write
   if (!by_steps && !by_epochs) return;
   const auto t0 = Clock::now();
   const c10::IValue state = checkpoint_state();
@@ -292,6 +416,7 @@ void CheckpointObserver::save_now() {
     last_saved_step_ = trainer_.steps_done();
   }
   writer_.wait();
+  print_notes();
 }
 
 void CheckpointObserver::on_run_end(TrainResult& r) {
@@ -299,149 +424,6 @@ void CheckpointObserver::on_run_end(TrainResult& r) {
   r.checkpoints_written = writer_.written();
   r.checkpoint_write_s = writer_.write_seconds();
   r.checkpoint_stall_s = writer_.stall_seconds();
-}
-
-// ---- resume ---------------------------------------------------------------------------------------
-
-namespace {
-
-void check_fingerprint(const core::StateDict& state, const TrainConfig& resolved, const std::string& path) {
-  if (!core::state_has(state, "args") || !core::state_value(state, "args", path).isGenericDict()) return;
-  const auto args = core::state_dict_at(state, "args", path);
-  std::vector<std::string> diffs;
-  for (const auto& [k, v] : checkpoint_fingerprint(resolved)) {
-    auto it = args.find(c10::IValue(k));
-    if (it == args.end() || !it->value().isString()) continue;
-    if (it->value().toStringRef() != v) diffs.push_back(k + " " + it->value().toStringRef() + " (now " + v + ")");
-  }
-  if (diffs.empty()) return;
-  std::string list;
-  for (const auto& d : diffs) list += (list.empty() ? "" : ", ") + d;
-  throw std::invalid_argument("cannot resume from " + path + ": it was written with " + list +
-                              "; resume with the same settings, or start fresh in another --checkpoint-dir");
-}
-
-core::StateDict load_dict(const fs::path& path) {
-  // A script's checkpoint may hold objects no resume needs (argparse.Namespace under 'args'):
-  // they read as None; a model state dict that needed one is refused by find_model_state.
-  std::vector<core::UnreadValue> unread;
-  c10::IValue v = core::load_state_file(path.string(), &unread);
-  if (!v.isGenericDict()) throw std::runtime_error(path.string() + " does not hold a dict of state");
-  auto d = v.toGenericDict();
-  if (core::state_has(d, "crosstrain") && !core::state_has(d, "model"))
-    throw std::runtime_error(path.string() + " has no 'model' entry");
-  return d;
-}
-
-}  // namespace
-
-ResumePoint choose_resume(const std::string& spec, const fs::path& dir, const TrainConfig& resolved,
-                          std::ostream& messages) {
-  ResumePoint p;
-  if (spec.empty()) return p;
-  if (spec != "auto") {
-    p.state = load_dict(spec);
-    p.path = spec;
-    check_fingerprint(p.state, resolved, spec);
-    return p;
-  }
-  if (dir.empty()) throw std::invalid_argument("--resume auto needs --checkpoint-dir");
-  for (const auto& path : list_checkpoints(dir)) {
-    try {
-      p.state = load_dict(path);
-    } catch (const std::exception& e) {
-      messages << "note: skipping checkpoint " << path.string() << ": " << e.what() << "\n";
-      continue;
-    }
-    check_fingerprint(p.state, resolved, path.string());
-    p.path = path.string();
-    return p;
-  }
-  messages << "note: no checkpoint in " << dir.string() << " yet: starting fresh\n";
-  return p;
-}
-
-namespace {
-
-// A torchvision-reference checkpoint's optimizer, renumbered to this run's parameter groups. Python's
-// single group numbers parameters in model order; this run numbers its decay group first.
-core::StateDict regroup_optimizer(Trainer& t, const core::StateDict& saved) {
-  const auto ours = t.optimizer().state_dict();
-  const auto our_groups = core::state_list(ours, "param_groups", "optimizer");
-  const auto saved_groups = core::state_list(saved, "param_groups", "checkpoint optimizer");
-  if (saved_groups.size() == our_groups.size()) return saved;
-  if (saved_groups.size() != 1)
-    throw std::invalid_argument("checkpoint optimizer has " + std::to_string(saved_groups.size()) +
-                                " parameter groups; this run has " + std::to_string(our_groups.size()));
-  const auto& c = t.plan().resolved;
-  std::vector<std::string> model_order, decay, no_decay;
-  for (const auto& p : t.model().named_parameters()) {
-    if (!p.value().requires_grad()) continue;
-    model_order.push_back(p.key());
-    (c.no_decay_bn_bias && p.value().dim() <= 1 ? no_decay : decay).push_back(p.key());
-  }
-  std::map<std::string, int64_t> our_index;
-  int64_t i = 0;
-  for (const auto& n : decay) our_index[n] = i++;
-  for (const auto& n : no_decay) our_index[n] = i++;
-  const auto saved_state = core::state_dict_at(saved, "state", "checkpoint optimizer");
-  c10::impl::GenericDict state(c10::IntType::get(), c10::AnyType::get());
-  for (const auto& item : saved_state) {
-    const int64_t j = item.key().toInt();
-    if (j < 0 || j >= static_cast<int64_t>(model_order.size()))
-      throw std::invalid_argument("checkpoint optimizer state names parameter " + std::to_string(j) +
-                                  "; the model has " + std::to_string(model_order.size()));
-    state.insert(our_index.at(model_order[static_cast<size_t>(j)]), item.value());
-  }
-  const double lr = core::state_double(saved_groups.front().toGenericDict(), "lr", "checkpoint optimizer");
-  c10::impl::GenericList groups(c10::AnyType::get());
-  for (const auto& g : our_groups) {
-    auto copy = g.toGenericDict().copy();
-    copy.insert_or_assign("lr", lr);
-    groups.push_back(copy);
-  }
-  core::StateDict out = core::make_state_dict();
-  out.insert("state", state);
-  out.insert("param_groups", groups);
-  return out;
-}
-
-}  // namespace
-
-void resume_trainer(Trainer& trainer, const core::StateDict& state, int64_t batches_per_epoch, std::ostream* notes) {
-  if (core::state_has(state, "crosstrain")) {
-    trainer.load_state_dict(state);
-    return;
-  }
-  // A Python training script's checkpoint: "epoch" is the last finished epoch; resume at the next.
-  const std::string where = "checkpoint";
-  const int64_t epoch = core::state_has(state, "epoch") ? core::state_int(state, "epoch", where) : -1;
-  const int64_t step = (epoch + 1) * std::max<int64_t>(1, batches_per_epoch);
-  const auto pos = trainer.source().position();
-  core::StateDict d = core::make_state_dict();
-  const core::FoundModelState found =
-      core::find_model_state(state, core::model_state_dict(trainer.model()), {}, where);
-  if (notes && !found.as_saved()) *notes << "note: " << where << ": loaded " << found.describe() << "\n";
-  core::StateDict model = core::make_state_dict();
-  for (const auto& [name, t] : found.tensors) model.insert(name, t);
-  d.insert("model", model);
-  const char* optimizer = core::state_has(state, "optimizer") ? "optimizer" : "optimizer_state_dict";
-  d.insert("optimizer", core::state_has(state, optimizer)
-                            ? regroup_optimizer(trainer, core::state_dict_at(state, optimizer, where))
-                            : trainer.optimizer().state_dict());
-  d.insert("scaler", core::state_has(state, "scaler") ? core::state_value(state, "scaler", where)
-                                                      : c10::IValue(core::make_state_dict()));
-  core::StateDict sched = core::make_state_dict();
-  sched.insert("last_epoch", step);
-  d.insert("lr_scheduler", sched);
-  d.insert("rng", core::rng_state_dict(at::kCPU));
-  core::StateDict data = core::make_state_dict();
-  data.insert("epoch", epoch + 1);
-  data.insert("batch", int64_t{0});
-  data.insert("seed", static_cast<int64_t>(pos.seed));
-  d.insert("data", data);
-  d.insert("step", step);
-  trainer.load_state_dict(d);
 }
 
 // ---- preemption -----------------------------------------------------------------------------------

@@ -10,18 +10,25 @@
 // allocation of the rest; the writer thread copies parameters and optimizer state while the next
 // step's forward and backward run (the optimizer step waits for it), then pickles and writes it
 // crash-safely (core/state_file.h) while training goes on. At most one write is in flight;
-// the next checkpoint waits for it. After a write, all but the newest `keep` checkpoints are removed.
+// the next checkpoint waits for it. After a write, the newest `keep` checkpoints this run could
+// resume from are kept and older ones of that kind removed; a file that does not qualify
+// (unreadable, inconsistent, written with other settings, not crosstrain's) never counts and is
+// never removed, so it can never push out a good checkpoint.
 //
-// Resuming with "auto" takes the newest checkpoint that loads, says which ones it skipped and why,
-// and starts fresh when there is none. A checkpoint whose settings differ from the run's in anything
-// that changes the computation is refused, naming each differing setting.
+// Resuming with "auto" takes the newest checkpoint that loads into the trainer, says which ones it
+// skipped and why, and starts fresh when there is none. A checkpoint whose settings differ from the
+// run's in anything that changes the computation is refused, naming each differing setting.
+// One trainer writes a directory at a time (tools/checkpoint_lock.h).
 #include <atomic>
 #include <condition_variable>
 #include <filesystem>
+#include <functional>
 #include <iosfwd>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -38,13 +45,31 @@ constexpr int64_t kCheckpointFormat = 1;
 // The settings a resumed run must share with the run that wrote the checkpoint, as flag -> value.
 std::vector<std::pair<std::string, std::string>> checkpoint_fingerprint(const TrainConfig& resolved);
 
+// The settings of a checkpoint's "args" that differ from `resolved`'s, as "--flag saved (now value)";
+// empty when none differ or the checkpoint records none (another program's).
+std::vector<std::string> fingerprint_differences(const core::StateDict& state, const TrainConfig& resolved);
+
+// Reads a checkpoint file (crosstrain's, or a training script's) as a dict of state;
+// std::runtime_error naming the file when it cannot.
+core::StateDict load_checkpoint_file(const std::filesystem::path& path);
+
 // Checkpoints in `dir`, newest (highest step) first.
 std::vector<std::filesystem::path> list_checkpoints(const std::filesystem::path& dir);
+
+// What --resume chose, and what it passed over (the writer need not read those again).
+struct ResumePoint {
+  std::string path;  // empty: start fresh
+  std::vector<std::pair<std::string, std::string>> skipped;  // (path, why), newest first
+};
 
 // Writes snapshots in the background.
 class CheckpointWriter {
  public:
-  CheckpointWriter(std::filesystem::path dir, int64_t keep, std::ostream& messages);
+  // Why a checkpoint file of the directory cannot serve this run ("" when it can); `ours` is a
+  // snapshot this run wrote, to compare layouts with. Runs on the writer thread.
+  using Judge = std::function<std::string(const std::filesystem::path& path, const c10::IValue& ours)>;
+
+  CheckpointWriter(std::filesystem::path dir, int64_t keep, Judge judge, const ResumePoint& resumed);
   ~CheckpointWriter();  // finishes the write in flight
   CheckpointWriter(const CheckpointWriter&) = delete;
   CheckpointWriter& operator=(const CheckpointWriter&) = delete;
@@ -60,6 +85,9 @@ class CheckpointWriter {
   // Waits for the write in flight; rethrows its error.
   void wait();
 
+  // Notes of the writer thread (files left out of --checkpoint-keep, and why), taken once each.
+  std::vector<std::string> take_notes();
+
   int64_t written() const { return written_; }
   double write_seconds() const { return write_s_; }
   double stall_seconds() const { return stall_s_; }
@@ -67,12 +95,17 @@ class CheckpointWriter {
 
  private:
   void run();
-  void prune();
+  void prune(const c10::IValue& ours);
+  std::string verdict(const std::filesystem::path& path, const c10::IValue& ours);
   void release_copies(std::vector<std::pair<at::Tensor, at::Tensor>>& copies);
 
   std::filesystem::path dir_;
   int64_t keep_;
-  std::ostream& messages_;
+  Judge judge_;
+  // Writer thread only: file name -> why it cannot serve ("" for good), decided once per run.
+  std::map<std::string, std::string> verdicts_;
+  std::set<std::string> reported_;  // files already named in a note
+  std::vector<std::string> notes_;  // under mutex_
   std::mutex mutex_;
   std::condition_variable cv_;
   std::optional<std::pair<c10::IValue, int64_t>> pending_;
@@ -88,7 +121,8 @@ class CheckpointWriter {
 // Saves on the configured cadence and at the end of the run; fills the result's checkpoint fields.
 class CheckpointObserver final : public TrainObserver {
  public:
-  CheckpointObserver(Trainer& trainer, const TrainConfig& resolved, int64_t batches_per_epoch, std::ostream& messages);
+  CheckpointObserver(Trainer& trainer, const TrainConfig& resolved, int64_t batches_per_epoch,
+                     const ResumePoint& resumed, std::ostream& messages);
   void on_phase_begin(int64_t step, Phase phase) override;
   void on_step_end(const StepRecord& record) override;
   void on_run_end(TrainResult& result) override;
@@ -99,25 +133,26 @@ class CheckpointObserver final : public TrainObserver {
 
  private:
   c10::IValue checkpoint_state() const;
+  void print_notes();
 
   Trainer& trainer_;
   const TrainConfig& config_;
+  std::ostream& messages_;
   int64_t batches_per_epoch_;
   CheckpointWriter writer_;
   int64_t last_saved_step_ = -1;
 };
 
-// What --resume chose.
-struct ResumePoint {
-  std::string path;     // empty: start fresh
-  core::StateDict state = core::make_state_dict();
-};
+// Loads a checkpoint's state into the run, all of it or nothing (Trainer::load_state_dict);
+// throws when it does not fit.
+using ResumeLoad = std::function<void(const core::StateDict& state)>;
 
-// `spec`: "auto" (newest valid checkpoint in `dir`, else fresh) or a path. Corrupt checkpoints are
-// skipped with a note under "auto" and are an error when named. std::invalid_argument when the
+// `spec`: "auto" (the newest checkpoint in `dir` that reads and loads, else fresh) or a path. Under
+// "auto" a checkpoint that cannot be read, or that `load` refuses, is skipped with a note naming
+// why; a named one is an error (one line naming the file). std::invalid_argument when the
 // checkpoint's settings differ from `resolved`'s.
 ResumePoint choose_resume(const std::string& spec, const std::filesystem::path& dir, const TrainConfig& resolved,
-                          std::ostream& messages);
+                          const ResumeLoad& load, std::ostream& messages);
 
 // Loads a checkpoint into the trainer: crosstrain's own, or one written by a Python script, which
 // resumes at the start of the next epoch: the model's state dict is found as --weights finds it

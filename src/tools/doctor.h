@@ -73,10 +73,16 @@ struct DistributedDoctorReport {
   double rendezvous_s = 0;
   std::vector<DoctorCheck> checks; // this rank's, then (on rank 0) the other ranks' problems
   std::vector<DistributedRank> ranks;  // on rank 0, after a rendezvous
+  // This rank's problems when it stopped before the rendezvous, for tell_rank0 (one line).
+  std::string untold;
   bool ok() const;
 };
 
 DistributedDoctorReport run_distributed_doctor(const DoctorOptions& options);
+// After the report is out: tells the ranks waiting in the rendezvous that this one will not come
+// and why (report.untold), so rank 0 names it at once. Waits a few seconds at most for rank 0's
+// store; true when told.
+bool tell_rank0(const DistributedDoctorReport& report, const DoctorOptions& options);
 std::string render_distributed_doctor(const DistributedDoctorReport& report);
 nlohmann::json distributed_doctor_to_json(const DistributedDoctorReport& report);
 

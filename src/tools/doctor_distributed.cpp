@@ -1,5 +1,4 @@
 // `doctor --distributed`: the network and rendezvous of a data-parallel job, checked from every rank.
-#include <c10/util/Logging.h>
 #include <torch/csrc/distributed/c10d/Store.hpp>
 
 #include <unistd.h>
@@ -17,6 +16,7 @@
 #include "report/units.h"
 #include "tools/dist/group.h"
 #include "tools/dist/net_check.h"
+#include "tools/dist/preflight.h"
 #include "tools/dist/worker_env.h"
 #include "tools/doctor.h"
 
@@ -25,19 +25,6 @@ namespace crosstrain::tools {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-constexpr const char* kIfnameVariables[] = {"GLOO_SOCKET_IFNAME", "NCCL_SOCKET_IFNAME", "HCCL_SOCKET_IFNAME"};
-
-std::string join(const std::vector<std::string>& v) {
-  std::string out;
-  for (const auto& s : v) out += (out.empty() ? "" : ", ") + s;
-  return out;
-}
-
-std::string host_name() {
-  char buf[256] = {};
-  return gethostname(buf, sizeof buf - 1) == 0 ? buf : "?";
-}
-
 class Findings {
  public:
   explicit Findings(std::vector<DoctorCheck>& checks) : checks_(checks) {}
@@ -58,116 +45,13 @@ class Findings {
   std::vector<DoctorCheck>& checks_;
 };
 
-// The *_SOCKET_IFNAME variables: every interface named exists, has an address and reaches MASTER_ADDR.
-void check_interface_variables(Findings& f, const std::string& master, const dist::Route& route,
-                               const std::vector<dist::InterfaceAddress>& ifs) {
-  const auto names = dist::interface_names();
-  for (const char* var : kIfnameVariables) {
-    const char* value = std::getenv(var);
-    if (!value || !*value) continue;
-    const auto sel = dist::parse_interface_selection(var, value);
-    const std::string what = std::string(var) + "=" + value;
-    if (sel.exclude) {
-      f.info(var, what + " (interfaces to avoid)");
-      continue;
-    }
-    bool good = true;
-    std::vector<std::string> picked;
-    for (const auto& entry : sel.names) {
-      const auto m = dist::interfaces_matching(sel, entry, names);
-      if (m.empty()) {
-        f.problem(var, what + ": no interface " + (sel.exact ? "" : "starting with ") + "'" + entry + "' on this host (" +
-                           join(names) + ")",
-                  "name an interface of `ip link` (on every node), or unset " + std::string(var));
-        good = false;
-      }
-      picked.insert(picked.end(), m.begin(), m.end());
-    }
-    if (!good) continue;
-    std::vector<std::string> with_address, without;
-    for (const auto& name : picked) {
-      const bool has = std::any_of(ifs.begin(), ifs.end(), [&](const dist::InterfaceAddress& a) { return a.name == name; });
-      (has ? with_address : without).push_back(name);
-    }
-    if (with_address.empty()) {
-      f.problem(var, what + ": " + join(without) + " has no IP address (down or unconfigured)",
-                "bring the interface up or name another one");
-      continue;
-    }
-    // It reaches MASTER_ADDR when the kernel routes there through it, when MASTER_ADDR is in its
-    // subnet, or when MASTER_ADDR is this host's own address (a job on one host).
-    const bool reaches = std::any_of(with_address.begin(), with_address.end(), [&](const std::string& n) {
-      return n == route.interface || dist::on_link(master, n, ifs);
-    }) || dist::is_local_address(master, ifs);
-    if (!reaches) {
-      f.problem(var, what + ": " + join(with_address) + " has no route to MASTER_ADDR " + master +
-                         (route.interface.empty() ? " (this host has none)"
-                                                  : " (the kernel reaches it through " + route.interface + ")"),
-                "name the interface on MASTER_ADDR's network" +
-                    (route.interface.empty() ? std::string() : " (" + route.interface + ")") + ", or unset " + var);
-      continue;
-    }
-    f.ok(var, what + (picked.size() > 1 || picked[0] != sel.names[0] ? " -> " + join(with_address) : ""));
+// The preflight's findings as doctor checks.
+void add_findings(Findings& f, const dist::Preflight& p) {
+  for (const auto& n : p.findings) {
+    if (n.status == dist::NetFinding::Status::Problem) f.problem(n.name, n.value, n.hint);
+    else if (n.status == dist::NetFinding::Status::Info) f.info(n.name, n.value);
+    else f.ok(n.name, n.value);
   }
-}
-
-// A job over several nodes (WORLD_SIZE > LOCAL_WORLD_SIZE) cannot meet over the loopback: not at
-// MASTER_ADDR, and not at the address Gloo gives its peers (GLOO_SOCKET_IFNAME's interface, else
-// the address this host's name resolves to, else the loopback).
-void check_across_nodes(Findings& f, const dist::WorkerEnv& env, const std::string& master, bool gloo,
-                        const std::vector<dist::InterfaceAddress>& ifs) {
-  const auto loopback_address = [&](const std::string& a) {
-    return a.rfind("127.", 0) == 0 || a == "::1" ||
-           std::any_of(ifs.begin(), ifs.end(), [&](const dist::InterfaceAddress& i) { return i.address == a && i.loopback; });
-  };
-  const int nodes = (env.world_size + env.local_world_size - 1) / env.local_world_size;
-  const std::string across = "the job has " + std::to_string(nodes) + " nodes (WORLD_SIZE " +
-                             std::to_string(env.world_size) + ", LOCAL_WORLD_SIZE " + std::to_string(env.local_world_size) + ")";
-  if (nodes > 1 && loopback_address(master))
-    f.problem("MASTER_ADDR", across + " but MASTER_ADDR " + master + " is a loopback address: each node would meet only itself",
-              "set MASTER_ADDR to rank 0's address on the network between the nodes");
-  if (!gloo) return;
-  const char* ifname = std::getenv("GLOO_SOCKET_IFNAME");
-  if (ifname && *ifname) {
-    const auto sel = dist::parse_interface_selection("GLOO_SOCKET_IFNAME", ifname);
-    for (const auto& name : sel.names)
-      if (nodes > 1 && std::any_of(ifs.begin(), ifs.end(),
-                                   [&](const dist::InterfaceAddress& i) { return i.name == name && i.loopback; }))
-        f.problem("GLOO_SOCKET_IFNAME", across + " but GLOO_SOCKET_IFNAME names the loopback (" + name + ")",
-                  "name the interface on the network between the nodes");
-    return;
-  }
-  const std::string host = host_name();
-  const auto self = dist::resolve_host(host);
-  const std::string address = self.error.empty() ? self.address : "127.0.0.1";
-  const std::string how = self.error.empty() ? "host name '" + host + "' -> " + address
-                                             : "host name '" + host + "' does not resolve, so the loopback";
-  if (nodes > 1 && loopback_address(address))
-    f.problem("Gloo's address", across + " but Gloo would give its peers " + address + " (" + how +
-                                    ", GLOO_SOCKET_IFNAME unset): the other nodes cannot reach it",
-              "set GLOO_SOCKET_IFNAME to the interface on the network between the nodes, on every node");
-  else
-    f.info("Gloo's address", how + " (GLOO_SOCKET_IFNAME unset)");
-}
-
-// Why the rendezvous store could not be reached, from a direct connection attempt.
-std::string diagnose_store(const std::string& address, int port) {
-  const auto p = dist::probe_tcp(address, port, std::chrono::milliseconds(2000));
-  const std::string where = address + ":" + std::to_string(port);
-  switch (p.result) {
-    case dist::Reachability::Refused:
-      return "nothing listens on " + where + " (connection refused): rank 0 is not running, has exited, or was given "
-             "another MASTER_PORT";
-    case dist::Reachability::NoAnswer:
-      return where + " does not answer (" + p.detail + "): a wrong MASTER_ADDR, a host that is down, or a firewall "
-             "dropping the packets";
-    case dist::Reachability::Unreachable: return "no route to " + where + " (" + p.detail + ")";
-    case dist::Reachability::Accepts:
-      return where + " accepts connections but no rendezvous store answered: another service holds MASTER_PORT, "
-             "something between the hosts answers for it, or rank 0 is stalled";
-    case dist::Reachability::Error: return "connecting to " + where + " failed: " + p.detail;
-  }
-  return "";
 }
 
 double median(std::vector<double> v) {
@@ -205,44 +89,18 @@ DistributedDoctorReport run_distributed_doctor(const DoctorOptions& o) {
   r.world_size = env->world_size;
   r.store = env->master_addr + ":" + std::to_string(env->master_port);
 
-  // Before any waiting: the address, the route, the port, the interface variables.
-  const auto ifs = dist::local_interfaces();
-  const auto resolved = dist::resolve_host(env->master_addr);
-  dist::Route route;
-  if (!resolved.error.empty()) {
-    f.problem("MASTER_ADDR", "'" + env->master_addr + "' does not resolve: " + resolved.error,
-              "use the IP address of rank 0's host, or a name every node resolves (getent hosts NAME)");
-  } else {
-    f.ok("MASTER_ADDR", env->master_addr + (resolved.address == env->master_addr ? "" : " -> " + resolved.address));
-    route = dist::route_to(resolved.address, env->master_port, ifs);
-    if (!route.error.empty())
-      f.problem("route to MASTER_ADDR", "no route to " + resolved.address + ": " + route.error,
-                "check MASTER_ADDR and this host's network (ip route get " + resolved.address + ")");
-    else
-      f.ok("route to MASTER_ADDR", "interface " + (route.interface.empty() ? "?" : route.interface) + " (" +
-                                       route.local_address + ")");
-    const bool hosts_store = env->rank == 0 && !env->use_agent_store;
-    if (hosts_store && !dist::is_local_address(resolved.address, ifs))
-      f.problem("MASTER_ADDR", "rank 0 hosts the store, but " + resolved.address + " is not an address of this host (" +
-                                   host_name() + ")",
-                "set MASTER_ADDR to rank 0's host on every node");
-    if (hosts_store && env->master_port != 0) {
-      const std::string busy = dist::port_unavailable(env->master_port);
-      if (!busy.empty())
-        f.problem("MASTER_PORT", std::to_string(env->master_port) + " cannot be listened on: " + busy,
-                  env->master_port < 1024 ? "ports below 1024 need root: choose MASTER_PORT above 1024"
-                                          : "another job or an old rank 0 holds it: choose another MASTER_PORT");
-      else
-        f.ok("MASTER_PORT", std::to_string(env->master_port) + " free on this host");
-    }
-    if (env->use_agent_store)
-      f.info("MASTER_PORT", std::to_string(env->master_port) + ": the launcher's agent hosts the store");
-    check_interface_variables(f, resolved.address, route, ifs);
-    const bool gloo = o.dist_backend == "gloo" || (o.dist_backend == "auto" && (o.device == "auto" || o.device == "cpu"));
-    check_across_nodes(f, *env, resolved.address, gloo, ifs);
-  }
+  // Before any waiting: the address, the route, the port, the interface variables. A rank that
+  // stops here tells the others, so rank 0 names it instead of waiting for it.
+  dist::PreflightOptions po;
+  po.gloo = o.dist_backend == "gloo" || (o.dist_backend == "auto" && (o.device == "auto" || o.device == "cpu"));
+  po.strict = true;
+  const dist::Preflight pre = dist::preflight(*env, po);
+  add_findings(f, pre);
+  const dist::Route& route = pre.route;
+  const auto& ifs = pre.interfaces;
   if (f.problems() > 0) {
     f.info("rendezvous", "not attempted: fix the problems above first");
+    if (env->world_size > 1 && !pre.master_address.empty() && pre.route.error.empty()) r.untold = pre.problems();
     return r;
   }
 
@@ -250,27 +108,19 @@ DistributedDoctorReport run_distributed_doctor(const DoctorOptions& o) {
   dist::GroupOptions go;
   go.backend = o.dist_backend;
   go.timeout = std::chrono::milliseconds(static_cast<int64_t>(o.dist_timeout_s * 1000));
+  go.preflight = false;  // done above, strictly
   const auto dev = core::DeviceContext::open(o.device == "auto" ? "cpu" : o.device);
   std::unique_ptr<dist::Group> g;
   const auto t0 = Clock::now();
-  // c10d logs every connection retry with a stack; the report below says what went wrong instead.
-  const int log_level = FLAGS_caffe2_log_level;
-  FLAGS_caffe2_log_level = 3;
   try {
     g = dist::Group::join(*env, dev, go);
-    FLAGS_caffe2_log_level = log_level;
+  } catch (const dist::PeerFailure& e) {
+    f.problem("rank " + std::to_string(e.rank()), e.reason() + " (on " + e.host() + ")",
+              "see rank " + std::to_string(e.rank()) + "'s report: it stopped before the rendezvous");
+    return r;
   } catch (const std::exception& e) {
-    FLAGS_caffe2_log_level = log_level;
     std::string why = e.what();
     why = why.substr(0, why.find('\n'));  // c10's exceptions carry a stack after the first line
-    for (const std::string advice : {"; `crosstrain doctor --distributed` checks the connection"})
-      if (const auto at = why.find(advice); at != std::string::npos) why.erase(at, advice.size());
-    const bool dropped = why.find("closed") != std::string::npos || why.find("reset by peer") != std::string::npos;
-    if (dropped)  // the store was there, then went away
-      why += "; the store at " + r.store + " closed the connection during the rendezvous: rank 0 stopped (its " +
-             "report says why, e.g. a different WORLD_SIZE)";
-    else if (env->rank != 0 || env->use_agent_store)
-      why += "; " + diagnose_store(resolved.address, env->master_port);
     f.problem("rendezvous", why, "every worker needs the same MASTER_ADDR, MASTER_PORT and WORLD_SIZE, and rank 0 running");
     return r;
   }
@@ -299,8 +149,8 @@ DistributedDoctorReport run_distributed_doctor(const DoctorOptions& o) {
   g->barrier("the barrier");
 
   // Where this rank stands, for rank 0's report; a job across hosts cannot run on the loopback.
-  std::set<std::string> hosts;
-  for (const auto& p : g->peers()) hosts.insert(p.host);
+  std::set<std::string> hosts;  // machines: two nodes may share a host name
+  for (const auto& p : g->peers()) hosts.insert(p.node.empty() ? p.host : p.node);
   const auto is_loopback = [&](const std::string& name) {
     return std::any_of(ifs.begin(), ifs.end(), [&](const dist::InterfaceAddress& a) { return a.name == name && a.loopback; });
   };
@@ -349,6 +199,14 @@ DistributedDoctorReport run_distributed_doctor(const DoctorOptions& o) {
     f.problem("other ranks", "another rank found a problem", "see rank 0's report");
   g->barrier("the final barrier");
   return r;
+}
+
+bool tell_rank0(const DistributedDoctorReport& r, const DoctorOptions& o) {
+  if (r.untold.empty()) return false;
+  const auto env = dist::WorkerEnv::from_environment();
+  if (!env) return false;
+  const std::chrono::milliseconds limit(static_cast<int64_t>(std::min(o.dist_timeout_s, 5.0) * 1000));
+  return dist::Group::announce_failure(*env, r.untold, limit);
 }
 
 std::string render_distributed_doctor(const DistributedDoctorReport& r) {

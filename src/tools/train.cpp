@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <iostream>
+#include <optional>
 #include <sstream>
 
 #include "core/batch_source.h"
@@ -21,6 +22,7 @@
 #include "tools/precision.h"
 #include "tools/train_data.h"
 #include "tools/checkpoint.h"
+#include "tools/checkpoint_lock.h"
 #include "tools/dist/data_parallel.h"
 #include "tools/dist/group.h"
 #include "tools/dist/sync_batch_norm.h"
@@ -158,7 +160,8 @@ int agreed_stop_signal(dist::GradientSync* sync) {
 }
 
 void run_steps(Trainer& trainer, const RunPlan& plan, const TrainHooks& hooks, const OpenedData& data,
-               const core::DeviceContext& dev, std::ostream& msg, TrainResult& r, dist::GradientSync* sync) {
+               const core::DeviceContext& dev, std::ostream& msg, TrainResult& r, dist::GradientSync* sync,
+               const ResumePoint& resumed) {
   const TrainConfig& c = plan.resolved;
   const bool leader = c.rank == 0;
   std::unique_ptr<ProfileObserver> profiler;
@@ -172,7 +175,8 @@ void run_steps(Trainer& trainer, const RunPlan& plan, const TrainHooks& hooks, c
   StepStatistics stats;
   std::unique_ptr<CheckpointObserver> checkpoints;
   const int64_t per_epoch = data.facts ? steps_per_epoch(c, *data.facts) : 1;
-  if (!c.checkpoint_dir.empty() && leader) checkpoints = std::make_unique<CheckpointObserver>(trainer, c, per_epoch, msg);
+  if (!c.checkpoint_dir.empty() && leader)
+    checkpoints = std::make_unique<CheckpointObserver>(trainer, c, per_epoch, resumed, msg);
   if (profiler) trainer.add_observer(profiler.get());
   for (auto* o : hooks.train_observers) trainer.add_observer(o);
   trainer.add_observer(&stats);
@@ -216,15 +220,17 @@ core::DeviceContext open_device(const std::string& spec, const std::optional<dis
                                    std::to_string(env->local_rank));
 }
 
-// Rank 0 picks the checkpoint to resume from and every rank loads that one.
-ResumePoint agree_on_resume(const TrainConfig& c, dist::Group* group, std::ostream& msg) {
-  if (!group || group->size() == 1 || c.resume.empty()) return choose_resume(c.resume, c.checkpoint_dir, c, msg);
-  std::string path;
+// Rank 0 picks the checkpoint to resume from (trying each under --resume auto) and every rank
+// loads that one.
+ResumePoint agree_on_resume(const TrainConfig& c, dist::Group* group, Trainer& trainer, int64_t batches_per_epoch,
+                            std::ostream& msg) {
+  const ResumeLoad load = [&](const core::StateDict& state) { resume_trainer(trainer, state, batches_per_epoch, &msg); };
+  if (!group || group->size() == 1 || c.resume.empty()) return choose_resume(c.resume, c.checkpoint_dir, c, load, msg);
   ResumePoint p;
-  if (group->rank() == 0) p = choose_resume(c.resume, c.checkpoint_dir, c, msg);
-  path = group->share_from_rank0("resume", group->rank() == 0 ? p.path + "\n" : "");
+  if (group->rank() == 0) p = choose_resume(c.resume, c.checkpoint_dir, c, load, msg);
+  std::string path = group->share_from_rank0("resume", group->rank() == 0 ? p.path + "\n" : "");
   path.pop_back();
-  if (group->rank() != 0 && !path.empty()) p = choose_resume(path, c.checkpoint_dir, c, msg);
+  if (group->rank() != 0 && !path.empty()) p = choose_resume(path, c.checkpoint_dir, c, load, msg);
   return p;
 }
 
@@ -261,6 +267,13 @@ TrainResult run_training(const TrainConfig& config, const TrainHooks& hooks) {
   }
   std::ostringstream quiet;  // ranks other than 0 keep their notes to themselves
   std::ostream& notes = asked.rank == 0 ? msg : quiet;
+  // The rank that writes checkpoints owns the directory from before --resume reads it to the end.
+  std::optional<CheckpointDirLock> checkpoint_lock;
+  if (!config.checkpoint_dir.empty() && asked.rank == 0) {
+    std::string note;
+    checkpoint_lock.emplace(config.checkpoint_dir, &note);
+    if (!note.empty()) notes << "note: " << note << "\n";
+  }
   OpenedData data = open_data(asked, hooks, dev.device());
   const RunPlan plan = resolve(asked, dev, data.facts);
   const TrainConfig& c = plan.resolved;
@@ -321,15 +334,15 @@ TrainResult run_training(const TrainConfig& config, const TrainHooks& hooks) {
     Trainer trainer(plan, dev, std::move(parts));
     r.fused_optimizer = trainer.optimizer().uses_fused_kernels();
     r.fused_scaler = trainer.scaler() && trainer.scaler()->uses_fused_kernels();
-    const ResumePoint resume = agree_on_resume(c, group.get(), notes);
+    const ResumePoint resume =
+        agree_on_resume(c, group.get(), trainer, data.facts ? steps_per_epoch(c, *data.facts) : 1, notes);
     if (!resume.path.empty()) {
-      resume_trainer(trainer, resume.state, data.facts ? steps_per_epoch(c, *data.facts) : 1, &notes);
       r.resumed_from = resume.path;
       r.resumed_at_step = trainer.steps_done();
       notes << "resumed from " << resume.path << " at step " << r.resumed_at_step << "\n";
     }
     if (!c.checkpoint_dir.empty()) install_preemption_handlers();
-    run_steps(trainer, plan, hooks, data, dev, msg, r, data_parallel.get());
+    run_steps(trainer, plan, hooks, data, dev, msg, r, data_parallel.get(), resume);
     if (data_parallel) data_parallel->verify_in_sync("at the end of training");
     report_bad_samples(data, trainer.source(), r);
     if (!c.weights_out.empty() && c.rank == 0) core::save_weights(*model, c.weights_out);

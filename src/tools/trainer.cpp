@@ -281,10 +281,75 @@ core::StateDict Trainer::state_dict() const {
   d.insert("rng", core::rng_state_dict(device_.device()));
   d.insert("data", data);
   d.insert("step", step_);
+  const auto layout = parts_.grad_sync ? parts_.grad_sync->bucket_layout() : std::vector<std::vector<int64_t>>{};
+  if (!layout.empty()) {
+    c10::impl::GenericList buckets(c10::AnyType::get());
+    for (const auto& bucket : layout) {
+      c10::impl::GenericList indices(c10::AnyType::get());
+      for (int64_t i : bucket) indices.push_back(i);
+      buckets.push_back(indices);
+    }
+    core::StateDict dp = core::make_state_dict();
+    dp.insert("buckets", buckets);
+    d.insert("data_parallel", dp);
+  }
   return d;
 }
 
+namespace {
+
+// A copy of a state tree in host memory that shares nothing with the run.
+c10::IValue host_copy(const c10::IValue& v) {
+  if (v.isTensor()) return v.toTensor().detach().to(at::kCPU, /*non_blocking=*/false, /*copy=*/true);
+  if (v.isGenericDict()) {
+    auto src = v.toGenericDict();
+    c10::impl::GenericDict out(src.keyType(), src.valueType());
+    for (const auto& item : src) out.insert(item.key(), host_copy(item.value()));
+    return out;
+  }
+  if (v.isList()) {
+    auto src = v.toList();
+    c10::impl::GenericList out(src.elementType());
+    for (const auto& e : src) out.push_back(host_copy(e));
+    return out;
+  }
+  return v;
+}
+
+std::vector<std::vector<int64_t>> bucket_layout_of(const core::StateDict& dp, const std::string& where) {
+  std::vector<std::vector<int64_t>> layout;
+  for (const auto& bucket : core::state_list(dp, "buckets", where)) {
+    if (!bucket.isList()) throw std::invalid_argument(where + ": 'buckets' must be lists of parameter indices");
+    std::vector<int64_t> indices;
+    for (const auto& element : bucket.toList()) {
+      const c10::IValue i = element;
+      if (!i.isInt()) throw std::invalid_argument(where + ": 'buckets' must be lists of parameter indices");
+      indices.push_back(i.toInt());
+    }
+    layout.push_back(std::move(indices));
+  }
+  return layout;
+}
+
+}  // namespace
+
 void Trainer::load_state_dict(const core::StateDict& d) {
+  // The parts load one after another, and each changes the trainer: a failure in the optimizer's
+  // state would leave the weights of the checkpoint and the RNG of the fresh run. Put back what was.
+  const core::StateDict before = host_copy(state_dict()).toGenericDict();
+  try {
+    apply_state_dict(d);
+  } catch (...) {
+    try {
+      apply_state_dict(before);
+    } catch (const std::exception& e) {
+      throw std::runtime_error(std::string("training state: a failed load could not be undone: ") + e.what());
+    }
+    throw;
+  }
+}
+
+void Trainer::apply_state_dict(const core::StateDict& d) {
   const std::string where = "training state";
   const int64_t step = core::state_int(d, "step", where);
   const int64_t sched = core::schedule_position(core::state_dict_at(d, "lr_scheduler", where));
@@ -305,6 +370,10 @@ void Trainer::load_state_dict(const core::StateDict& d) {
   parts_.source->seek({core::state_int(data, "epoch", where + " 'data'"), core::state_int(data, "batch", where + " 'data'"),
                        static_cast<uint64_t>(core::state_int(data, "seed", where + " 'data'"))});
   core::load_rng_state_dict(core::state_dict_at(d, "rng", where), device_.device());
+  // Last: it rebuilds the data-parallel engine, which nothing after it could undo.
+  if (parts_.grad_sync && core::state_has(d, "data_parallel"))
+    parts_.grad_sync->restore_bucket_layout(
+        bucket_layout_of(core::state_dict_at(d, "data_parallel", where), where + " 'data_parallel'"));
   step_ = step;
 }
 

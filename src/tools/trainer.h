@@ -78,14 +78,19 @@ class Trainer {
   core::GradScaler* scaler() { return parts_.scaler.get(); }
   core::BatchSource& source() { return *parts_.source; }
 
-  // {"model", "optimizer", "scaler", "lr_scheduler", "rng", "data", "step"}. Tensors are the live
-  // ones (snapshot them to keep them). "scaler" is {} without a loss scaler, as in PyTorch.
+  // {"model", "optimizer", "scaler", "lr_scheduler", "rng", "data", "step"}, and "data_parallel"
+  // ({"buckets": the gradient bucket layout}) once a data-parallel run has grouped its gradients.
+  // Tensors are the live ones (snapshot them to keep them). "scaler" is {} without a loss scaler,
+  // as in PyTorch.
   core::StateDict state_dict() const;
-  // std::invalid_argument (naming the part and key) when the state does not fit this trainer.
+  // Loads all of `state` or nothing: when any part does not fit, the trainer is put back as it was
+  // (from a copy in host memory) and the error rethrown, std::invalid_argument naming the part and
+  // key. So a caller may try one state after another (--resume auto).
   void load_state_dict(const core::StateDict& state);
 
  private:
   class ModuleEvents;
+  void apply_state_dict(const core::StateDict& state);
   core::Batch data_phase();
   at::Tensor forward_phase(const core::Batch& batch, bool sync);
   void notify_loss(const at::Tensor& loss);

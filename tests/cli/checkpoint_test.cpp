@@ -1,7 +1,9 @@
 // Checkpoints through the binary: exact resume after a crash (bit for bit, on synthetic data, on
 // Fashion-MNIST and on an ImageFolder of JPEGs with random crops and flips read by 2 workers, with the
-// crash inside an epoch), fallback past corrupt checkpoints, refusal of changed settings, kill -9
-// during writes, SIGTERM preemption, and both directions with Python's torch.load / torch.save.
+// crash inside an epoch; with 4 data-parallel ranks), fallback past corrupt and inconsistent
+// checkpoints, pruning that never lets a bad file push a good one out, one trainer per directory,
+// refusal of changed settings, kill -9 during writes, SIGTERM preemption, and both directions with
+// Python's torch.load / torch.save.
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -13,6 +15,7 @@
 #include <thread>
 
 #include "test_support.h"
+#include "worker_processes.h"
 
 namespace ct = crosstrain::testing;
 namespace fs = std::filesystem;
@@ -248,11 +251,173 @@ TEST(Checkpoint, AFullDiskFailsTheWriteClearlyAndKeepsThePreviousCheckpoint) {
   EXPECT_NE(r.output.find("No space left on device"), std::string::npos) << r.output;
   EXPECT_NE(r.output.find("checkpoint at step 4 failed"), std::string::npos) << r.output;
   size_t files = 0;
-  for (const auto& e : fs::directory_iterator(disk / "ck")) files += e.path().filename() == "checkpoint_000000002.pt" ? 1 : 100;
+  for (const auto& e : fs::directory_iterator(disk / "ck"))
+    if (e.path().filename() != "crosstrain.lock") files += e.path().filename() == "checkpoint_000000002.pt" ? 1 : 100;
   EXPECT_EQ(files, 1u) << "a temporary file was left behind";
   r = ct::run_command(ct::python() + " -c \"import torch; torch.load('" + (disk / "ck" / "checkpoint_000000002.pt").string() +
                       "', weights_only=True)\"");
   EXPECT_EQ(r.exit_code, 0) << r.output;
   ct::run_command("umount " + disk.string());
+  fs::remove_all(dir);
+}
+
+namespace {
+
+std::string checkpoint_name(int step) {
+  const std::string digits = std::to_string(step);
+  return "checkpoint_" + std::string(9 - digits.size(), '0') + digits + ".pt";
+}
+
+// Every file opens with torch.load(weights_only=True).
+bool opens_in_python(const std::vector<fs::path>& files) {
+  std::string list;
+  for (const auto& f : files) list += " " + f.string();
+  return ct::run_command(ct::python() + " -c \"import sys, torch; [torch.load(f, weights_only=True) for f in sys.argv[1:]]\"" +
+                         list)
+             .exit_code == 0;
+}
+
+}  // namespace
+
+// --checkpoint-keep 1 next to a file named as the newest checkpoint but cut short: the run's own
+// checkpoints count and stay; the bad file neither counts nor goes. Nor does a readable checkpoint
+// of another run's settings, which a run without --resume finds newer than its own.
+TEST(Checkpoint, OnlyCheckpointsTheRunCouldResumeFromCountTowardKeep) {
+  const auto dir = ct::scratch_dir("ckpt_keep");
+  const fs::path ck = dir / "ck";
+  const std::string keep1 = " --checkpoint-dir " + ck.string() + " --checkpoint-keep 1";
+  auto r = run_quiet(ct::binary() + " train" + kTiny + " --steps 2" + keep1);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  const fs::path cut = ck / checkpoint_name(100);  // a copy from another disk that was interrupted
+  fs::copy_file(ck / checkpoint_name(2), cut);
+  fs::resize_file(cut, fs::file_size(cut) / 2);
+  r = run_quiet(ct::binary() + " train" + kTiny + " --steps 6 --checkpoint-every 2" + keep1 + " --resume auto");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("at step 2"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("checkpoint " + cut.string() + " is kept but not counted"), std::string::npos) << r.output;
+  EXPECT_TRUE(fs::exists(cut));
+  EXPECT_TRUE(opens_in_python({ck / checkpoint_name(6)})) << "the newest good checkpoint was deleted";
+  EXPECT_FALSE(fs::exists(ck / checkpoint_name(4)));  // keep 1: older good ones go
+  EXPECT_FALSE(fs::exists(ck / checkpoint_name(2)));
+
+  // Another run's settings, no --resume: its own checkpoint at step 3 stays, and so does step 6.
+  r = run_quiet(ct::binary() + " train" + kTiny + " --momentum 0.8 --steps 3" + keep1);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("checkpoint_000000006.pt is kept but not counted toward --checkpoint-keep: written with "
+                          "other settings: --momentum 0.9"),
+            std::string::npos)
+      << r.output;
+  EXPECT_TRUE(opens_in_python({ck / checkpoint_name(6), ck / checkpoint_name(3)}));
+  EXPECT_TRUE(fs::exists(cut));
+  fs::remove_all(dir);
+}
+
+// Checkpoints that read well but do not fit the trainer (an RNG state cut short, a momentum buffer
+// of another shape): --resume auto passes over them, naming why, and continues exactly from the
+// previous one; named with --resume PATH, one is an error of one line.
+TEST(Checkpoint, AnInconsistentCheckpointIsSkippedUnderAutoAndAnErrorWhenNamed) {
+  const auto dir = ct::scratch_dir("ckpt_inconsistent");
+  const fs::path ck = dir / "ck";
+  const std::string base = ct::binary() + " train" + kTiny + " --no-final-eval";
+  const std::string cks = " --checkpoint-dir " + ck.string() + " --checkpoint-every 2 --checkpoint-keep 5";
+  auto r = run_quiet(base + " --steps 8 --log " + (dir / "a.jsonl").string());
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  r = run_quiet(base + " --steps 8" + cks + " --crash-after-step 5 --log " + (dir / "b1.jsonl").string());
+  ASSERT_EQ(r.exit_code, 137) << r.output;
+  for (const auto& [step, damage] : {std::pair<int, std::string>{6, "momentum-shape"}, {4, "rng-short"}}) {
+    const auto p = (ck / checkpoint_name(step)).string();
+    r = ct::run_python_script("checkpoint_damage.py", damage + " " + p + " " + p);
+    ASSERT_EQ(r.exit_code, 0) << r.output;
+  }
+  const fs::path newest = ck / checkpoint_name(6);
+  r = run_quiet(base + " --steps 8 --resume " + newest.string());
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  const auto error_at = r.output.find("crosstrain: error: cannot resume from " + newest.string());
+  ASSERT_NE(error_at, std::string::npos) << r.output;
+  const std::string error_line = r.output.substr(error_at, r.output.find('\n', error_at) - error_at);
+  EXPECT_NE(error_line.find("momentum_buffer"), std::string::npos) << error_line;
+  EXPECT_LT(error_line.size(), 600u) << error_line;
+  EXPECT_EQ(r.output.find("frame #"), std::string::npos) << r.output;
+
+  r = run_quiet(base + " --steps 8" + cks + " --resume auto --log " + (dir / "b2.jsonl").string());
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("skipping checkpoint " + newest.string() + ": it does not load: "), std::string::npos)
+      << r.output;
+  const auto rng_note = r.output.find("skipping checkpoint " + (ck / checkpoint_name(4)).string());
+  ASSERT_NE(rng_note, std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("rng state", rng_note), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("resumed from " + (ck / checkpoint_name(2)).string() + " at step 2"), std::string::npos)
+      << r.output;
+  auto b = losses_of(dir / "b1.jsonl");
+  b.resize(2);
+  const auto b2 = losses_of(dir / "b2.jsonl");
+  b.insert(b.end(), b2.begin(), b2.end());
+  EXPECT_EQ(b, losses_of(dir / "a.jsonl"));
+  fs::remove_all(dir);
+}
+
+// Two trainers on one --checkpoint-dir would overwrite each other's checkpoints: the second is
+// refused at once, naming the first; once the first is killed, the directory is free again.
+TEST(Checkpoint, ASecondTrainerOnTheDirectoryIsRefusedNamingTheFirst) {
+  const auto dir = ct::scratch_dir("ckpt_lock");
+  const fs::path ck = dir / "ck", log = dir / "first.jsonl";
+  const std::string ckflags = " --checkpoint-dir " + ck.string() + " --checkpoint-every 1";
+  const pid_t first = fork();
+  ASSERT_GE(first, 0);
+  if (first == 0) {
+    const std::string cmd = "exec " + ct::binary() + " train" + kTiny + " --steps 100000" + ckflags + " --log " +
+                            log.string() + " > /dev/null 2>&1";
+    execl("/bin/sh", "sh", "-c", cmd.c_str(), static_cast<char*>(nullptr));
+    _exit(127);
+  }
+  for (int i = 0; i < 600 && losses_of(log).size() < 2; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  ASSERT_GE(losses_of(log).size(), 2u);
+  const auto t0 = std::chrono::steady_clock::now();
+  auto r = run_quiet(ct::binary() + " train" + kTiny + " --steps 4" + ckflags + " --resume auto");
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(20));
+  EXPECT_EQ(r.exit_code, 1) << r.output;
+  char host[256] = {};
+  gethostname(host, sizeof host - 1);
+  EXPECT_NE(r.output.find("crosstrain: error: --checkpoint-dir " + ck.string() + " is in use by another trainer (pid " +
+                          std::to_string(first) + " on host " + host + ")"),
+            std::string::npos)
+      << r.output;
+  EXPECT_EQ(r.output.find("resumed from"), std::string::npos) << r.output;
+  kill(first, SIGKILL);
+  waitpid(first, nullptr, 0);
+  r = run_quiet(ct::binary() + " train" + kTiny + " --steps 4" + ckflags + " --resume auto");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("resumed from"), std::string::npos) << r.output;
+  fs::remove_all(dir);
+}
+
+// Four data-parallel ranks crash after step 1 and resume from the checkpoint of step 2: the same
+// losses and weights as the run that never stopped, bit for bit. With more than two ranks Gloo's sum
+// of a gradient depends on where it sits in its bucket, and the buckets are regrouped after the
+// first step, so the checkpoint carries the grouping.
+TEST(Checkpoint, FourRanksResumeBitForBitAfterACrash) {
+  const auto dir = ct::scratch_dir("ckpt_four_ranks");
+  const std::string args =
+      "train --data synthetic:512 --model resnet18 --small-stem --base-width 8 --batch-size 8 --seed 7 --threads 1"
+      " --no-final-eval --workers 1 --num-classes 10 --image-size 16 --lr 0.05 --steps 3";
+  const std::string ck = " --checkpoint-dir " + (dir / "ck").string() + " --checkpoint-every 2";
+  auto run4 = [&](const std::string& name, const std::string& extra, int code) {
+    fs::create_directories(dir / name);
+    ct::Workers w(dir / name, 4, args + extra);
+    const auto deadline = ct::Clock::now() + std::chrono::seconds(300);
+    for (int r = 0; r < 4; ++r) EXPECT_EQ(w.wait(r, deadline), code) << name << " rank " << r << ": " << w.output(r);
+  };
+  run4("straight", " --log " + (dir / "a.jsonl").string() + " --save-weights " + (dir / "a.pt").string(), 0);
+  run4("crash", ck + " --crash-after-step 1 --log " + (dir / "b1.jsonl").string(), 137);
+  run4("resume", ck + " --resume auto --log " + (dir / "b2.jsonl").string() + " --save-weights " + (dir / "b.pt").string(), 0);
+  EXPECT_NE(ct::read_file(dir / "resume" / "err0.txt").find("at step 2"), std::string::npos)
+      << ct::read_file(dir / "resume" / "err0.txt");
+  auto b = losses_of(dir / "b1.jsonl");
+  const auto b2 = losses_of(dir / "b2.jsonl");
+  b.insert(b.end(), b2.begin(), b2.end());
+  const auto a = losses_of(dir / "a.jsonl");
+  ASSERT_EQ(a.size(), 3u);
+  EXPECT_EQ(b, a);
+  EXPECT_TRUE(file_bytes(dir / "a.pt") == file_bytes(dir / "b.pt")) << "final weights differ";
   fs::remove_all(dir);
 }

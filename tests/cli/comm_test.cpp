@@ -1,16 +1,23 @@
 // comm-bench and doctor --distributed through the binary: workers started with torchrun's variables
 // on the loopback (Gloo on the CPU), and each misconfiguration doctor names, produced on one host,
 // ending with exit 1 and a message within a bounded time.
+#include <netinet/in.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <regex>
+#include <stdexcept>
 #include <thread>
+#include <vector>
 
+#include "net_namespaces.h"
 #include "test_support.h"
 #include "worker_processes.h"
 
@@ -40,9 +47,95 @@ void expect_doctor_problem(const std::string& name, const Env& env, const std::s
   fs::remove_all(dir);
 }
 
+// A service on a port that accepts every connection and never answers (what a rendezvous client
+// meets when MASTER_PORT belongs to something else, or to a process that hangs).
+class SilentService {
+ public:
+  SilentService() {
+    fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_ANY);
+    if (::bind(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0 || ::listen(fd_, 64) != 0)
+      throw std::runtime_error("cannot listen");
+    socklen_t len = sizeof a;
+    ::getsockname(fd_, reinterpret_cast<sockaddr*>(&a), &len);
+    port_ = ntohs(a.sin_port);
+    thread_ = std::thread([this] {
+      for (;;) {
+        const int c = ::accept(fd_, nullptr, nullptr);
+        if (c < 0) return;  // shut down
+        accepted_.push_back(c);  // held open, never read or written
+      }
+    });
+  }
+  ~SilentService() {
+    ::shutdown(fd_, SHUT_RDWR);
+    thread_.join();
+    ::close(fd_);
+    for (int c : accepted_) ::close(c);
+  }
+  int port() const { return port_; }
+
+ private:
+  int fd_ = -1, port_ = 0;
+  std::vector<int> accepted_;
+  std::thread thread_;
+};
+
+std::string this_process_name() {
+  std::string name = read_file("/proc/self/comm");
+  while (!name.empty() && name.back() == '\n') name.pop_back();
+  return name;
+}
+
+size_t lines_in(const std::string& text) {
+  return static_cast<size_t>(std::count(text.begin(), text.end(), '\n'));
+}
+
 }  // namespace
 
 #ifdef CROSSTRAIN_CLI_WITH_TORCH
+
+// MASTER_PORT held by a service that accepts and never answers: --dist-timeout bounds the
+// rendezvous all the same, and the one line says what holds the port.
+TEST(CommBench, ASilentServiceOnMasterPortEndsWithinTheTimeout) {
+  SilentService silent;
+  const auto dir = ct::scratch_dir("comm_silent");
+  Workers w(dir);
+  const auto started = Clock::now();
+  const int i = w.start(Workers::torchrun(1, 2, silent.port()), "comm-bench --dist-timeout 3 --max-bytes 64");
+  const int code = w.wait(i, started + std::chrono::seconds(20));
+  ASSERT_NE(code, -1) << "still running 20 s after a 3 s timeout\n" << w.output(i);
+  EXPECT_EQ(code, 1) << w.output(i);
+  EXPECT_LT(Clock::now() - started, std::chrono::seconds(15)) << w.output(i);
+  const std::string err = read_file(w.err(i));
+  EXPECT_NE(err.find("accepts connections but no rendezvous store answers there"), std::string::npos) << err;
+  EXPECT_NE(err.find("held by " + this_process_name() + " (pid " + std::to_string(::getpid()) + ")"), std::string::npos)
+      << err;
+  EXPECT_EQ(lines_in(err), 1u) << "one line, no libtorch log:\n" << err;
+  fs::remove_all(dir);
+}
+
+// Rank 0 whose MASTER_ADDR is not its own: the store starts on a free port and rank 0 cannot reach
+// it; the one line names the address, not the port.
+TEST(CommBench, RankZeroWithAnotherHostsAddressIsToldSoInOneLine) {
+  const auto dir = ct::scratch_dir("comm_rank0_addr");
+  Workers w(dir);
+  const int port = free_port();
+  const int i = w.start(Workers::torchrun(0, 2, port, {{"MASTER_ADDR", "10.255.255.1"}}),
+                        "comm-bench --dist-timeout 2 --max-bytes 64");
+  const int code = w.wait(i, in_seconds(20));
+  ASSERT_NE(code, -1) << w.output(i);
+  EXPECT_EQ(code, 1) << w.output(i);
+  const std::string err = read_file(w.err(i));
+  EXPECT_EQ(err.find("in use"), std::string::npos) << "port " << port << " was free:\n" << err;
+  EXPECT_TRUE(err.find("10.255.255.1 is not an address of this host") != std::string::npos ||
+              err.find("no route to 10.255.255.1") != std::string::npos)
+      << err;
+  EXPECT_EQ(lines_in(err), 1u) << "one line, no libtorch log:\n" << err;
+  fs::remove_all(dir);
+}
 
 TEST(CommBench, TwoRanksReportEveryCheckedSizeAndBusBandwidth) {
   const auto dir = ct::scratch_dir("comm_bench_2");
@@ -183,6 +276,67 @@ TEST(DoctorDistributed, SeveralNodesOverTheLoopbackAreAProblem) {
                                           {{"LOCAL_RANK", "0"}, {"LOCAL_WORLD_SIZE", "1"}, {"GLOO_SOCKET_IFNAME", "lo"}}),
                         "",
                         {"GLOO_SOCKET_IFNAME names the loopback (lo)"}, 20);
+}
+
+TEST(DoctorDistributed, ASilentServiceOnMasterPortIsNamedWithinTheTimeout) {
+  SilentService silent;
+  expect_doctor_problem("silent", Workers::torchrun(1, 2, silent.port()), "--dist-timeout 3",
+                        {"PROBLEM  rendezvous", "accepts connections but no rendezvous store answers there",
+                         "held by " + this_process_name()},
+                        15);
+}
+
+// A rank whose own checks fail tells rank 0, which stops waiting and names it and its problem,
+// long before the timeout, instead of blaming MASTER_ADDR and MASTER_PORT.
+TEST(DoctorDistributed, ARankThatFailsItsChecksIsNamedByRankZeroAtOnce) {
+  const auto dir = ct::scratch_dir("doctor_tells");
+  const int port = free_port();
+  Workers w(dir);
+  const auto started = Clock::now();
+  w.start(Workers::torchrun(0, 2, port), "doctor --distributed --dist-timeout 60");
+  w.start(Workers::torchrun(1, 2, port, {{"GLOO_SOCKET_IFNAME", "nosuchif0"}}), "doctor --distributed --dist-timeout 60");
+  for (int i = 0; i < 2; ++i) {
+    const int code = w.wait(i, started + std::chrono::seconds(25));
+    ASSERT_NE(code, -1) << "rank " << i << " still waits\n" << w.output(i);
+    EXPECT_EQ(code, 1) << w.output(i);
+  }
+  const std::string rank0 = read_file(w.out(0));
+  EXPECT_NE(rank0.find("PROBLEM  rank 1"), std::string::npos) << rank0;
+  EXPECT_NE(rank0.find("GLOO_SOCKET_IFNAME=nosuchif0: no interface 'nosuchif0'"), std::string::npos) << rank0;
+  EXPECT_EQ(rank0.find("MASTER_PORT and WORLD_SIZE"), std::string::npos) << rank0;
+  EXPECT_NE(read_file(w.err(1)).find("rank 0 was told that this rank will not join"), std::string::npos) << w.output(1);
+  fs::remove_all(dir);
+}
+
+// Rank 0 of a two-node job (MASTER_ADDR is its own address, on va) naming a second interface of its
+// host that is off MASTER_ADDR's network: the other node could not reach the address Gloo gives it
+// there. Naming va passes. Two hosts made of network namespaces (root).
+TEST(DoctorDistributed, RankZeroNamingAnInterfaceOffMasterAddrsNetworkIsAProblem) {
+  ct::NetNamespaces net;
+  if (!net.available()) GTEST_SKIP() << net.why_not();
+  const std::string a = net.add("a"), b = net.add("b");
+  ASSERT_FALSE(a.empty() || b.empty()) << net.last_error();
+  ASSERT_TRUE(net.link(a, "va", "10.77.0.1/24", b, "vb", "10.77.0.2/24")) << net.last_error();
+  ASSERT_TRUE(net.link(a, "vx", "10.88.0.1/24", a, "vy", "10.88.0.2/24")) << net.last_error();
+  const auto dir = ct::scratch_dir("doctor_rank0_ifname");
+  for (const std::string ifname : {"vx", "va"}) {
+    Workers w(dir);
+    const int i = w.start(Workers::torchrun(0, 2, free_port(),
+                                            {{"MASTER_ADDR", "10.77.0.1"}, {"LOCAL_RANK", "0"}, {"LOCAL_WORLD_SIZE", "1"},
+                                             {"GLOO_SOCKET_IFNAME", ifname}}),
+                          "doctor --distributed --dist-timeout 3", ct::NetNamespaces::exec(a));
+    ASSERT_NE(w.wait(i, in_seconds(30)), -1) << w.output(i);  // exit 1 either way: rank 1 never comes
+    if (ifname == "vx") {
+      EXPECT_NE(w.output(i).find("GLOO_SOCKET_IFNAME=vx: vx is not on the network of MASTER_ADDR 10.77.0.1"),
+                std::string::npos)
+          << w.output(i);
+      EXPECT_NE(w.output(i).find("not attempted"), std::string::npos) << w.output(i);
+    } else {
+      EXPECT_TRUE(std::regex_search(w.output(i), std::regex("\nok +GLOO_SOCKET_IFNAME +GLOO_SOCKET_IFNAME=va\n")))
+          << w.output(i);
+    }
+  }
+  fs::remove_all(dir);
 }
 
 TEST(DoctorDistributed, AMismatchedWorldSizeIsNamed) {

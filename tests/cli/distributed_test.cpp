@@ -1,19 +1,23 @@
 // Data-parallel training through the binary, on the CPU over Gloo: N processes with per-rank batch b
 // against one process accumulating N micro-batches of b over the same global samples (losses and
 // final weights within 1e-5), failures that end every rank with a message instead of a hang (a
-// killed rank, a stopped rank), and torchrun's worker contract, including an elastic restart that
-// resumes from a checkpoint.
+// killed rank, a stopped rank, a rank in a pid namespace of its own), torchrun's worker contract,
+// including an elastic restart that resumes from a checkpoint, and network mistakes caught before
+// the rendezvous (two hosts made of network namespaces where root allows).
 #include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <fstream>
+#include <regex>
 #include <sstream>
 #include <nlohmann/json.hpp>
 #include <thread>
 
+#include "net_namespaces.h"
 #include "test_support.h"
 #include "worker_processes.h"
 
@@ -275,5 +279,120 @@ TEST(Distributed, SyncBatchNormOnTwoRanksMatchesOneProcessWithTheGlobalBatch) {
   const auto no_group = ct::run_command(ct::binary() + " train " + kData + " --batch-size 8 --sync-bn --steps 1");
   EXPECT_EQ(no_group.exit_code, 2) << no_group.output;
   EXPECT_NE(no_group.output.find("--sync-bn needs a process group"), std::string::npos) << no_group.output;
+  fs::remove_all(dir);
+}
+
+namespace {
+
+bool matches(const std::string& text, const std::string& pattern) { return std::regex_search(text, std::regex(pattern)); }
+
+}  // namespace
+
+// A rank of a two-node job whose Gloo address is the loopback (GLOO_SOCKET_IFNAME=lo) stops in
+// seconds with the doctor's line instead of waiting on the store and then on Gloo for several
+// times --dist-timeout.
+TEST(Distributed, AGlooAddressOnTheLoopbackFailsBeforeTheRendezvous) {
+  const auto dir = ct::scratch_dir("dist_ifname");
+  Workers w(dir);
+  const auto started = Clock::now();
+  const int i = w.start(Workers::torchrun(1, 2, free_port(),
+                                          {{"MASTER_ADDR", "10.255.255.1"}, {"LOCAL_RANK", "0"}, {"LOCAL_WORLD_SIZE", "1"},
+                                           {"GLOO_SOCKET_IFNAME", "lo"}}),
+                        "train" + kModel + " --steps 1 --dist-timeout 60");
+  const int code = w.wait(i, started + std::chrono::seconds(30));
+  ASSERT_NE(code, -1) << read_file(w.err(i));
+  EXPECT_EQ(code, 1) << read_file(w.err(i));
+  EXPECT_LT(Clock::now() - started, std::chrono::seconds(25)) << read_file(w.err(i));
+  const std::string err = read_file(w.err(i));
+  EXPECT_TRUE(err.find("GLOO_SOCKET_IFNAME names the loopback (lo)") != std::string::npos ||
+              err.find("no route to 10.255.255.1") != std::string::npos)
+      << err;
+  EXPECT_EQ(std::count(err.begin(), err.end(), '\n'), 1) << err;
+  fs::remove_all(dir);
+}
+
+// Two hosts (network namespaces joined by a veth pair). Rank 1 names a second interface of its host
+// that is not on the network between them, or its host name resolves to the loopback: rank 0
+// finds the address rank 1 gives its peers unreachable before Gloo connects, and both stop in
+// seconds, naming rank 1's address and where it came from. With the right interface they train.
+TEST(Distributed, TwoHostsWithAnUnreachableGlooAddressStopInSecondsAndTheRightOneTrains) {
+  ct::NetNamespaces net;
+  if (!net.available()) GTEST_SKIP() << net.why_not();
+  const std::string a = net.add("a"), b = net.add("b");
+  ASSERT_FALSE(a.empty() || b.empty()) << net.last_error();
+  ASSERT_TRUE(net.link(a, "va", "10.77.0.1/24", b, "vb", "10.77.0.2/24")) << net.last_error();
+  ASSERT_TRUE(net.link(b, "vx", "10.99.0.2/24", b, "vy", "10.99.0.3/24")) << net.last_error();
+  // LOCAL_WORLD_SIZE left at WORLD_SIZE, as a hand-made launch might: only the addresses tell.
+  const auto node = [](int rank, int port, const std::string& ifname) {
+    ct::Env extra{{"MASTER_ADDR", "10.77.0.1"}};
+    if (!ifname.empty()) extra["GLOO_SOCKET_IFNAME"] = ifname;
+    return Workers::torchrun(rank, 2, port, extra);
+  };
+  const std::string args = "train" + kModel + " --steps 2 --dist-timeout 60";
+  const auto dir = ct::scratch_dir("dist_two_hosts");
+  struct Case {
+    std::string rank1_ifname, expect;
+  };
+  for (const Case& c : {Case{"vx", "gives its peers 10.99.0.2 (GLOO_SOCKET_IFNAME=vx), this host has no route to it"},
+                        Case{"", "gives its peers 127.0.0.1 (host name '"}}) {
+    Workers w(dir);
+    const int port = free_port();
+    const auto started = Clock::now();
+    w.start(node(0, port, "va"), args, ct::NetNamespaces::exec(a));
+    w.start(node(1, port, c.rank1_ifname), args, ct::NetNamespaces::exec(b));
+    for (int r = 0; r < 2; ++r) {
+      const int code = w.wait(r, started + std::chrono::seconds(40));
+      ASSERT_NE(code, -1) << "rank " << r << " still waits\n" << read_file(w.err(r));
+      EXPECT_EQ(code, 1) << read_file(w.err(r));
+    }
+    EXPECT_LT(Clock::now() - started, std::chrono::seconds(30));
+    const std::string err0 = read_file(w.err(0)), err1 = read_file(w.err(1));
+    EXPECT_TRUE(matches(err0, "rank 0 on [^ ]+: rank 1 on [^ ]+ ")) << err0;
+    EXPECT_NE(err0.find(c.expect), std::string::npos) << err0;
+    EXPECT_TRUE(matches(err1, "rank 0 on [^ ]+ stopped before the rendezvous: rank 1 on ")) << err1;
+    EXPECT_NE(err1.find(c.expect), std::string::npos) << err1;
+  }
+  Workers w(dir);
+  const int port = free_port();
+  w.start(node(0, port, "va"), args, ct::NetNamespaces::exec(a));
+  w.start(node(1, port, "vb"), args, ct::NetNamespaces::exec(b));
+  const auto deadline = Clock::now() + std::chrono::seconds(120);
+  for (int r = 0; r < 2; ++r) ASSERT_EQ(w.wait(r, deadline), 0) << read_file(w.err(r));
+  EXPECT_NE(read_file(w.out(0)).find("2 ranks over gloo"), std::string::npos) << read_file(w.out(0));
+  fs::remove_all(dir);
+}
+
+// Two nodes with one host name (containers, namespaces): rank 1 runs in a pid namespace of its own,
+// so its pid means nothing to rank 0. When rank 2 is killed, rank 0 names rank 2 as exited and does
+// not take the live rank 1 for exited because no process of that pid exists in its namespace.
+TEST(Distributed, ARankOnAnotherMachineWithTheSameHostNameIsNotTakenForExited) {
+  if (::geteuid() != 0) GTEST_SKIP() << "a pid namespace needs root";
+  if (ct::run_command("unshare -p -f --kill-child --mount-proc true").exit_code != 0)
+    GTEST_SKIP() << "unshare -p does not work here";
+  // Rank 1's pid inside its namespace: one that no process of this namespace has.
+  const int pid_max = std::stoi(read_file("/proc/sys/kernel/pid_max"));
+  int inner = pid_max - 20;
+  while (inner > 300 && fs::exists("/proc/" + std::to_string(inner + 1))) --inner;
+  const std::string wrapper = "unshare -p -f --kill-child --mount-proc sh -c 'echo " + std::to_string(inner) +
+                              " > /proc/sys/kernel/ns_last_pid; \"$0\" \"$@\"'";
+  const auto dir = ct::scratch_dir("dist_pidns");
+  const int timeout_s = 6;
+  const std::string args = "train" + kModel + " --steps 100000 --dist-timeout " + std::to_string(timeout_s) + " --log ";
+  Workers w(dir);
+  const int port = free_port();
+  w.start(Workers::torchrun(0, 3, port), args + (dir / "log.jsonl").string());
+  w.start(Workers::torchrun(1, 3, port), args + (dir / "log1.jsonl").string(), wrapper);
+  w.start(Workers::torchrun(2, 3, port), args + (dir / "log2.jsonl").string());
+  const auto started = Clock::now();
+  while (losses_of(dir / "log.jsonl").size() < 2) {
+    ASSERT_LT(Clock::now() - started, std::chrono::seconds(120)) << read_file(w.err(0)) << read_file(w.err(1));
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  ::kill(w.pid(2), SIGKILL);
+  const int code = w.wait(0, Clock::now() + std::chrono::seconds(timeout_s + 20));
+  ASSERT_NE(code, -1) << read_file(w.err(0));
+  const std::string err = read_file(w.err(0));
+  EXPECT_TRUE(matches(err, R"(rank 2 \([^)]*\) has exited)")) << err;
+  EXPECT_FALSE(matches(err, R"(rank 1 \([^)]*\) has exited)")) << "rank 1 is alive in its own pid namespace:\n" << err;
   fs::remove_all(dir);
 }

@@ -1,8 +1,12 @@
 // `crosstrain launch` through the binary: the worker environment, rank-prefixed output, failures,
-// signals, restarts, free ports, crosstrain commands and Python as workers, usage errors.
+// signals (also while nobody reads the launcher's output), restarts, free ports, crosstrain commands
+// and Python as workers, usage errors.
 #include <gtest/gtest.h>
 #include <sched.h>
+#include <signal.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <filesystem>
@@ -10,6 +14,7 @@
 #include <map>
 #include <regex>
 #include <sstream>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
@@ -289,7 +294,7 @@ TEST(Launch, ElasticNodeCountsGoToTorchrun) {
   EXPECT_EQ(r.exit_code, 6) << r.output;  // torchrun's own status
   const std::string self = fs::canonical(binary()).string();
   EXPECT_NE(r.output.find("torchrun --nnodes=1:4 --nproc-per-node=2 --rdzv-backend=c10d --rdzv-endpoint=node0:29400 "
-                          "--rdzv-id=job --max-restarts=1 --no-python " + self + " train --steps 5\n"),
+                          "--rdzv-id=job --max-restarts=1 --no-python -- " + self + " train --steps 5\n"),
             std::string::npos)
       << r.output;
 
@@ -299,7 +304,7 @@ TEST(Launch, ElasticNodeCountsGoToTorchrun) {
                                  "--rdzv_id=7 -- /bin/true"));
   EXPECT_EQ(c10d.exit_code, 6) << c10d.output;
   EXPECT_NE(c10d.output.find("torchrun --nnodes=2:2 --nproc-per-node=4 --rdzv-backend=c10d "
-                             "--rdzv-endpoint=[fe80::1]:29400 --rdzv-id=7 --max-restarts=0 --no-python /bin/true\n"),
+                             "--rdzv-endpoint=[fe80::1]:29400 --rdzv-id=7 --max-restarts=0 --no-python -- /bin/true\n"),
             std::string::npos)
       << c10d.output;
 
@@ -328,3 +333,141 @@ TEST(Launch, WorkersLeaveNothingRunning) {
   EXPECT_TRUE(dead()) << "the worker's child is still running: " << read_file("/proc/" + pid + "/stat");
 }
 
+
+namespace {
+
+// `crosstrain launch ARGS` with its stdout on a pipe that nobody reads (a paused terminal, a `| tee`
+// that stalled), and its stderr there too or in `err_file`. The read end stays open in this process
+// until the launcher is gone, so writes block instead of failing.
+struct StalledLaunch {
+  pid_t pid = -1;
+  int read_end = -1;
+
+  StalledLaunch(const std::string& args, const fs::path& err_file) {
+    int p[2];
+    if (::pipe(p) != 0) throw std::runtime_error("pipe");
+    read_end = p[0];
+    pid = ::fork();
+    if (pid == 0) {
+      ::close(p[0]);
+      ::dup2(p[1], 1);
+      if (err_file.empty()) ::dup2(p[1], 2);
+      const std::string cmd = "exec " + launch(args) + (err_file.empty() ? "" : " 2> " + err_file.string());
+      ::execl("/bin/sh", "sh", "-c", cmd.c_str(), static_cast<char*>(nullptr));
+      ::_exit(127);
+    }
+    ::close(p[1]);
+  }
+  ~StalledLaunch() {
+    if (pid > 0) {
+      ::kill(pid, SIGKILL);
+      ::waitpid(pid, nullptr, 0);
+    }
+    ::close(read_end);
+  }
+  // The launcher's exit status, or -1 when it still runs `seconds` from now (then it is killed).
+  int wait(double seconds) {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+    for (;;) {
+      int status = 0;
+      if (::waitpid(pid, &status, WNOHANG) == pid) {
+        pid = -1;
+        return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+      }
+      if (std::chrono::steady_clock::now() > deadline) return -1;
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+  }
+};
+
+bool process_gone(const std::string& pid) {
+  const std::string stat = read_file("/proc/" + pid + "/stat");
+  return stat.empty() || stat.find(") Z ") != std::string::npos;
+}
+
+// Waits for `n` files dir/pid.RANK and returns their pids.
+std::vector<std::string> worker_pids(const fs::path& dir, int n) {
+  std::vector<std::string> pids;
+  for (int i = 0; i < 400 && pids.size() < static_cast<size_t>(n); ++i) {
+    pids.clear();
+    for (int r = 0; r < n; ++r) {
+      std::string pid = read_file(dir / ("pid." + std::to_string(r)));
+      if (pid.empty() || pid.back() != '\n') break;
+      pid.pop_back();
+      pids.push_back(pid);
+    }
+    if (pids.size() < static_cast<size_t>(n)) std::this_thread::sleep_for(std::chrono::milliseconds(25));
+  }
+  return pids;
+}
+
+}  // namespace
+
+// Workers write as fast as they can to a launcher whose stdout nobody reads: SIGTERM, a second
+// signal and SIGINT still stop the launch within seconds, and no worker is left. The lines that did
+// not fit are dropped and counted, never waited for.
+TEST(Launch, SignalsStopTheLaunchWhileItsOutputIsNotRead) {
+  const auto dir = crosstrain::testing::scratch_dir("launch_stalled");
+  struct Case {
+    std::string name;
+    bool workers_ignore_term;
+    bool stderr_too;  // the launcher's own messages go to the stalled pipe as well
+    std::vector<int> signals;
+  };
+  for (const Case& c : std::vector<Case>{{"term", false, false, {SIGTERM}},
+                                          {"int", false, true, {SIGINT}},
+                                          {"term-then-term", true, true, {SIGTERM, SIGTERM}},
+                                          {"term-then-int", true, false, {SIGTERM, SIGINT}}}) {
+    const fs::path d = dir / c.name;
+    fs::create_directories(d);
+    const std::string worker = std::string(c.workers_ignore_term ? "trap '' TERM; " : "") + "echo $$ > " + d.string() +
+                               "/pid.$RANK; exec yes 'a line of worker output that nobody reads'";
+    const fs::path err = c.stderr_too ? fs::path() : d / "err.txt";
+    StalledLaunch run("--nproc-per-node 2 --kill-timeout 60 -- /bin/sh -c " + quoted(worker), err);
+    const auto pids = worker_pids(d, 2);
+    ASSERT_EQ(pids.size(), 2u) << c.name << ": the workers did not start";
+    // The pipe is long full; with stderr apart, wait until the launcher says it drops lines.
+    for (int i = 0; i < 200 && !err.empty() && read_file(err).find("is not taking") == std::string::npos; ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    for (size_t i = 0; i < c.signals.size(); ++i) {
+      if (i > 0) std::this_thread::sleep_for(std::chrono::milliseconds(300));
+      ASSERT_EQ(::kill(run.pid, c.signals[i]), 0) << c.name;
+    }
+    const int status = run.wait(10);
+    ASSERT_NE(status, -1) << c.name << ": the launcher still ran 10 s after the signal";
+    EXPECT_EQ(status, 128 + c.signals[0]) << c.name << "\n" << read_file(err);
+    for (const auto& pid : pids) {
+      for (int i = 0; i < 100 && !process_gone(pid); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      EXPECT_TRUE(process_gone(pid)) << c.name << ": worker " << pid << " is still running";
+    }
+    if (!err.empty()) {
+      const std::string said = read_file(err);
+      EXPECT_NE(said.find("stdout is not taking the workers' output"), std::string::npos) << said;
+      EXPECT_NE(said.find("line(s) of the workers' stdout were dropped"), std::string::npos) << said;
+    }
+  }
+}
+
+// The same stalled stdout with workers that end by themselves: the launch ends with their status
+// once the reader takes what was kept (here: once it is drained), and says how much was dropped.
+TEST(Launch, OutputKeptForASlowReaderArrivesWhole) {
+  const auto dir = crosstrain::testing::scratch_dir("launch_slow_reader");
+  // 20,000 lines of ~60 bytes (1.2 MB, far more than a pipe holds, less than the launcher keeps).
+  const std::string worker = "i=0; while [ $i -lt 20000 ]; do echo \"rank $RANK line $i of the output to keep\"; "
+                             "i=$((i+1)); done";
+  StalledLaunch run("--nproc-per-node 1 -- /bin/sh -c " + quoted(worker), dir / "err.txt");
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  // The reader comes back after a while and reads everything.
+  std::string got;
+  char buf[65536];
+  for (;;) {
+    const ssize_t n = ::read(run.read_end, buf, sizeof buf);
+    if (n <= 0) break;
+    got.append(buf, static_cast<size_t>(n));
+  }
+  EXPECT_EQ(run.wait(10), 0) << read_file(dir / "err.txt");
+  EXPECT_EQ(count_of(got, "\n"), 20000u);
+  EXPECT_EQ(count_of(got, "[rank0]: rank 0 line 19999 of the output to keep\n"), 1u);
+  EXPECT_EQ(read_file(dir / "err.txt").find("dropped"), std::string::npos) << read_file(dir / "err.txt");
+}

@@ -1,16 +1,21 @@
 // `crosstrain launch` with workers that load libtorch, so seconds to tens of seconds (labelled slow):
 // engine commands as workers, and real torch.distributed workers (the .venv Python, Gloo on the
 // CPU): env:// initialisation finds everything it needs in the launcher's environment, rank 0 hosts
-// the TCPStore (no agent store), and a restart reuses MASTER_PORT.
+// the TCPStore (no agent store), and a restart reuses MASTER_PORT; an elastic launch handed over to
+// the real torchrun.
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <fstream>
 #include <regex>
 #include <set>
 #include <string>
 
 #include "test_support.h"
+#include "worker_processes.h"
 
+namespace fs = std::filesystem;
+using crosstrain::testing::free_port;
 using crosstrain::testing::binary;
 using crosstrain::testing::run_command;
 
@@ -45,6 +50,21 @@ if attempt == "0" and os.environ["RANK"] == "1":
   EXPECT_EQ(count_of(r.output, "[rank1]: attempt 1 rank 1 of 2 sum 3.0\n"), 1u) << r.output;
   EXPECT_EQ(count_of(r.output, "[rank0]: attempt 1 rank 0 of 2 sum 3.0\n"), 1u) << r.output;
   EXPECT_NE(r.output.find("rank 1 (local rank 1) failed: exit code 3; restarting"), std::string::npos) << r.output;
+}
+
+// An elastic launch hands over to the real torchrun (.venv's): the worker's flags reach the worker,
+// also those torchrun's own parser takes (`--log`, an abbreviation of its --log-dir; `--nnodes`).
+TEST(LaunchTorch, TorchrunPassesTheWorkersFlagsToTheWorker) {
+  const fs::path torchrun = fs::path(crosstrain::testing::python()).parent_path() / "torchrun";
+  if (!fs::exists(torchrun)) GTEST_SKIP() << "no torchrun next to " << crosstrain::testing::python();
+  const std::string worker = "-- /bin/sh -c 'echo \"worker $RANK of $WORLD_SIZE: $*\"' sh --log run.jsonl --nnodes 3 -- x";
+  // (--nnodes MIN:MAX takes the same way to torchrun.)
+  auto r = run_command("PATH=" + torchrun.parent_path().string() + ":/usr/bin:/bin " +
+                       launch("--rdzv-backend c10d --nnodes 1 --nproc-per-node 2 --rdzv-endpoint 127.0.0.1:" +
+                              std::to_string(free_port()) + " " + worker));
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  for (const std::string rank : {"0", "1"})
+    EXPECT_EQ(count_of(r.output, "worker " + rank + " of 2: --log run.jsonl --nnodes 3 -- x\n"), 1u) << r.output;
 }
 
 #ifdef CROSSTRAIN_CLI_WITH_TORCH

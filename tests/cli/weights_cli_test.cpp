@@ -237,3 +237,53 @@ TEST_F(WeightsLayouts, ResumeFindsTheModelInAScriptsCheckpoint) {
   EXPECT_EQ(r.exit_code, 0) << r.output;
   EXPECT_EQ(r.output, "equal 122\n");
 }
+
+namespace {
+
+// Hostile shapes torch.save can write (tests/python/torchsave_scale_cases.py): through --weights and
+// --resume auto they end in one short line, in linear time.
+class WeightsHostile : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    dir_ = ct::scratch_dir("weights_hostile");
+    auto r = ct::run_python_script("torchsave_scale_cases.py", dir_.string() + " --only module_key,deep");
+    ok_ = r.exit_code == 0;
+    if (!ok_) std::cerr << r.output;
+  }
+  static std::string file(const std::string& name) { return (dir_ / name).string(); }
+  static fs::path dir_;
+  static bool ok_;
+};
+fs::path WeightsHostile::dir_;
+bool WeightsHostile::ok_ = false;
+
+}  // namespace
+
+TEST_F(WeightsHostile, AKeyOf600000WrapperPrefixesIsOneShortErrorLine) {
+  ASSERT_TRUE(ok_);
+  // {"module." * 600000 + "weight": tensor}, a 4.2 MB key: stripped in linear time, shown shortened.
+  auto r = ct::run_command("(" + ct::binary() + kResnet18 + " --weights " + file("module_key.pt") + " > /dev/null)");
+  EXPECT_EQ(r.exit_code, 1) << r.output.substr(0, 2000);
+  EXPECT_EQ(std::count(r.output.begin(), r.output.end(), '\n'), 1) << r.output.substr(0, 2000);
+  EXPECT_LT(r.output.size(), 1000u) << r.output.substr(0, 2000);
+  EXPECT_NE(r.output.find("prefix 'module.module."), std::string::npos) << r.output.substr(0, 2000);
+  EXPECT_NE(r.output.find("unexpected 1: 'weight'"), std::string::npos) << r.output.substr(0, 2000);
+}
+
+TEST_F(WeightsHostile, ResumeAutoSkipsACheckpointNestedAMillionDeep) {
+  ASSERT_TRUE(ok_);
+  const std::string base = ct::binary() +
+                           " train --model resnet18 --small-stem --base-width 8 --num-classes 10 --image-size 16"
+                           " --batch-size 4 --threads 1 --no-final-eval --checkpoint-dir " + file("ck");
+  auto r = ct::run_command("(" + base + " --steps 2 --checkpoint-every 2 > /dev/null)");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  // The newest name holds a tensor inside a tuple nested 10^6 deep.
+  fs::copy_file(dir_ / "deep.pt", dir_ / "ck" / "checkpoint_000000009.pt");
+  r = ct::run_command("(" + base + " --steps 3 --resume auto > /dev/null)");
+  EXPECT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("note: skipping checkpoint " + file("ck/checkpoint_000000009.pt") +
+                          ": " + file("ck/checkpoint_000000009.pt") + ": containers nested deeper than 256\n"),
+            std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("at step 2"), std::string::npos) << r.output;
+}

@@ -64,8 +64,9 @@ class Workers {
     for (const auto& [k, v] : extra) e[k] = v;
     return e;
   }
-  // Starts `crosstrain ARGS` with exactly `env`'s launcher variables; returns its index.
-  int start(const Env& env, const std::string& args) {
+  // Starts `crosstrain ARGS` with exactly `env`'s launcher variables, after the shell words `wrapper`
+  // (`ip netns exec NS`, `unshare ...`) when given; returns its index.
+  int start(const Env& env, const std::string& args, const std::string& wrapper = "") {
     const int i = static_cast<int>(pids_.size());
     const pid_t pid = ::fork();
     if (pid == 0) {
@@ -73,7 +74,8 @@ class Workers {
                             "GLOO_SOCKET_IFNAME", "NCCL_SOCKET_IFNAME", "HCCL_SOCKET_IFNAME"})
         ::unsetenv(v);
       for (const auto& [k, v] : env) ::setenv(k.c_str(), v.c_str(), 1);
-      const std::string cmd = "exec " + binary() + " " + args + " > " + out(i).string() + " 2> " + err(i).string();
+      const std::string cmd = "exec " + wrapper + (wrapper.empty() ? "" : " ") + binary() + " " + args + " > " +
+                              out(i).string() + " 2> " + err(i).string();
       ::execl("/bin/sh", "sh", "-c", cmd.c_str(), static_cast<char*>(nullptr));
       ::_exit(127);
     }

@@ -21,10 +21,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     file.result = mg::migrate_source("fuzz.py", source, target);
     if (file.result.status == mg::FileStatus::Migrated) {
       if (mg::PythonSyntax(file.result.migrated).has_errors()) std::abort();  // would write code that fails
-      if (mg::migrate_source("fuzz.py", file.result.migrated, target).status == mg::FileStatus::Migrated)
+      if (mg::migrate_source("fuzz.py", file.result.bytes_to_write(), target).status == mg::FileStatus::Migrated)
         std::abort();  // a second run would change the output again
     }
-    file.original = std::string(source);
+    // The changes' offsets refer to the decoded text when a coding line declared another encoding.
+    file.original = file.result.encoding.empty() ? std::string(source) : file.result.decoded;
     mg::MigrationSummary summary;
     summary.target = target;
     summary.mode = "check";

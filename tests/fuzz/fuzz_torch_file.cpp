@@ -19,12 +19,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     options.opaque_objects = true;
     const TorchFile f = read_torch_file(std::string_view(reinterpret_cast<const char*>(data), size), options);
     volatile unsigned char sink = 0;
-    for (const Node& t : f.pickle.nodes) {
-      if (t.kind != NodeKind::Tensor) continue;
-      const Node& s = f.pickle.nodes.at(t.storage);
-      const std::string_view bytes = f.storage_bytes.at(t.storage);
-      const uint64_t item = dtype_size(s.dtype);
-      if (bytes.size() != static_cast<uint64_t>(s.numel) * item) std::abort();
+    for (uint32_t i = 0; i < f.pickle.nodes.size(); ++i) {
+      if (f.pickle.node(i).kind != NodeKind::Tensor) continue;
+      const TensorLayout& t = f.pickle.tensor(i);
+      const StorageRecord& r = f.records.at(f.record_of(t.storage));
+      const std::string bytes = f.read_storage(f.record_of(t.storage));
+      const uint64_t item = dtype_size(r.dtype);
+      if (bytes.size() != static_cast<uint64_t>(r.numel) * item) std::abort();
       bool empty = false;
       uint64_t last = static_cast<uint64_t>(t.offset);
       for (size_t d = 0; d < t.sizes.size(); ++d) {

@@ -330,6 +330,34 @@ TEST(TrainerState, LoadRejectsAStateOfAnotherShape) {
   EXPECT_THROW(b.trainer->load_state_dict(bad), std::invalid_argument);
 }
 
+// A state whose data position does not fit (another seed) is refused after its weights and
+// momentum were taken: the trainer must come out as it went in, so that a caller can try another
+// state (--resume auto), and train on exactly as if nothing had been tried.
+TEST(TrainerState, AFailedLoadLeavesTheTrainerAsItWas) {
+  TinyRun a(tiny_config("fp32", "sgd"));
+  a.trainer->begin_run();
+  a.run(2);
+  auto bad = snapshot_value(a.trainer->state_dict()).toGenericDict();
+  auto data = core::state_dict_at(bad, "data", "t").copy();
+  data.insert_or_assign("seed", int64_t{999});
+  bad.insert_or_assign("data", data);
+
+  TinyRun tried(tiny_config("fp32", "sgd"));
+  EXPECT_THROW(tried.trainer->load_state_dict(bad), std::invalid_argument);
+  TinyRun fresh(tiny_config("fp32", "sgd"));
+  expect_same_parameters(*tried.model, *fresh.model);
+  const auto state = tried.trainer->state_dict();
+  EXPECT_EQ(core::state_dict_at(core::state_dict_at(state, "optimizer", "t"), "state", "t").size(), 0u)
+      << "momentum of the refused state stayed";
+  EXPECT_EQ(tried.trainer->steps_done(), 0);
+  at::manual_seed(5);
+  tried.trainer->begin_run();
+  const auto after_failed_load = tried.run(3);
+  at::manual_seed(5);
+  fresh.trainer->begin_run();
+  EXPECT_EQ(after_failed_load, fresh.run(3));
+}
+
 // ---- the plan -------------------------------------------------------------------------------------
 
 TEST(RunPlan, DefaultWarmupIsLoweredForShortRunsAndSaid) {

@@ -63,11 +63,11 @@ Layout find_layout(const fs::path& root) {
       "or cifar-100-python/)");
 }
 
-const torchsave::Node* dict_entry(const torchsave::Pickle& p, const torchsave::Node& dict, const std::string& key) {
-  for (size_t i = 0; i + 1 < dict.items.size(); i += 2) {
-    const auto& k = p.nodes[dict.items[i]];
-    if (k.kind == torchsave::NodeKind::String && k.text == key) return &p.nodes[dict.items[i + 1]];
-  }
+// The value of dict[key] (a String key), or nullptr.
+const uint32_t* dict_entry(const torchsave::Pickle& p, uint32_t dict, const std::string& key) {
+  const auto& items = p.items(dict);
+  for (size_t i = 0; i + 1 < items.size(); i += 2)
+    if (p.node(items[i]).kind == torchsave::NodeKind::String && p.text(items[i]) == key) return &items[i + 1];
   return nullptr;
 }
 
@@ -79,26 +79,28 @@ std::vector<uint8_t> python_batch_records(const std::vector<uint8_t>& bytes, boo
   options.name = "pickle";
   const auto p =
       torchsave::read_pickle(std::string_view(reinterpret_cast<const char*>(bytes.data()), bytes.size()), options);
-  const auto& root = p.nodes[p.root];
-  if (root.kind != NodeKind::Dict) throw torchsave::FormatError("not a pickled dict");
+  if (p.node(p.root).kind != NodeKind::Dict) throw torchsave::FormatError("not a pickled dict");
   const char* label_key = cifar100 ? "fine_labels" : "labels";
-  const auto* data = dict_entry(p, root, "data");
-  const auto* labels = dict_entry(p, root, label_key);
+  const uint32_t* data = dict_entry(p, p.root, "data");
+  const uint32_t* labels = dict_entry(p, p.root, label_key);
   if (!data || !labels) throw torchsave::FormatError(std::string("no 'data' and '") + label_key + "' entries");
-  if (data->kind != NodeKind::Array || data->dtype != torchsave::DType::UInt8 || data->fortran ||
-      data->sizes.size() != 2 || static_cast<size_t>(data->sizes[1]) != pixels)
+  const auto& array = p.node(*data);
+  if (array.kind != NodeKind::Array || array.dtype != torchsave::DType::UInt8 || array.flag ||
+      p.array(*data).sizes.size() != 2 || static_cast<size_t>(p.array(*data).sizes[1]) != pixels)
     throw torchsave::FormatError("'data' is not a uint8 array of N x " + std::to_string(pixels) + " rows");
-  const size_t n = static_cast<size_t>(data->sizes[0]);
-  if (labels->kind != NodeKind::List || labels->items.size() != n)
+  const size_t n = static_cast<size_t>(p.array(*data).sizes[0]);
+  const std::string_view pixel_bytes = p.text(*data);
+  const auto& label_items = p.items(*labels);
+  if (p.node(*labels).kind != NodeKind::List || label_items.size() != n)
     throw torchsave::FormatError(std::string("'") + label_key + "' is not a list of " + std::to_string(n) + " labels");
   const size_t label_bytes = cifar100 ? 2 : 1;
   std::vector<uint8_t> records(n * (label_bytes + pixels));
   for (size_t r = 0; r < n; ++r) {
-    const auto& l = p.nodes[labels->items[r]];
+    const auto& l = p.node(label_items[r]);
     if (l.kind != NodeKind::Int) throw torchsave::FormatError("label " + std::to_string(r) + " is not an integer");
     uint8_t* rec = records.data() + r * (label_bytes + pixels);
     rec[label_bytes - 1] = static_cast<uint8_t>(l.integer < 0 || l.integer > 255 ? 255 : l.integer);
-    std::memcpy(rec + label_bytes, data->text.data() + r * pixels, pixels);
+    std::memcpy(rec + label_bytes, pixel_bytes.data() + r * pixels, pixels);
   }
   return records;
 }

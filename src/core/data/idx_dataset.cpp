@@ -1,4 +1,5 @@
-// MNIST-format IDX files (MNIST, Fashion-MNIST, KMNIST...), raw or gzip-compressed.
+// MNIST-format IDX files (MNIST, Fashion-MNIST, KMNIST...), raw or gzip-compressed (one member or
+// several concatenated).
 // Images: magic 0x00000803, count, rows, cols (big-endian u32), then count*rows*cols bytes.
 // Labels: magic 0x00000801, count, then count bytes.
 // The image file's bytes become the dataset's pixel store as read (no copy); a file, raw or
@@ -25,42 +26,55 @@ uint32_t read_be32(const uint8_t* p) {
                            report::byte_size_text(limit) + " (raise it with the maximum file size option)");
 }
 
+// Inflates every gzip member of `in` (`cat a.gz b.gz` is one valid .gz, as gzip and Python read
+// it); zero bytes after the last member (tape padding) are ignored, anything else there is an
+// error. A member cut short keeps what came out of it. inflateReset zeroes zlib's counters, so
+// the positions are kept here.
 std::vector<uint8_t> gunzip(const std::vector<uint8_t>& in, const std::string& path, uint64_t limit) {
   z_stream zs{};
   if (inflateInit2(&zs, 16 + MAX_WBITS) != Z_OK) throw std::runtime_error(path + ": zlib initialisation failed");
+  auto fail = [&](const std::string& msg) {
+    inflateEnd(&zs);
+    throw std::runtime_error(path + ": gzip: " + msg);
+  };
   // The trailer's size (mod 2^32, and only a claim) sizes the first buffer when it is plausible.
   uint64_t hint = in.size() >= 4 ? read_be32(in.data() + in.size() - 4) : 0;
   hint = ((hint & 0xff) << 24) | ((hint & 0xff00) << 8) | ((hint >> 8) & 0xff00) | (hint >> 24);  // little-endian
   const uint64_t first = hint >= in.size() && hint <= limit ? hint + 1 : std::min<uint64_t>(uint64_t{in.size()} * 4 + (1 << 16), limit + 1);
   std::vector<uint8_t> out(static_cast<size_t>(first));
-  zs.next_in = const_cast<Bytef*>(in.data());
-  zs.avail_in = static_cast<uInt>(std::min<size_t>(in.size(), UINT32_MAX));
-  int rc = Z_OK;
-  while (rc != Z_STREAM_END) {
-    if (zs.total_out > limit) {
+  size_t in_pos = 0, out_pos = 0;
+  for (;;) {
+    if (out_pos > limit) {
       inflateEnd(&zs);
       too_large(path, limit);
     }
-    if (zs.total_out == out.size()) out.resize(static_cast<size_t>(std::min<uint64_t>(uint64_t{out.size()} * 2, limit + 1)));
+    if (out_pos == out.size()) out.resize(static_cast<size_t>(std::min<uint64_t>(uint64_t{out.size()} * 2, limit + 1)));
     // Never more room than limit + 1 bytes: going past the limit is seen at once.
-    const size_t room = out.size() - zs.total_out;
-    zs.next_out = out.data() + zs.total_out;
-    zs.avail_out = static_cast<uInt>(std::min<size_t>(room, UINT32_MAX));
-    if (zs.avail_in == 0 && zs.total_in < in.size())
-      zs.avail_in = static_cast<uInt>(std::min<size_t>(in.size() - zs.total_in, UINT32_MAX));
-    rc = inflate(&zs, Z_NO_FLUSH);
-    if (rc == Z_BUF_ERROR && zs.avail_in == 0) break;  // input ended early: keep what came out
-    if (rc != Z_OK && rc != Z_STREAM_END && rc != Z_BUF_ERROR) {
-      const std::string msg = zs.msg ? zs.msg : "corrupt data";
-      inflateEnd(&zs);
-      throw std::runtime_error(path + ": gzip: " + msg);
+    zs.next_in = const_cast<Bytef*>(in.data() + in_pos);
+    zs.avail_in = static_cast<uInt>(std::min<size_t>(in.size() - in_pos, UINT32_MAX));
+    zs.next_out = out.data() + out_pos;
+    zs.avail_out = static_cast<uInt>(std::min<size_t>(out.size() - out_pos, UINT32_MAX));
+    const uInt offered_in = zs.avail_in, offered_out = zs.avail_out;
+    const int rc = inflate(&zs, Z_NO_FLUSH);
+    in_pos += offered_in - zs.avail_in;
+    out_pos += offered_out - zs.avail_out;
+    if (rc == Z_STREAM_END) {
+      size_t next = in_pos;
+      while (next < in.size() && in[next] == 0) ++next;
+      if (next == in.size()) break;
+      if (next != in_pos || in.size() - next < 2 || in[next] != 0x1f || in[next + 1] != 0x8b)
+        fail("data after the end of the compressed stream at byte " + std::to_string(in_pos) + " is not another gzip member");
+      if (inflateReset(&zs) != Z_OK) fail("zlib reset failed");
+      continue;
     }
+    if (rc == Z_BUF_ERROR && in_pos == in.size()) break;  // input ended early: keep what came out
+    if (rc != Z_OK && rc != Z_BUF_ERROR) fail(zs.msg ? zs.msg : "corrupt data");
   }
-  if (zs.total_out > limit) {
+  if (out_pos > limit) {
     inflateEnd(&zs);
     too_large(path, limit);
   }
-  out.resize(zs.total_out);  // no shrink_to_fit: that would copy it all once more
+  out.resize(out_pos);  // no shrink_to_fit: that would copy it all once more
   inflateEnd(&zs);
   return out;
 }

@@ -1,11 +1,7 @@
 #include "core/torchsave/legacy_format.h"
 
 #include <limits>
-#include <map>
-#include <string>
 #include <vector>
-
-#include "core/torchsave/zip_archive.h"
 
 namespace crosstrain::torchsave {
 namespace {
@@ -14,27 +10,26 @@ namespace {
 constexpr std::string_view kMagic("\x80\x02\x8a\x0a\x6c\xfc\x9c\x46\xf9\x20\x6a\xa8\x50\x19\x2e", 15);
 constexpr int64_t kProtocolVersion = 1001;
 
-const Node* dict_get(const Pickle& p, const Node& dict, std::string_view key) {
-  for (size_t i = 0; i + 1 < dict.items.size(); i += 2) {
-    const Node& k = p.nodes[dict.items[i]];
-    if (k.kind == NodeKind::String && k.text == key) return &p.nodes[dict.items[i + 1]];
-  }
+const Node* dict_get(const Pickle& p, uint32_t dict, std::string_view key) {
+  const auto& items = p.items(dict);
+  for (size_t i = 0; i + 1 < items.size(); i += 2)
+    if (p.node(items[i]).kind == NodeKind::String && p.text(items[i]) == key) return &p.node(items[i + 1]);
   return nullptr;
 }
 
 class LegacyReader {
  public:
-  LegacyReader(std::string_view bytes, bool opaque) : bytes_(bytes), opaque_(opaque) {}
+  LegacyReader(const ByteSource& source, bool opaque) : source_(source), opaque_(opaque) {}
 
   LegacyFile read() {
     pos_ = kMagic.size();
     const Pickle version = next("the protocol version");
-    const Node& v = version.nodes[version.root];
+    const Node& v = version.node(version.root);
     if (v.kind != NodeKind::Int || v.integer != kProtocolVersion)
       throw FormatError("legacy torch.save file: protocol version other than 1001");
     const Pickle info = next("sys_info");
-    const Node& root = info.nodes[info.root];
-    const Node* little = root.kind == NodeKind::Dict ? dict_get(info, root, "little_endian") : nullptr;
+    const Node* little =
+        info.node(info.root).kind == NodeKind::Dict ? dict_get(info, info.root, "little_endian") : nullptr;
     if (!little || little->kind != NodeKind::Bool)
       throw FormatError("legacy torch.save file: sys_info without little_endian");
     if (!little->integer) throw FormatError("a big-endian legacy file is not supported");
@@ -42,43 +37,45 @@ class LegacyReader {
     LegacyFile f;
     f.pickle = next("the object", opaque_, true);
     const Pickle keys = next("the storage keys");
-    const Node& list = keys.nodes[keys.root];
-    if (list.kind != NodeKind::List) throw FormatError("legacy torch.save file: the storage keys are not a list");
+    if (keys.node(keys.root).kind != NodeKind::List)
+      throw FormatError("legacy torch.save file: the storage keys are not a list");
 
     // Storage nodes by key; all of one key must agree on type and size (torch keeps one storage).
-    std::map<std::string, std::vector<uint32_t>> by_key;
+    std::map<std::string_view, std::vector<uint32_t>> by_key;
     for (uint32_t i = 0; i < f.pickle.nodes.size(); ++i)
-      if (f.pickle.nodes[i].kind == NodeKind::Storage) by_key[f.pickle.nodes[i].text].push_back(i);
-    for (uint32_t k : list.items) {
-      const Node& key = keys.nodes[k];
-      if (key.kind != NodeKind::String) throw FormatError("legacy torch.save file: a storage key that is not a string");
-      auto it = by_key.find(key.text);
+      if (f.pickle.nodes[i].kind == NodeKind::Storage) by_key[f.pickle.text(i)].push_back(i);
+    for (uint32_t k : keys.items(keys.root)) {
+      if (keys.node(k).kind != NodeKind::String)
+        throw FormatError("legacy torch.save file: a storage key that is not a string");
+      const std::string_view key = keys.text(k);
+      auto it = by_key.find(key);
       if (it == by_key.end() || it->second.empty())
-        throw FormatError("legacy torch.save file: storage " + key.text + " is listed twice or used by no tensor");
-      const Node& s = f.pickle.nodes[it->second.front()];
-      const size_t at = pos_;
+        throw FormatError("legacy torch.save file: storage " + shown(key) + " is listed twice or used by no tensor");
+      const uint32_t first = it->second.front();
+      const Node& s = f.pickle.node(first);
+      const int64_t numel = f.pickle.storage(first).numel;
+      const uint64_t at = pos_;
       const int64_t count = int64_le();
-      if (count != s.numel)
-        throw FormatError("legacy torch.save file: storage " + key.text + " at byte " + std::to_string(at) +
+      if (count != numel)
+        throw FormatError("legacy torch.save file: storage " + shown(key) + " at byte " + std::to_string(at) +
                           " holds " + std::to_string(count) + " elements, its tensors' storage " +
-                          std::to_string(s.numel) + " (corrupt)");
+                          std::to_string(numel) + " (corrupt)");
       const uint64_t item = dtype_size(s.dtype);
-      if (static_cast<uint64_t>(count) > (bytes_.size() - pos_) / item)
-        throw FormatError("legacy torch.save file: storage " + key.text + " at byte " + std::to_string(at) + " needs " +
-                          std::to_string(count) + " " + dtype_name(s.dtype) + " elements; the file ends after " +
-                          std::to_string(bytes_.size() - pos_) + " bytes (truncated)");
-      const std::string_view data = bytes_.substr(pos_, static_cast<size_t>(count) * item);
-      pos_ += data.size();
-      for (uint32_t n : it->second) {
-        const Node& other = f.pickle.nodes[n];
-        if (other.dtype != s.dtype || other.numel != s.numel)
-          throw FormatError("legacy torch.save file: storage " + key.text + " is used with two types or sizes");
-        f.storage_bytes.emplace(n, data);
-      }
+      if (static_cast<uint64_t>(count) > (source_.size() - pos_) / item)
+        throw FormatError("legacy torch.save file: storage " + shown(key) + " at byte " + std::to_string(at) +
+                          " needs " + std::to_string(count) + " " + dtype_name(s.dtype) +
+                          " elements; the file ends after " + std::to_string(source_.size() - pos_) +
+                          " bytes (truncated)");
+      for (uint32_t n : it->second)
+        if (f.pickle.node(n).dtype != s.dtype || f.pickle.storage(n).numel != numel)
+          throw FormatError("legacy torch.save file: storage " + shown(key) + " is used with two types or sizes");
+      f.storage_offsets.emplace(std::string(key), pos_);
+      pos_ += static_cast<uint64_t>(count) * item;
       it->second.clear();  // a key listed twice is refused above
     }
     for (const auto& [key, nodes] : by_key)
-      if (!nodes.empty()) throw FormatError("legacy torch.save file: storage " + key + " is not in the storage list");
+      if (!nodes.empty())
+        throw FormatError("legacy torch.save file: storage " + shown(key) + " is not in the storage list");
     return f;
   }
 
@@ -89,33 +86,35 @@ class LegacyReader {
     o.origin = pos_;
     o.opaque_objects = opaque;
     o.legacy_storages = storages;
-    Pickle p = read_pickle(bytes_.substr(pos_), o);
+    Pickle p = read_pickle(source_, pos_, o);
     pos_ += p.end;
     return p;
   }
   int64_t int64_le() {
-    if (bytes_.size() - pos_ < 8)
+    if (source_.size() - pos_ < 8)
       throw FormatError("legacy torch.save file: ends inside a storage's element count (truncated)");
+    const std::string b = source_.read_string(pos_, 8);
     uint64_t v = 0;
-    for (int i = 7; i >= 0; --i) v = (v << 8) | static_cast<unsigned char>(bytes_[pos_ + static_cast<size_t>(i)]);
+    for (int i = 7; i >= 0; --i) v = (v << 8) | static_cast<unsigned char>(b[static_cast<size_t>(i)]);
     pos_ += 8;
     if (v > static_cast<uint64_t>(std::numeric_limits<int64_t>::max()))
       throw FormatError("legacy torch.save file: a negative storage element count (corrupt)");
     return static_cast<int64_t>(v);
   }
 
-  std::string_view bytes_;
+  const ByteSource& source_;
   bool opaque_;
-  size_t pos_ = 0;
+  uint64_t pos_ = 0;
 };
 
 }  // namespace
 
-bool is_legacy_torch_file(std::string_view bytes) { return bytes.substr(0, kMagic.size()) == kMagic; }
+bool is_legacy_torch_file(std::string_view start) { return start.substr(0, kMagic.size()) == kMagic; }
 
-LegacyFile read_legacy_torch_file(std::string_view bytes, bool opaque_objects) {
-  if (!is_legacy_torch_file(bytes)) throw FormatError("not a legacy torch.save file (no magic number)");
-  return LegacyReader(bytes, opaque_objects).read();
+LegacyFile read_legacy_torch_file(const ByteSource& source, bool opaque_objects) {
+  if (!is_legacy_torch_file(source.read_string(0, std::min<uint64_t>(source.size(), kMagic.size()))))
+    throw FormatError("not a legacy torch.save file (no magic number)");
+  return LegacyReader(source, opaque_objects).read();
 }
 
 }  // namespace crosstrain::torchsave

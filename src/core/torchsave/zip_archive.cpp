@@ -3,7 +3,7 @@
 #include <zlib.h>
 
 #include <algorithm>
-#include <limits>
+#include <string_view>
 
 namespace crosstrain::torchsave {
 namespace {
@@ -12,120 +12,147 @@ constexpr uint32_t kLocalHeader = 0x04034b50, kCentralHeader = 0x02014b50, kEnd 
                    kEnd64Locator = 0x07064b50, kEnd64 = 0x06064b50;
 constexpr size_t kEndSize = 22, kEnd64LocatorSize = 20, kEnd64Size = 56, kCentralSize = 46, kLocalSize = 30;
 constexpr uint64_t kMaxEntries = 1u << 20;
+constexpr size_t kCrcPiece = size_t{4} << 20;
 
-// Little-endian reads at an offset already checked by `need`.
+// Little-endian reads at an offset already checked.
 uint64_t le(std::string_view b, uint64_t at, int n) {
   uint64_t v = 0;
   for (int i = n - 1; i >= 0; --i) v = (v << 8) | static_cast<unsigned char>(b[at + static_cast<uint64_t>(i)]);
   return v;
 }
 
-void need(std::string_view b, uint64_t at, uint64_t n, const char* what) {
-  if (at > b.size() || n > b.size() - at)
-    throw FormatError(std::string("truncated zip archive (") + what + " runs past the end of the file)");
+void need(uint64_t size, uint64_t at, uint64_t n, const std::string& what) {
+  if (at > size || n > size - at) throw FormatError("truncated zip archive (" + what + " runs past the end of the file)");
 }
 
-uint32_t crc32_of(std::string_view data) {
-  uLong crc = crc32(0L, Z_NULL, 0);
-  constexpr size_t kChunk = 1u << 30;
-  for (size_t at = 0; at < data.size(); at += kChunk) {
-    const size_t n = std::min(kChunk, data.size() - at);
-    crc = crc32(crc, reinterpret_cast<const Bytef*>(data.data() + at), static_cast<uInt>(n));
-  }
-  return static_cast<uint32_t>(crc);
+uint32_t crc32_update(uint32_t crc, const char* data, size_t n) {
+  constexpr size_t kChunk = size_t{1} << 30;
+  uLong c = crc;
+  for (size_t at = 0; at < n; at += kChunk)
+    c = crc32(c, reinterpret_cast<const Bytef*>(data + at), static_cast<uInt>(std::min(kChunk, n - at)));
+  return static_cast<uint32_t>(c);
 }
 
 }  // namespace
 
-ZipArchive::ZipArchive(std::string_view bytes, bool check_crc) : bytes_(bytes), check_crc_(check_crc) {
+void read_record(const ByteSource& source, const ZipRecord& r, char* dest, uint64_t n, bool check_crc,
+                 const std::string& name) {
+  source.read(r.offset, static_cast<size_t>(n), dest);
+  if (!check_crc) return;
+  uint32_t crc = crc32_update(static_cast<uint32_t>(crc32(0L, Z_NULL, 0)), dest, static_cast<size_t>(n));
+  std::string piece;
+  for (uint64_t at = n; at < r.size;) {
+    const size_t len = static_cast<size_t>(std::min<uint64_t>(kCrcPiece, r.size - at));
+    piece.resize(len);
+    source.read(r.offset + at, len, piece.data());
+    crc = crc32_update(crc, piece.data(), len);
+    at += len;
+  }
+  if (crc != r.crc) throw FormatError("record '" + shown(name) + "' fails its CRC-32 check (corrupt)");
+}
+
+ZipArchive::ZipArchive(const ByteSource& source, bool check_crc) : source_(source), check_crc_(check_crc) {
   read_central_directory();
 }
 
 void ZipArchive::read_central_directory() {
-  const std::string_view b = bytes_;
-  if (b.size() < kEndSize || le(b, 0, 4) != kLocalHeader)
+  const uint64_t size = source_.size();
+  if (size < kEndSize || le(source_.read_string(0, 4), 0, 4) != kLocalHeader)
     throw FormatError("neither a zip archive (torch.save's format since PyTorch 1.6) nor the legacy torch.save format");
   // The end record sits in the last 22 + 65535 (comment) bytes; the last match wins.
-  const uint64_t lowest = b.size() > kEndSize + 0xFFFF ? b.size() - kEndSize - 0xFFFF : 0;
-  uint64_t end = b.size() - kEndSize;
-  while (le(b, end, 4) != kEnd) {
-    if (end == lowest) throw FormatError("truncated zip archive (no end of central directory)");
+  const uint64_t tail_at = size > kEndSize + 0xFFFF ? size - kEndSize - 0xFFFF : 0;
+  const std::string tail = source_.read_string(tail_at, static_cast<size_t>(size - tail_at));
+  uint64_t end = tail.size() - kEndSize;
+  while (le(tail, end, 4) != kEnd) {
+    if (end == 0) throw FormatError("truncated zip archive (no end of central directory)");
     --end;
   }
-  uint64_t count = le(b, end + 10, 2), cd_size = le(b, end + 12, 4), cd_offset = le(b, end + 16, 4);
+  uint64_t count = le(tail, end + 10, 2), cd_size = le(tail, end + 12, 4), cd_offset = le(tail, end + 16, 4);
   if (count == 0xFFFF || cd_size == 0xFFFFFFFF || cd_offset == 0xFFFFFFFF) {
-    if (end < kEnd64LocatorSize || le(b, end - kEnd64LocatorSize, 4) != kEnd64Locator)
-      throw FormatError("zip64 archive without its end-of-central-directory locator");
-    const uint64_t at = le(b, end - kEnd64LocatorSize + 8, 8);
-    need(b, at, kEnd64Size, "zip64 end of central directory");
-    if (le(b, at, 4) != kEnd64) throw FormatError("bad zip64 end-of-central-directory record");
-    count = le(b, at + 32, 8);
-    cd_size = le(b, at + 40, 8);
-    cd_offset = le(b, at + 48, 8);
+    const uint64_t end_at = tail_at + end;
+    if (end_at < kEnd64LocatorSize) throw FormatError("zip64 archive without its end-of-central-directory locator");
+    const std::string locator = source_.read_string(end_at - kEnd64LocatorSize, kEnd64LocatorSize);
+    if (le(locator, 0, 4) != kEnd64Locator) throw FormatError("zip64 archive without its end-of-central-directory locator");
+    const uint64_t at = le(locator, 8, 8);
+    need(size, at, kEnd64Size, "zip64 end of central directory");
+    const std::string end64 = source_.read_string(at, kEnd64Size);
+    if (le(end64, 0, 4) != kEnd64) throw FormatError("bad zip64 end-of-central-directory record");
+    count = le(end64, 32, 8);
+    cd_size = le(end64, 40, 8);
+    cd_offset = le(end64, 48, 8);
   }
   if (count > kMaxEntries) throw FormatError("zip archive claims " + std::to_string(count) + " records");
-  need(b, cd_offset, cd_size, "central directory");
-  uint64_t at = cd_offset;
-  const uint64_t cd_end = cd_offset + cd_size;
+  need(size, cd_offset, cd_size, "central directory");
+  const std::string cd = source_.read_string(cd_offset, static_cast<size_t>(cd_size));
+  uint64_t at = 0;
   for (uint64_t i = 0; i < count; ++i) {
-    if (at > cd_end || kCentralSize > cd_end - at || le(b, at, 4) != kCentralHeader)
+    if (kCentralSize > cd.size() - at || le(cd, at, 4) != kCentralHeader)
       throw FormatError("corrupt zip central directory (record " + std::to_string(i) + ")");
-    const uint64_t name_len = le(b, at + 28, 2), extra_len = le(b, at + 30, 2), comment_len = le(b, at + 32, 2);
-    if (kCentralSize + name_len + extra_len + comment_len > cd_end - at)
+    const uint64_t name_len = le(cd, at + 28, 2), extra_len = le(cd, at + 30, 2), comment_len = le(cd, at + 32, 2);
+    if (kCentralSize + name_len + extra_len + comment_len > cd.size() - at)
       throw FormatError("corrupt zip central directory (record " + std::to_string(i) + " runs past it)");
     Entry e;
-    e.method = static_cast<uint16_t>(le(b, at + 10, 2));
-    e.crc = static_cast<uint32_t>(le(b, at + 16, 4));
-    uint64_t compressed = le(b, at + 20, 4), size = le(b, at + 24, 4), local = le(b, at + 42, 4);
-    std::string name(b.substr(at + kCentralSize, name_len));
+    e.method = static_cast<uint16_t>(le(cd, at + 10, 2));
+    e.crc = static_cast<uint32_t>(le(cd, at + 16, 4));
+    uint64_t compressed = le(cd, at + 20, 4), stored = le(cd, at + 24, 4), local = le(cd, at + 42, 4);
+    std::string name = cd.substr(at + kCentralSize, name_len);
     // Zip64 extended information: 8-byte values, present only for the fields saturated above, in
     // this order.
     uint64_t x = at + kCentralSize + name_len;
     const uint64_t x_end = x + extra_len;
     while (x_end - x >= 4) {
-      const uint64_t id = le(b, x, 2), len = le(b, x + 2, 2);
-      if (len > x_end - x - 4) throw FormatError("corrupt zip extra field in record '" + name + "'");
+      const uint64_t id = le(cd, x, 2), len = le(cd, x + 2, 2);
+      if (len > x_end - x - 4) throw FormatError("corrupt zip extra field in record '" + shown(name) + "'");
       if (id == 0x0001) {
         uint64_t f = x + 4;
         auto next = [&](uint64_t& v) {
           if (v != 0xFFFFFFFF) return;
-          if (f + 8 > x + 4 + len) throw FormatError("short zip64 field in record '" + name + "'");
-          v = le(b, f, 8);
+          if (f + 8 > x + 4 + len) throw FormatError("short zip64 field in record '" + shown(name) + "'");
+          v = le(cd, f, 8);
           f += 8;
         };
-        next(size);
+        next(stored);
         next(compressed);
         next(local);
       }
       x += 4 + len;
     }
-    need(b, local, kLocalSize, "local file header");
-    if (le(b, local, 4) != kLocalHeader) throw FormatError("bad local header for record '" + name + "'");
-    const uint64_t data = local + kLocalSize + le(b, local + 26, 2) + le(b, local + 28, 2);
-    need(b, data, compressed, ("record '" + name + "'").c_str());
-    if (e.method == 0 && compressed != size)
-      throw FormatError("record '" + name + "' is stored with two different sizes");
-    e.data_offset = data;
+    if (e.method == 0 && compressed != stored)
+      throw FormatError("record '" + shown(name) + "' is stored with two different sizes");
+    need(size, local, kLocalSize, "local file header");
+    need(size, local + kLocalSize, compressed, "record '" + shown(name) + "'");
+    e.local_header = local;
     e.size = compressed;
     if (i == 0) first_name_ = name;
-    if (!entries_.emplace(name, e).second) throw FormatError("record '" + name + "' appears twice");
+    if (!entries_.emplace(std::move(name), e).second)
+      throw FormatError("record '" + shown(cd.substr(at + kCentralSize, name_len)) + "' appears twice");
     at += kCentralSize + name_len + extra_len + comment_len;
   }
   if (entries_.empty()) throw FormatError("empty zip archive");
 }
 
-std::string_view ZipArchive::record(const std::string& name) const {
+ZipRecord ZipArchive::locate(const std::string& name) const {
   auto it = entries_.find(name);
-  if (it == entries_.end()) throw FormatError("record '" + name + "' is missing");
+  if (it == entries_.end()) throw FormatError("record '" + shown(name) + "' is missing");
   const Entry& e = it->second;
   if (e.method != 0)
-    throw FormatError("record '" + name + "' is compressed (method " + std::to_string(e.method) +
+    throw FormatError("record '" + shown(name) + "' is compressed (method " + std::to_string(e.method) +
                       "); torch.save stores records uncompressed");
-  std::string_view data = bytes_.substr(e.data_offset, e.size);
-  if (check_crc_ && !e.crc_checked) {
-    if (crc32_of(data) != e.crc) throw FormatError("record '" + name + "' fails its CRC-32 check (corrupt)");
-    e.crc_checked = true;
-  }
+  // The local header's own name and extra lengths place the data.
+  const std::string local = source_.read_string(e.local_header, kLocalSize);
+  if (le(local, 0, 4) != kLocalHeader) throw FormatError("bad local header for record '" + shown(name) + "'");
+  ZipRecord r;
+  r.offset = e.local_header + kLocalSize + le(local, 26, 2) + le(local, 28, 2);
+  r.size = e.size;
+  r.crc = e.crc;
+  need(source_.size(), r.offset, r.size, "record '" + shown(name) + "'");
+  return r;
+}
+
+std::string ZipArchive::read(const std::string& name) const {
+  const ZipRecord r = locate(name);
+  std::string data(static_cast<size_t>(r.size), '\0');
+  read_record(source_, r, data.data(), r.size, check_crc_, name);
   return data;
 }
 

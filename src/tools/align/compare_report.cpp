@@ -80,6 +80,36 @@ std::string loss_summary(const LossComparison& l) {
   return s;
 }
 
+// The operator behind a record, for the first divergence: "operator aten::bmm (forward) in module
+// h.1.attn", then its source line and the user's line that led there.
+const OpOrigin* origin_of(const TensorComparison& t) {
+  if (t.b && t.b->op) return &*t.b->op;
+  if (t.a && t.a->op) return &*t.a->op;
+  return nullptr;
+}
+
+std::string origin_lines(const TensorComparison& t) {
+  const OpOrigin* o = origin_of(t);
+  if (!o) return {};
+  std::string out = "  operator " + o->op + (o->overload.empty() || o->overload == "default" ? "" : "." + o->overload) +
+                    " (" + o->phase + ")" + (o->module.empty() ? " outside any module" : " in module " + o->module) + "\n";
+  if (!o->source.empty()) out += "  at " + o->source + (o->code.empty() ? "" : ": " + o->code) + "\n";
+  if (!o->user_source.empty())
+    out += "  called from " + o->user_source + (o->user_code.empty() ? "" : ": " + o->user_code) + "\n";
+  if (o->random)
+    out += "  a random operator: each device draws from its own generator, so its outputs differ by design "
+           "(compare with dropout off, e.g. model.eval() or p=0)\n";
+  return out;
+}
+
+nlohmann::json origin_json(const TensorComparison& t) {
+  const OpOrigin* o = origin_of(t);
+  if (!o) return nullptr;
+  return {{"op", o->op},       {"overload", o->overload}, {"phase", o->phase},
+          {"module", o->module}, {"source", o->source},   {"code", o->code},
+          {"user_source", o->user_source}, {"user_code", o->user_code}, {"random", o->random}};
+}
+
 nlohmann::json opt_json(const std::optional<double>& v) { return v ? nlohmann::json(*v) : nlohmann::json(nullptr); }
 
 nlohmann::json number(double v) { return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr); }
@@ -102,6 +132,7 @@ std::string render_compare_console(const CompareResult& r, const ConsoleOptions&
   if (r.first_divergence) {
     const auto& t = r.tensors[*r.first_divergence];
     out += "\nfirst divergence: step " + std::to_string(t.step) + " " + t.name + " (" + t.reason + ")\n";
+    out += origin_lines(t);
     report::Table tab = make_table();
     for (size_t i : r.divergence_window()) tab.add_row(row_cells(r.tensors[i]));
     out += tab.render();
@@ -152,7 +183,7 @@ nlohmann::json compare_to_json(const CompareResult& r) {
   auto pointer = [&](const std::optional<size_t>& i) -> nlohmann::json {
     if (!i) return nullptr;
     const auto& t = r.tensors[*i];
-    return {{"index", *i}, {"step", t.step}, {"name", t.name}, {"reason", t.reason}};
+    return {{"index", *i}, {"step", t.step}, {"name", t.name}, {"reason", t.reason}, {"origin", origin_json(t)}};
   };
   j["first_divergence"] = pointer(r.first_divergence);
   j["first_warning"] = pointer(r.first_warning);
@@ -266,6 +297,13 @@ std::string compare_to_html(const CompareResult& r) {
     const auto& t = r.tensors[*r.first_divergence];
     page.add_heading("First divergence");
     page.add_paragraph("step " + std::to_string(t.step) + ", " + t.name + ": " + t.reason);
+    const std::string origin = origin_lines(t);
+    size_t start = 0;
+    while (start < origin.size()) {  // one paragraph per line of the console's account
+      const size_t end = origin.find('\n', start);
+      page.add_paragraph(origin.substr(start + 2, end - start - 2));
+      start = end + 1;
+    }
     std::vector<std::vector<std::string>> rows;
     for (size_t i : r.divergence_window()) rows.push_back(row_cells(r.tensors[i]));
     page.add_table(row_header(), rows, "divergence");

@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <chrono>
 #include <filesystem>
+#include <future>
 #include <map>
+#include <string_view>
 #include <stdexcept>
 #include <unordered_map>
 
@@ -205,14 +207,34 @@ CompareResult compare_paths(const std::string& a, const std::string& b, const Co
     return r;
   }
   r.input = "dumps";
-  const DumpIndex da = dump_of(a, "A"), db = dump_of(b, "B");
+  // The two indexes are read at once (an operator-level dump holds 100k records and more). A
+  // failure on A is reported before one on B, as when they were read one after the other.
+  auto reading_b = std::async(std::launch::async, [&] { return std::make_shared<const DumpIndex>(dump_of(b, "B")); });
+  try {
+    r.index_a = std::make_shared<const DumpIndex>(dump_of(a, "A"));
+  } catch (...) {
+    try {
+      reading_b.get();
+    } catch (...) {
+    }
+    throw;
+  }
+  r.index_b = reading_b.get();
+  const DumpIndex& da = *r.index_a;
+  const DumpIndex& db = *r.index_b;
   for (auto [idx, side] : {std::pair{&da, "A"}, std::pair{&db, "B"}}) {
     for (const auto& p : idx->problems) r.problems.push_back(std::string(side) + ": " + p);
     for (const auto& p : idx->loss.problems) r.problems.push_back(std::string(side) + ": " + p);
   }
   // Pair records by (step, name); keep A's execution order, B-only records after their step.
-  std::unordered_map<std::string, size_t> b_by_key;
-  auto key = [](const DumpRecord& rec) { return std::to_string(rec.step) + '\n' + rec.name; };
+  // Keys are views into B's records, which the result keeps.
+  using Key = std::pair<int64_t, std::string_view>;
+  struct KeyHash {
+    size_t operator()(const Key& k) const { return std::hash<std::string_view>()(k.second) * 31 + std::hash<int64_t>()(k.first); }
+  };
+  std::unordered_map<Key, size_t, KeyHash> b_by_key;
+  b_by_key.reserve(db.records.size());
+  auto key = [](const DumpRecord& rec) { return Key{rec.step, rec.name}; };
   for (size_t i = 0; i < db.records.size(); ++i) b_by_key.emplace(key(db.records[i]), i);
   std::vector<bool> b_used(db.records.size(), false);
   std::map<int64_t, std::vector<TensorComparison>> by_step;
@@ -221,14 +243,14 @@ CompareResult compare_paths(const std::string& a, const std::string& b, const Co
     tc.step = rec.step;
     tc.name = rec.name;
     tc.kind = rec.kind;
-    tc.a = rec;
+    tc.a = &rec;
     auto it = b_by_key.find(key(rec));
     if (it == b_by_key.end()) {
       tc.status = PairStatus::MissingInB;
       tc.verdict = Verdict::Error;
       tc.reason = "only in A";
     } else {
-      tc.b = db.records[it->second];
+      tc.b = &db.records[it->second];
       b_used[it->second] = true;
     }
     by_step[rec.step].push_back(std::move(tc));
@@ -240,12 +262,13 @@ CompareResult compare_paths(const std::string& a, const std::string& b, const Co
     tc.step = rec.step;
     tc.name = rec.name;
     tc.kind = rec.kind;
-    tc.b = rec;
+    tc.b = &rec;
     tc.status = PairStatus::MissingInA;
     tc.verdict = Verdict::Error;
     tc.reason = "only in B";
     by_step[rec.step].push_back(std::move(tc));
   }
+  r.tensors.reserve(da.records.size() + db.records.size());
   for (auto& [step, list] : by_step)
     for (auto& tc : list) r.tensors.push_back(std::move(tc));
 

@@ -16,6 +16,7 @@
 // format, a file over its size limit) is UnreadableInput.
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -35,7 +36,8 @@ struct TensorComparison {
   int64_t step = 0;
   std::string name;
   RecordKind kind = RecordKind::Other;
-  std::optional<DumpRecord> a, b;
+  const DumpRecord* a = nullptr;          // into CompareResult's indices; null on the side it is missing
+  const DumpRecord* b = nullptr;
   PairStatus status = PairStatus::Compared;
   std::string method;                     // "tensor" (element-wise) or "stats"
   DType effective_dtype = DType::Float32; // precision whose thresholds apply
@@ -63,8 +65,11 @@ struct CompareCounts {
   int64_t missing_in_a = 0, missing_in_b = 0, shape_mismatch = 0, unreadable = 0;
 };
 
+struct DumpIndex;
+
 struct CompareResult {
   std::string path_a, path_b;
+  std::shared_ptr<const DumpIndex> index_a, index_b;  // the records TensorComparison points into
   std::string input;                     // "dumps" or "loss_logs"
   std::vector<TensorComparison> tensors; // execution order: step, then A's order, B-only last
   CompareCounts counts;

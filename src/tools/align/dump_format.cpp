@@ -36,15 +36,9 @@ constexpr KindInfo kKinds[] = {
     {RecordKind::Forward, "forward", 0},          {RecordKind::Loss, "loss", 0},
     {RecordKind::GradOutput, "grad_output", 1},   {RecordKind::ParamGrad, "param_grad", 2},
     {RecordKind::ParamGradUnscaled, "param_grad_unscaled", 2}, {RecordKind::LossScale, "loss_scale", 2},
-    {RecordKind::Other, "other", 2},
+    {RecordKind::OpForward, "op_forward", 0},     {RecordKind::OpBackward, "op_backward", 1},
+    {RecordKind::OpOptimizer, "op_optimizer", 2}, {RecordKind::Other, "other", 2},
 };
-
-std::optional<double> opt_number(const nlohmann::json& j, const char* key) {
-  auto it = j.find(key);
-  if (it == j.end() || it->is_null()) return std::nullopt;
-  if (!it->is_number()) throw std::invalid_argument(std::string("stats field '") + key + "' is not a number");
-  return it->get<double>();
-}
 
 }  // namespace
 
@@ -112,20 +106,6 @@ int64_t json_int64(const nlohmann::json& v, const std::string& what) {
   return v.get<int64_t>();
 }
 
-TensorStats stats_from_json(const nlohmann::json& j) {
-  if (!j.is_object()) throw std::invalid_argument("'stats' is not an object");
-  TensorStats s;
-  s.max = opt_number(j, "max");
-  s.min = opt_number(j, "min");
-  s.mean = opt_number(j, "mean");
-  s.norm = opt_number(j, "norm");
-  for (auto [key, field] : {std::pair{"nan_count", &s.nan_count}, std::pair{"inf_count", &s.inf_count}}) {
-    auto it = j.find(key);
-    if (it != j.end() && !it->is_null()) *field = json_int64(*it, key);
-  }
-  return s;
-}
-
 nlohmann::json record_to_json(const DumpRecord& r) {
   nlohmann::json j = {{"seq", r.seq},
                       {"step", r.step},
@@ -138,47 +118,17 @@ nlohmann::json record_to_json(const DumpRecord& r) {
     j["file"] = r.file;
     j["stored_dtype"] = dtype_name(r.stored_dtype);
   }
-  return j;
-}
-
-DumpRecord record_from_json(const nlohmann::json& j) {
-  if (!j.is_object()) throw std::invalid_argument("record is not a JSON object");
-  auto need = [&](const char* key) -> const nlohmann::json& {
-    auto it = j.find(key);
-    if (it == j.end()) throw std::invalid_argument(std::string("record lacks '") + key + "'");
-    return *it;
-  };
-  DumpRecord r;
-  try {
-    r.seq = json_int64(need("seq"), "seq");
-    r.step = json_int64(need("step"), "step");
-    r.name = need("name").get<std::string>();
-    r.kind = parse_record_kind(j.value("kind", std::string("other")));
-    auto dt = parse_dtype(need("dtype").get<std::string>());
-    if (!dt) throw std::invalid_argument("unknown dtype '" + j["dtype"].get<std::string>() + "'");
-    r.dtype = *dt;
-    r.stored_dtype = r.dtype == DType::BFloat16 ? DType::Float32 : r.dtype;
-    if (j.contains("stored_dtype")) {
-      auto st = parse_dtype(j["stored_dtype"].get<std::string>());
-      if (!st) throw std::invalid_argument("unknown stored_dtype");
-      r.stored_dtype = *st;
-    }
-    const auto& shape = need("shape");
-    if (!shape.is_array()) throw std::invalid_argument("'shape' is not a list");
-    for (const auto& d : shape) r.shape.push_back(json_int64(d, "shape"));
-    for (auto d : r.shape)
-      if (d < 0) throw std::invalid_argument("negative dimension in 'shape'");
-    r.stats = stats_from_json(need("stats"));
-    r.stats.numel = shape_numel(r.shape);
-    r.file = j.value("file", std::string());
-    if (!r.file.empty() && (r.file[0] == '/' || r.file == ".." || r.file.rfind("../", 0) == 0 ||
-                            r.file.find("/../") != std::string::npos ||
-                            (r.file.size() >= 3 && r.file.compare(r.file.size() - 3, 3, "/..") == 0)))
-      throw std::invalid_argument("'file' " + r.file + " leads out of the dump directory");
-  } catch (const nlohmann::json::exception& e) {
-    throw std::invalid_argument(std::string("record has a field of the wrong type: ") + e.what());
+  if (!r.device.empty()) j["device"] = r.device;
+  if (r.op) {
+    const OpOrigin& o = *r.op;
+    nlohmann::json op = {{"name", o.op}, {"overload", o.overload}, {"phase", o.phase}, {"module", o.module}};
+    for (auto [key, value] : {std::pair{"source", &o.source}, std::pair{"code", &o.code},
+                              std::pair{"user_source", &o.user_source}, std::pair{"user_code", &o.user_code}})
+      if (!value->empty()) op[key] = *value;
+    if (o.random) op["random"] = true;
+    j["op"] = std::move(op);
   }
-  return r;
+  return j;
 }
 
 std::string shape_to_string(const std::vector<int64_t>& shape) {

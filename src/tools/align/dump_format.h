@@ -20,6 +20,8 @@
 namespace crosstrain::align {
 
 // Bump when a field changes meaning or goes away; readers refuse versions newer than theirs.
+// Operator records (kinds op_forward/op_backward/op_optimizer, an "op" object) are additions: a
+// reader that predates them reads them as kind "other" and compares them all the same.
 constexpr int kDumpFormatVersion = 1;
 constexpr const char* kDumpFormatName = "crosstrain-dump";
 constexpr const char* kIndexFile = "index.jsonl";
@@ -48,7 +50,11 @@ bool dtype_is_float(DType t);
 int dtype_precision_rank(DType t);               // float64 > float32 > float16 > bfloat16 > integers
 
 // What a record is. The kind is the prefix of the record name.
-enum class RecordKind { Forward, GradOutput, ParamGrad, ParamGradUnscaled, Loss, LossScale, Other };
+enum class RecordKind {
+  Forward, GradOutput, ParamGrad, ParamGradUnscaled, Loss, LossScale,
+  OpForward, OpBackward, OpOptimizer,  // one output of an aten operator (crosstrain run --dump-level op)
+  Other
+};
 std::string record_kind_name(RecordKind k);      // "forward", "grad_output", ...
 RecordKind parse_record_kind(const std::string& s);  // unknown strings map to Other
 // Execution phase for "forward before backward" ordering: 0 forward, 1 backward, 2 after backward.
@@ -63,7 +69,18 @@ struct TensorStats {
   int64_t numel = 0;
 };
 nlohmann::json stats_to_json(const TensorStats& s);
-TensorStats stats_from_json(const nlohmann::json& j);  // std::invalid_argument on wrong types
+
+// Where an operator record comes from: the aten operator, the phase it ran in, the module path and
+// the source lines (innermost frame outside torch, and the user's own file when that differs).
+struct OpOrigin {
+  std::string op;          // schema name, "aten::bmm"
+  std::string overload;    // "default", "Tensor", ...
+  std::string phase;       // forward | backward | optimizer
+  std::string module;      // "transformer.h.1.attn", "" outside every module
+  std::string source, code;            // "model.py:84" and that line's text
+  std::string user_source, user_code;  // the user's file, when source is in a library
+  bool random = false;     // a seeded random operator (dropout, ...): devices' generators differ
+};
 
 struct DumpRecord {
   int64_t seq = 0;                // execution order over the whole dump
@@ -75,13 +92,16 @@ struct DumpRecord {
   std::vector<int64_t> shape;
   TensorStats stats;
   std::string file;               // relative to the dump directory; empty in stats mode
+  std::string device;             // where the tensor lived when not the CPU ("cuda:0"); optional
+  std::optional<OpOrigin> op;     // operator records only
 };
 // An integer field read from a file: std::invalid_argument naming `what` unless `v` is an integer
 // that fits int64 (a float such as 1e300 would otherwise be cast with undefined behaviour).
 int64_t json_int64(const nlohmann::json& v, const std::string& what);
 
 nlohmann::json record_to_json(const DumpRecord& r);
-DumpRecord record_from_json(const nlohmann::json& j);  // std::invalid_argument naming the bad field
+// std::invalid_argument naming the bad field; the reader of index.jsonl (record_parser.cpp) does the work.
+DumpRecord record_from_json(const nlohmann::json& j);
 
 std::string shape_to_string(const std::vector<int64_t>& shape);  // "[2, 3]"
 // 1 for a 0-d tensor, 0 when any dimension is 0; std::invalid_argument for a negative dimension or

@@ -2,10 +2,11 @@
 
 #include <algorithm>
 #include <filesystem>
-#include <sstream>
 #include <stdexcept>
 
 #include "report/input_file.h"
+#include "report/json_scanner.h"
+#include "tools/align/record_parser.h"
 
 namespace fs = std::filesystem;
 
@@ -37,11 +38,10 @@ void read_header(const nlohmann::json& header, const std::string& index_path, Du
 }  // namespace
 
 DumpIndex parse_dump_index(const std::string& text, const std::string& where) {
-  std::istringstream in(text);
   const std::string& index_path = where;
   DumpIndex idx;
-  std::string line;
-  if (!std::getline(in, line)) throw std::runtime_error(index_path + ": empty index");
+  if (text.empty()) throw std::runtime_error(index_path + ": empty index");
+  const std::string line = text.substr(0, text.find('\n'));
   nlohmann::json header;
   try {
     header = nlohmann::json::parse(line);
@@ -55,19 +55,41 @@ DumpIndex parse_dump_index(const std::string& text, const std::string& where) {
   } catch (const std::invalid_argument& e) {
     throw std::runtime_error(index_path + ": " + e.what());
   }
+  // The records: one scanner over the whole text (it needs the NUL that ends a std::string), moved
+  // to each line's start; a bad line is a problem of the dump and the next line is read anyway.
+  report::JsonScanner js(text.data(), text.size(), where);
+  idx.records.reserve(static_cast<size_t>(std::count(text.begin(), text.end(), '\n')));
   int64_t line_no = 1;
-  while (std::getline(in, line)) {
+  size_t begin = text.find('\n');
+  while (begin != std::string::npos && begin < text.size()) {
+    ++begin;
+    size_t end = text.find('\n', begin);
+    if (end == std::string::npos) end = text.size();
     ++line_no;
-    if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
+    if (text.find_first_not_of(" \t\r", begin) >= end) {
+      begin = end;
+      continue;
+    }
     try {
-      idx.records.push_back(record_from_json(nlohmann::json::parse(line)));
+      js.seek(begin);
+      DumpRecord r = parse_record(js);
+      if (js.offset() > end) throw std::invalid_argument("the record runs past the end of its line");
+      if (text.find_first_not_of(" \t\r", js.offset()) < end) throw std::invalid_argument("text after the record");
+      idx.records.push_back(std::move(r));
+    } catch (const report::JsonFormatError& e) {
+      const auto at = e.offset() >= begin && e.offset() <= end ? " column " + std::to_string(e.offset() - begin + 1) : "";
+      idx.problems.push_back(std::string(kIndexFile) + " line " + std::to_string(line_no) + at + ": not JSON");
     } catch (const std::exception& e) {
       idx.problems.push_back(std::string(kIndexFile) + " line " + std::to_string(line_no) + ": " + e.what());
     }
+    begin = end;
   }
-  std::stable_sort(idx.records.begin(), idx.records.end(), [](const DumpRecord& x, const DumpRecord& y) {
+  const auto by_step_then_seq = [](const DumpRecord& x, const DumpRecord& y) {
     return x.step != y.step ? x.step < y.step : x.seq < y.seq;
-  });
+  };
+  // Writers write in this order; sorting is for merged or edited indexes.
+  if (!std::is_sorted(idx.records.begin(), idx.records.end(), by_step_then_seq))
+    std::stable_sort(idx.records.begin(), idx.records.end(), by_step_then_seq);
   return idx;
 }
 

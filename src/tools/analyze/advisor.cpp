@@ -33,12 +33,6 @@ std::string top_names(const std::vector<NamedTotal>& v, size_t n = 3) {
   return s;
 }
 
-double sum_us(const std::vector<NamedTotal>& v) {
-  double s = 0;
-  for (const auto& e : v) s += e.total_us;
-  return s;
-}
-
 double median_other_steps(const TraceAnalysis& a) {
   std::vector<double> d;
   for (size_t i = 1; i < a.steps.size(); ++i) d.push_back(a.steps[i].duration_us);
@@ -55,12 +49,31 @@ double idle_launch_wait_us(const TraceAnalysis& a) {
 
 const std::vector<AdvisorRule>& advisor_rules() {
   static const std::vector<AdvisorRule> rules = {
+    // First: when the allocator stalls the host, data loading and launches look slow because of it.
+    {"allocator", "Device memory is allocated and freed inside the step", 0.05, "> 5% of step time",
+     "Each step calls the driver's allocator, and frees (cudaFree, hipFree) wait for the whole device: keep "
+     "PyTorch's caching allocator on (unset PYTORCH_NO_CUDA_MEMORY_CACHING / PYTORCH_NO_HIP_MEMORY_CACHING), "
+     "do not call torch.cuda.empty_cache() in the loop, keep tensor shapes steady, and against fragmentation "
+     "set PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True (PYTORCH_HIP_ALLOC_CONF on ROCm).",
+     [](const TraceAnalysis& a) {
+       return a.allocator_us > 0 && a.total.duration_us > 0 ? a.share(a.allocator_us) : kNotApplicable;
+     },
+     pct_of_step,
+     [](const TraceAnalysis& a) {
+       return "allocation calls " + top_names(a.allocator_calls) + "; host time " + share_text(a, a.allocator_us);
+     }},
     {"data_loading", "Data loading stalls the step", 0.05, "> 5% of step time",
      "Raise DataLoader num_workers, set pin_memory=True and persistent_workers=True, prefetch, or move "
      "decoding/augmentation off the training process.",
      [](const TraceAnalysis& a) { return a.total.duration_us > 0 ? a.share(a.total.data_wait_us) : kNotApplicable; },
      pct_of_step,
-     [](const TraceAnalysis& a) { return "data-loading spans (data_wait, enumerate(DataLoader)...): " + share_text(a, a.total.data_wait_us); }},
+     [](const TraceAnalysis& a) {
+       std::string s = "data-loading spans (data_wait, enumerate(DataLoader)...): " + share_text(a, a.total.data_wait_us);
+       if (a.allocator_in_data_loading_us > 0)
+         s += "; " + format_us(a.allocator_in_data_loading_us) +
+              " of it in memory allocation calls (see the allocator finding)";
+       return s;
+     }},
     {"dataloader_bound", "Steps bound by the DataLoader", 0.25, "> 25% of steps spend over half their time loading data",
      "The training loop waits for batches most of those steps: more DataLoader workers, cheaper transforms, "
      "caching decoded samples, or a faster storage path.",
@@ -95,7 +108,7 @@ const std::vector<AdvisorRule>& advisor_rules() {
        std::string top = a.host_syncs.empty() ? "" : " (mostly " + a.host_syncs.front().name + ")";
        return report::format_fixed(v, 1) + " per step" + top;
      },
-     [](const TraceAnalysis& a) { return top_names(a.host_syncs) + "; host time " + share_text(a, sum_us(a.host_syncs)); }},
+     [](const TraceAnalysis& a) { return top_names(a.host_syncs) + "; host time " + share_text(a, a.host_sync_us); }},
     {"device_idle", "Device idle during the step", 0.10, "> 10% of step time",
      "The device waits on the host: overlap data loading, avoid host syncs, make the host launch faster "
      "(torch.compile, CUDA graphs) or give the device more work per launch (larger batch).",

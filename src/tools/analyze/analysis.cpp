@@ -65,14 +65,20 @@ void compute_operators(const Trace& t, const SpanLinks& L, const AnalyzeOptions&
     int32_t op = canonical(L.device_op[static_cast<size_t>(d)]);
     if (op == kNoSpan) continue;
     double dur = t.spans[static_cast<size_t>(d)].dur;
-    device_of_op[op].first += dur;
-    // Every operator up the stack launched this work.
-    for (int32_t a = op; a != kNoSpan;) {
-      device_of_op[a].second += dur;
-      launched[static_cast<size_t>(a)] = 1;
-      int32_t p = L.parent[static_cast<size_t>(a)];
-      a = p == kNoSpan ? kNoSpan : L.op_of[static_cast<size_t>(p)];
-    }
+    auto& e = device_of_op[op];
+    e.first += dur, e.second += dur;
+    launched[static_cast<size_t>(op)] = 1;
+  }
+  // Every operator up the stack launched that work too: children before parents, each adds its
+  // total to the operator above it once (a walk up per piece of work would be quadratic in depth).
+  for (auto it = L.host_order.rbegin(); it != L.host_order.rend(); ++it) {
+    const auto i = static_cast<size_t>(*it);
+    if (t.spans[i].kind != SpanKind::CpuOp || !launched[i] || L.parent[i] == kNoSpan) continue;
+    const int32_t above = L.op_of[static_cast<size_t>(L.parent[i])];
+    if (above == kNoSpan) continue;
+    launched[static_cast<size_t>(above)] = 1;
+    auto own = device_of_op.find(static_cast<int32_t>(i));
+    if (own != device_of_op.end()) device_of_op[above].second += own->second.second;
   }
 
   std::unordered_map<uint64_t, size_t> rows;
@@ -101,7 +107,8 @@ void compute_operators(const Trace& t, const SpanLinks& L, const AnalyzeOptions&
     // Outermost compute operator that launched nothing, under no operator that did.
     int32_t p = L.parent[i];
     int32_t above = p == kNoSpan ? kNoSpan : canonical(L.op_of[static_cast<size_t>(p)]);
-    if (out.has_device && is_compute_type(st.type) && !launched[i] &&
+    // Dropout in eval mode returns its input and launches nothing by design.
+    if (out.has_device && is_compute_type(st.type) && !launched[i] && !names(s.name).mode_identity &&
         (above == kNoSpan || !launched[static_cast<size_t>(above)])) {
       auto& f = fallback[st.name];
       f.name = st.name;
@@ -138,26 +145,60 @@ void compute_operators(const Trace& t, const SpanLinks& L, const AnalyzeOptions&
   });
 }
 
+// Outermost syncs inside steps. A sync counts once: `item` calling `_local_scalar_dense` calling
+// cudaMemcpyAsync, and an Ascend aclrtSynchronizeStream on the CANN process inside an `aten::item`
+// of the same thread, are one wait. Their time is the union of the calls clipped to the steps, so
+// concurrent syncs on several threads never add up past the step.
 void compute_host_syncs(const Trace& t, const SpanLinks& L, const std::vector<StepWindow>& windows,
                         NameInfoCache& names, TraceAnalysis& out) {
+  const size_t n = t.spans.size();
+  // above[i]: 1 when span i or a span around it (its parent, else the caller a call in a process of
+  // its own runs under) is a sync; memoized, so each span is resolved once.
+  enum : int8_t { kUnknown = -1, kNo = 0, kYes = 1, kResolving = 2 };
+  std::vector<int8_t> above(n, kUnknown);
+  auto up = [&](size_t i) { return L.parent[i] != kNoSpan ? L.parent[i] : L.caller[i]; };
+  std::vector<size_t> path;
+  auto sync_at_or_above = [&](int32_t start) -> bool {
+    path.clear();
+    int8_t value = kNo;
+    for (int32_t x = start; x != kNoSpan;) {
+      const auto u = static_cast<size_t>(x);
+      if (above[u] == kYes || above[u] == kNo) {
+        value = above[u];
+        break;
+      }
+      if (above[u] == kResolving) break;  // a cycle of callers: nothing above it
+      if (names(t.spans[u].name).host_sync) {
+        value = above[u] = kYes;
+        break;
+      }
+      above[u] = kResolving;
+      path.push_back(u);
+      x = up(u);
+    }
+    for (size_t u : path) above[u] = value;
+    return value == kYes;
+  };
   std::map<std::string, NamedTotal> by_name;
-  for (size_t i = 0; i < t.spans.size(); ++i) {
+  std::vector<std::pair<double, double>> busy;
+  for (size_t i = 0; i < n; ++i) {
     const Span& s = t.spans[i];
     if (!is_host_tree(s.kind) || !names(s.name).host_sync) continue;
-    bool nested = false;  // aten::item -> aten::_local_scalar_dense -> cudaMemcpyAsync ... counts once
-    for (int32_t p = L.parent[i]; p != kNoSpan && !nested; p = L.parent[static_cast<size_t>(p)])
-      nested = names(t.spans[static_cast<size_t>(p)].name).host_sync;
-    if (nested) continue;
+    if (sync_at_or_above(up(i))) continue;  // nested in another sync
     int k = window_of(windows, s.ts);
     if (k < 0) continue;
+    const StepWindow& w = windows[static_cast<size_t>(k)];
+    const double a = std::max(s.ts, w.start), b = std::min(s.end(), w.end);
     ++out.steps[static_cast<size_t>(k)].host_syncs;
     ++out.total.host_syncs;
     ++out.host_sync_count;
     auto& e = by_name[t.strings.str(s.name)];
     e.name = t.strings.str(s.name);
     ++e.count;
-    e.total_us += s.dur;
+    e.total_us += std::max(0.0, b - a);
+    if (b > a) busy.emplace_back(a, b);
   }
+  out.host_sync_us = union_length(busy);
   for (auto& [name, e] : by_name) out.host_syncs.push_back(e);
   std::sort(out.host_syncs.begin(), out.host_syncs.end(),
             [](const NamedTotal& a, const NamedTotal& b) { return a.count > b.count; });

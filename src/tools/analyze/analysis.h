@@ -174,6 +174,11 @@ struct TraceAnalysis {
 
   std::vector<NamedTotal> host_syncs;    // outermost sync calls inside steps, by name
   int64_t host_sync_count = 0;
+  double host_sync_us = 0;               // their union: never more than the steps
+  std::vector<NamedTotal> runtime_calls;    // host runtime calls inside steps by total time, at most 20
+  std::vector<NamedTotal> allocator_calls;  // device/pinned memory allocations and frees inside steps
+  double allocator_us = 0;                  // their union
+  double allocator_in_data_loading_us = 0;  // ... while a data-loading span ran
   std::vector<NamedTotal> cpu_fallback;  // compute operators that launched no device work
   double cpu_fallback_us = 0;
   double matmul_conv_us = 0;             // device time (host time without a device)

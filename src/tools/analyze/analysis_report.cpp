@@ -130,8 +130,26 @@ std::string render_console(const TraceAnalysis& a, const RenderOptions& opt) {
     out << "Communication: " << format_us(a.total.comm_us) << " in steps, " << format_percent(a.total.comm_overlapped_us / a.total.comm_us)
         << " of it overlapped with " << (device ? "compute kernels" : "operators on other threads") << "\n";
   if (!a.host_syncs.empty()) {
-    out << "Host syncs in steps:";
-    for (const auto& s : a.host_syncs) out << " " << s.name << " x" << s.count << " (" << format_us(s.total_us) << ")";
+    out << "Host syncs in steps: " << format_us(a.host_sync_us) << " (" << format_percent(a.share(a.host_sync_us))
+        << " of step time):";
+    for (const auto& s : a.host_syncs) out << " " << s.name << " x" << format_count(s.count) << " (" << format_us(s.total_us) << ")";
+    out << "\n";
+  }
+  if (!a.runtime_calls.empty()) {
+    out << "Runtime calls in steps, by time:";
+    for (size_t i = 0; i < a.runtime_calls.size() && i < 5; ++i) {
+      const auto& r = a.runtime_calls[i];
+      out << (i ? ", " : " ") << r.name << " x" << format_count(r.count) << " " << format_us(r.total_us) << " ("
+          << format_percent(a.share(r.total_us)) << ")";
+    }
+    out << "\n";
+  }
+  if (!a.allocator_calls.empty()) {
+    out << "Memory allocation calls in steps: " << format_us(a.allocator_us) << " ("
+        << format_percent(a.share(a.allocator_us)) << " of step time):";
+    for (size_t i = 0; i < a.allocator_calls.size() && i < 5; ++i)
+      out << " " << a.allocator_calls[i].name << " x" << format_count(a.allocator_calls[i].count) << " ("
+          << format_us(a.allocator_calls[i].total_us) << ")";
     out << "\n";
   }
   if (!a.cpu_fallback.empty()) {
@@ -247,6 +265,11 @@ nlohmann::json analysis_to_json(const TraceAnalysis& a) {
     return arr;
   };
   j["host_syncs"] = named(a.host_syncs);
+  j["host_sync_us"] = a.host_sync_us;
+  j["runtime_calls"] = named(a.runtime_calls);
+  j["allocator_calls"] = named(a.allocator_calls);
+  j["allocator_us"] = a.allocator_us;
+  j["allocator_in_data_loading_us"] = a.allocator_in_data_loading_us;
   j["cpu_fallback"] = named(a.cpu_fallback);
   j["matmul_conv"] = {{"time_us", a.matmul_conv_us}, {"fp32_time_us", a.matmul_conv_fp32_us},
                       {"dtypes_recorded", a.dtypes_recorded}};

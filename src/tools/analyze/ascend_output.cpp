@@ -11,6 +11,7 @@
 
 #include "report/table.h"
 #include "report/units.h"
+#include "tools/analyze/csv_reader.h"
 
 namespace crosstrain::analyze {
 
@@ -21,73 +22,38 @@ namespace fs = std::filesystem;
 // Side files are summaries: anything bigger is not one of them.
 constexpr uintmax_t kMaxSideFileBytes = uintmax_t{2} << 30;
 
-std::string trim(std::string s) {
-  auto ws = [](char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\n'; };
-  size_t a = 0, b = s.size();
-  while (a < b && ws(s[a])) ++a;
-  while (b > a && ws(s[b - 1])) --b;
-  return s.substr(a, b - a);
+// Columns of a header found by any of their names.
+int column(const std::vector<std::string>& head, std::initializer_list<const char*> names) {
+  for (const char* n : names)
+    for (size_t i = 0; i < head.size(); ++i)
+      if (head[i] == n) return static_cast<int>(i);
+  return -1;
 }
 
-// One CSV record from `in` (quoted fields may hold commas and doubled quotes; not newlines).
-bool csv_record(std::istream& in, std::vector<std::string>& cells) {
-  std::string line;
-  if (!std::getline(in, line)) return false;
-  cells.clear();
-  std::string cur;
-  bool quoted = false;
-  for (size_t i = 0; i < line.size(); ++i) {
-    char c = line[i];
-    if (quoted) {
-      if (c == '"' && i + 1 < line.size() && line[i + 1] == '"') cur += '"', ++i;
-      else if (c == '"') quoted = false;
-      else cur += c;
-    } else if (c == '"') {
-      quoted = true;
-    } else if (c == ',') {
-      cells.push_back(trim(cur)), cur.clear();
-    } else {
-      cur += c;
-    }
-  }
-  cells.push_back(trim(cur));
-  return true;
-}
-
-// A CSV table with columns found by any of their names.
-struct CsvTable {
-  std::vector<std::string> head;
-  std::vector<std::vector<std::string>> rows;
-  int col(std::initializer_list<const char*> names) const {
-    for (const char* n : names)
-      for (size_t i = 0; i < head.size(); ++i)
-        if (head[i] == n) return static_cast<int>(i);
-    return -1;
-  }
-  std::string cell(size_t r, int c) const { return c >= 0 && static_cast<size_t>(c) < rows[r].size() ? rows[r][static_cast<size_t>(c)] : ""; }
-  double num(size_t r, int c) const {
-    std::string s = cell(r, c);
-    char* end = nullptr;
-    double v = std::strtod(s.c_str(), &end);
-    return end != s.c_str() && std::isfinite(v) ? v : 0;
-  }
-};
-
-bool read_csv(const fs::path& p, CsvTable& t, std::vector<std::string>& notes) {
+// Reads a CSV side file record by record: `on_header(head)` says whether the columns are usable,
+// `on_row(cells, record)` takes each data record. Blank records are skipped.
+template <class Header, class Row>
+bool read_csv(const fs::path& p, std::vector<std::string>& notes, Header on_header, Row on_row) {
   std::error_code ec;
   if (!fs::is_regular_file(p, ec)) return false;
   if (fs::file_size(p, ec) > kMaxSideFileBytes) {
     notes.push_back(p.string() + ": too large for a summary file, skipped");
     return false;
   }
-  std::ifstream in(p);
+  CsvReader csv(p.string());
   std::vector<std::string> cells;
-  if (!csv_record(in, cells)) return false;
-  if (!cells.empty() && cells[0].rfind("\xEF\xBB\xBF", 0) == 0) cells[0] = cells[0].substr(3);  // UTF-8 BOM
-  t.head = cells;
-  while (csv_record(in, cells))
-    if (!(cells.size() == 1 && cells[0].empty())) t.rows.push_back(cells);
+  if (!csv.ok() || !csv.next(cells)) return false;
+  if (!on_header(cells)) return false;
+  while (csv.next(cells))
+    if (!(cells.size() == 1 && cells[0].empty())) on_row(cells, csv.record());
+  if (csv.unterminated())
+    notes.push_back(p.string() + ": record " + std::to_string(csv.record()) +
+                    " opens a quoted cell that never closes (truncated?); read to the end of the file");
   return true;
+}
+
+std::string cell(const std::vector<std::string>& cells, int c) {
+  return c >= 0 && static_cast<size_t>(c) < cells.size() ? cells[static_cast<size_t>(c)] : "";
 }
 
 bool read_json(const fs::path& p, nlohmann::json& j, std::vector<std::string>& notes) {
@@ -97,9 +63,14 @@ bool read_json(const fs::path& p, nlohmann::json& j, std::vector<std::string>& n
     notes.push_back(p.string() + ": too large for a summary file, skipped");
     return false;
   }
-  std::ifstream in(p);
-  j = nlohmann::json::parse(in, nullptr, false);
-  if (j.is_discarded() || !j.is_object()) {
+  std::ifstream in(p, std::ios::binary);
+  try {
+    j = nlohmann::json::parse(in);
+  } catch (const nlohmann::json::parse_error& e) {
+    notes.push_back(p.string() + ": not valid JSON at byte " + std::to_string(e.byte) + " (truncated?), skipped");
+    return false;
+  }
+  if (!j.is_object()) {
     notes.push_back(p.string() + ": not the JSON object expected, skipped");
     return false;
   }
@@ -112,26 +83,36 @@ double jnum(const nlohmann::json& o, const char* key) {
 }
 
 void read_kernel_details(const fs::path& dir, AscendOutput& out) {
-  CsvTable t;
-  if (!read_csv(dir / "kernel_details.csv", t, out.notes)) return;
-  int name = t.col({"Name", "Op Name"}), core = t.col({"Accelerator Core", "Task Type"});
-  int dur = t.col({"Duration(us)", "Task Duration(us)"});
-  if (name < 0 || dur < 0) {
-    out.notes.push_back((dir / "kernel_details.csv").string() + ": no Name/Duration(us) columns, skipped");
-    return;
-  }
-  out.has_kernel_details = true;
+  const fs::path file = dir / "kernel_details.csv";
+  int name = -1, core = -1, dur = -1;
+  std::string dur_name;
+  CsvBadCells bad(file.string());
   std::map<std::string, NamedTotal> cores;
   std::map<std::string, KernelStats> kernels;
-  for (size_t r = 0; r < t.rows.size(); ++r) {
-    double d = t.num(r, dur);
-    std::string c = core >= 0 ? t.cell(r, core) : "";
+  auto header = [&](const std::vector<std::string>& head) {
+    name = column(head, {"Name", "Op Name"}), core = column(head, {"Accelerator Core", "Task Type"});
+    dur = column(head, {"Duration(us)", "Task Duration(us)"});
+    if (name < 0 || dur < 0) {
+      out.notes.push_back(file.string() + ": no Name/Duration(us) columns, skipped");
+      return false;
+    }
+    dur_name = head[static_cast<size_t>(dur)];
+    return true;
+  };
+  auto row = [&](const std::vector<std::string>& cells, size_t record) {
+    double d = 0;
+    const char* why = "";
+    if (!csv_decimal(cell(cells, dur), true, d, why)) return bad.add(record, dur_name, cell(cells, dur), why);
+    const std::string c = cell(cells, core), n = cell(cells, name);
     auto& ce = cores[c];
     ce.name = c.empty() ? "(unknown core)" : c, ++ce.count, ce.total_us += d;
-    auto& k = kernels[t.cell(r, name)];
-    if (k.count == 0) k.name = t.cell(r, name), k.min_us = d, k.max_us = d;
+    auto& k = kernels[n];
+    if (k.count == 0) k.name = n, k.min_us = d, k.max_us = d;
     ++k.count, k.total_us += d, k.min_us = std::min(k.min_us, d), k.max_us = std::max(k.max_us, d);
-  }
+  };
+  if (!read_csv(file, out.notes, header, row)) return;
+  out.has_kernel_details = true;
+  bad.note_to(out.notes, "those rows left out");
   for (auto& [n, e] : cores) out.cores.push_back(e);
   std::sort(out.cores.begin(), out.cores.end(), [](const NamedTotal& a, const NamedTotal& b) { return a.total_us > b.total_us; });
   for (auto& [n, k] : kernels) out.kernels.push_back(k);
@@ -140,28 +121,63 @@ void read_kernel_details(const fs::path& dir, AscendOutput& out) {
 }
 
 void read_op_statistic(const fs::path& dir, AscendOutput& out) {
-  CsvTable t;
-  if (!read_csv(dir / "op_statistic.csv", t, out.notes)) return;
-  int type = t.col({"OP Type"}), core = t.col({"Core Type"}), count = t.col({"Count"}), total = t.col({"Total Time(us)"});
-  if (type < 0 || total < 0) return out.notes.push_back((dir / "op_statistic.csv").string() + ": unknown columns, skipped");
+  const fs::path file = dir / "op_statistic.csv";
+  int type = -1, core = -1, count = -1, total = -1;
+  CsvBadCells bad(file.string());
+  auto header = [&](const std::vector<std::string>& head) {
+    type = column(head, {"OP Type"}), core = column(head, {"Core Type"}), count = column(head, {"Count"});
+    total = column(head, {"Total Time(us)"});
+    if (type >= 0 && total >= 0) return true;
+    out.notes.push_back(file.string() + ": unknown columns, skipped");
+    return false;
+  };
+  auto row = [&](const std::vector<std::string>& cells, size_t record) {
+    double n = 0, us = 0;
+    const char* why = "";
+    if (count >= 0 && !csv_decimal(cell(cells, count), true, n, why)) return bad.add(record, "Count", cell(cells, count), why);
+    if (!csv_decimal(cell(cells, total), true, us, why)) return bad.add(record, "Total Time(us)", cell(cells, total), why);
+    out.op_statistic.push_back({cell(cells, type) + (core >= 0 ? " (" + cell(cells, core) + ")" : ""),
+                                static_cast<int64_t>(std::min(n, 9e18)), us});
+  };
+  if (!read_csv(file, out.notes, header, row)) return;
   out.has_op_statistic = true;
-  for (size_t r = 0; r < t.rows.size(); ++r)
-    out.op_statistic.push_back({t.cell(r, type) + (core >= 0 ? " (" + t.cell(r, core) + ")" : ""),
-                                static_cast<int64_t>(t.num(r, count)), t.num(r, total)});
+  bad.note_to(out.notes, "those rows left out");
   std::sort(out.op_statistic.begin(), out.op_statistic.end(),
             [](const NamedTotal& a, const NamedTotal& b) { return a.total_us > b.total_us; });
 }
 
 void read_step_trace(const fs::path& dir, AscendOutput& out) {
-  CsvTable t;
-  if (!read_csv(dir / "step_trace_time.csv", t, out.notes)) return;
-  int step = t.col({"Step"}), comp = t.col({"Computing"}), nov = t.col({"Communication(Not Overlapped)"});
-  int ov = t.col({"Overlapped"}), comm = t.col({"Communication"}), fr = t.col({"Free"});
-  if (comp < 0 || fr < 0) return out.notes.push_back((dir / "step_trace_time.csv").string() + ": unknown columns, skipped");
+  const fs::path file = dir / "step_trace_time.csv";
+  std::vector<std::string> head;
+  int step = -1;
+  std::vector<std::pair<int, double AscendStepRow::*>> numbers;
+  CsvBadCells bad(file.string());
+  auto header = [&](const std::vector<std::string>& h) {
+    head = h;
+    step = column(h, {"Step"});
+    numbers = {{column(h, {"Computing"}), &AscendStepRow::computing_us},
+               {column(h, {"Communication(Not Overlapped)"}), &AscendStepRow::comm_not_overlapped_us},
+               {column(h, {"Overlapped"}), &AscendStepRow::overlapped_us},
+               {column(h, {"Communication"}), &AscendStepRow::comm_us},
+               {column(h, {"Free"}), &AscendStepRow::free_us}};
+    if (numbers[0].first >= 0 && numbers[4].first >= 0) return true;
+    out.notes.push_back(file.string() + ": unknown columns, skipped");
+    return false;
+  };
+  auto row = [&](const std::vector<std::string>& cells, size_t record) {
+    AscendStepRow r;
+    r.step = step >= 0 ? cell(cells, step) : std::to_string(out.steps.size());
+    for (const auto& [col, field] : numbers) {
+      if (col < 0) continue;
+      const char* why = "";
+      if (!csv_decimal(cell(cells, col), true, r.*field, why))
+        return bad.add(record, head[static_cast<size_t>(col)], cell(cells, col), why);
+    }
+    out.steps.push_back(r);
+  };
+  if (!read_csv(file, out.notes, header, row)) return;
   out.has_step_trace = true;
-  for (size_t r = 0; r < t.rows.size(); ++r)
-    out.steps.push_back({step >= 0 ? t.cell(r, step) : std::to_string(r), t.num(r, comp), t.num(r, nov), t.num(r, ov),
-                         t.num(r, comm), t.num(r, fr)});
+  bad.note_to(out.notes, "those steps left out");
 }
 
 // Both files: {"stepN": {"collective": {op: ...}, "p2p": {op: ...}}}; older files put the ops
@@ -242,6 +258,43 @@ AscendOutput read_ascend_output(const std::string& dir) {
   return out;
 }
 
+namespace {
+
+// "ProfilerStep#12" or "12" -> 12; -1 otherwise.
+long step_number(const std::string& label) {
+  const size_t hash = label.rfind('#');
+  const std::string digits = hash == std::string::npos ? label : label.substr(hash + 1);
+  if (digits.empty() || digits.size() > 9 || digits.find_first_not_of("0123456789") != std::string::npos) return -1;
+  return std::stol(digits);
+}
+
+}  // namespace
+
+void compare_with_trace(AscendOutput& out, const TraceAnalysis& trace) {
+  std::map<long, const StepBreakdown*> by_number;
+  for (const auto& s : trace.steps)
+    if (long n = step_number(s.label); n >= 0) by_number[n] = &s;
+  AscendAgreement g;
+  double step_us = 0;
+  for (const auto& row : out.steps) {
+    auto it = by_number.find(step_number(row.step));
+    if (it == by_number.end()) continue;
+    const StepBreakdown& s = *it->second;
+    ++g.steps;
+    step_us += s.duration_us;
+    g.computing_trace_us += s.category_us[static_cast<size_t>(StepCategory::Kernel)];
+    g.comm_trace_us += s.comm_us, g.overlapped_trace_us += s.comm_overlapped_us;
+    g.computing_csv_us += row.computing_us, g.comm_csv_us += row.comm_us, g.overlapped_csv_us += row.overlapped_us;
+  }
+  auto off = [&](double ours, double theirs) {
+    const double base = std::max(theirs, 0.01 * step_us);
+    return base > 0 ? std::fabs(ours - theirs) / base : 0.0;
+  };
+  g.worst = std::max({off(g.computing_trace_us, g.computing_csv_us), off(g.comm_trace_us, g.comm_csv_us),
+                      off(g.overlapped_trace_us, g.overlapped_csv_us)});
+  out.agreement = g;
+}
+
 nlohmann::json ascend_output_to_json(const AscendOutput& a) {
   using nlohmann::json;
   auto named = [](const std::vector<NamedTotal>& v) {
@@ -263,7 +316,12 @@ nlohmann::json ascend_output_to_json(const AscendOutput& a) {
                      {"time_ms", l.time_ms}, {"bandwidth_gbps", l.bandwidth_gbps}});
   return {{"folder", a.folder}, {"cores", named(a.cores)}, {"kernels", kernels}, {"op_statistic", named(a.op_statistic)},
           {"steps", steps}, {"collectives", colls}, {"comm_elapse_ms", a.comm_elapse_ms}, {"comm_wait_ms", a.comm_wait_ms},
-          {"comm_transit_ms", a.comm_transit_ms}, {"links", links}, {"notes", a.notes}};
+          {"comm_transit_ms", a.comm_transit_ms}, {"links", links}, {"notes", a.notes},
+          {"agreement", {{"steps", a.agreement.steps}, {"computing_trace_us", a.agreement.computing_trace_us},
+                         {"computing_csv_us", a.agreement.computing_csv_us}, {"comm_trace_us", a.agreement.comm_trace_us},
+                         {"comm_csv_us", a.agreement.comm_csv_us},
+                         {"overlapped_trace_us", a.agreement.overlapped_trace_us},
+                         {"overlapped_csv_us", a.agreement.overlapped_csv_us}, {"worst", a.agreement.worst}}}};
 }
 
 std::string render_ascend_console(const std::vector<AscendOutput>& ranks, const std::vector<int>& rank_ids) {
@@ -283,6 +341,17 @@ std::string render_ascend_console(const std::vector<AscendOutput>& ranks, const 
         t.add_row({s.step, format_us(s.computing_us), format_us(s.comm_not_overlapped_us), format_us(s.overlapped_us),
                    format_us(s.free_us)});
       out << "Ascend step_trace_time.csv (" << who << ")\n" << t.render();
+      const AscendAgreement& g = r.agreement;
+      if (g.steps > 0) {
+        auto pair = [](double ours, double theirs) { return format_us(ours) + " / " + format_us(theirs); };
+        out << "  this trace / the profiler over " << g.steps << " step(s): computing "
+            << pair(g.computing_trace_us, g.computing_csv_us) << ", communication " << pair(g.comm_trace_us, g.comm_csv_us)
+            << ", overlapped " << pair(g.overlapped_trace_us, g.overlapped_csv_us) << "\n";
+        if (g.worst > kAscendAgreementTolerance)
+          out << "note: they differ by up to " << report::format_percent(g.worst)
+              << ": the trace holds tasks this version does not classify as the profiler does; trust "
+                 "step_trace_time.csv for these figures\n";
+      }
     }
     for (const auto& n : r.notes) out << "note: " << n << "\n";
   }

@@ -13,9 +13,11 @@
 //                          Wait / Synchronization Time(ms)) and bandwidth per transport.
 //   communication_matrix.json  per step, per collective, per "src-dst" link: "Transport Type",
 //                          "Transit Size(MB)", "Transit Time(ms)", "Bandwidth(GB/s)".
-// msprof writes big numbers with a trailing tab (so spreadsheets keep the digits): cells are
-// trimmed of spaces and tabs. A file that is missing is simply absent; one that cannot be read
-// adds a note and is skipped.
+// CSV files are read as RFC 4180, one record at a time (memory is one record, not the file); msprof
+// writes big numbers with a trailing tab (so spreadsheets keep the digits): cells are trimmed of
+// spaces and tabs. A number must be a plain non-negative decimal: a row whose cell is not (hex,
+// inf, a sign, text) is left out and the file's note names the first such cells. A file that is
+// missing is simply absent; one that cannot be read adds a note and is skipped.
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -39,6 +41,21 @@ struct AscendLink {
   double size_mb = 0, time_ms = 0, bandwidth_gbps = 0;
 };
 
+// The trace's own breakdown against the profiler's step_trace_time.csv, summed over the steps
+// both have (ProfilerStep#N and Step N): compute-kernel time ("Computing"), communication, and
+// communication overlapped with compute. They agree within a few percent when the trace is read
+// right; a larger gap is said next to the profiler's table.
+struct AscendAgreement {
+  int steps = 0;  // steps compared; 0: nothing to compare
+  double computing_trace_us = 0, computing_csv_us = 0;
+  double comm_trace_us = 0, comm_csv_us = 0;
+  double overlapped_trace_us = 0, overlapped_csv_us = 0;
+  // The largest relative difference of the three, against the profiler's figure (or the step time
+  // when the profiler's figure is under 1% of it).
+  double worst = 0;
+};
+constexpr double kAscendAgreementTolerance = 0.05;
+
 struct AscendOutput {
   std::string folder;
   bool has_kernel_details = false, has_op_statistic = false, has_step_trace = false, has_communication = false,
@@ -51,6 +68,7 @@ struct AscendOutput {
   double comm_elapse_ms = 0, comm_wait_ms = 0, comm_transit_ms = 0;
   std::vector<AscendLink> links;          // communication_matrix.json, slowest first
   std::vector<std::string> notes;
+  AscendAgreement agreement;              // filled by compare_with_trace
 };
 
 // Reads what exists of the files above in `dir` (an ASCEND_PROFILER_OUTPUT folder).
@@ -59,6 +77,9 @@ AscendOutput read_ascend_output(const std::string& dir);
 // The folder of Ascend side files for a trace read from `trace_path`, or "" when the trace is not
 // a trace_view.json inside ASCEND_PROFILER_OUTPUT/.
 std::string ascend_output_dir_of(const std::string& trace_path);
+
+// Fills `out.agreement` from the analysis of the trace_view.json next to the side files.
+void compare_with_trace(AscendOutput& out, const TraceAnalysis& trace);
 
 // Several ranks: the slow rank (most time waiting in collectives: others arrive late at it, so
 // the rank that waits least is the straggler) and the slowest links.

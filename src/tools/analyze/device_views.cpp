@@ -49,6 +49,16 @@ void add(std::map<std::string, NamedTotal>& m, const std::string& name, double u
   e.total_us += us;
 }
 
+// HCCL numbers every call ("hcom_allReduce__560_0_1"); the operation is the part before the
+// numbers, as kernel_details.csv's Type column gives it ("hcom_allReduce_").
+std::string collective_operation(const std::string& name) {
+  const size_t ids = name.rfind("__");
+  if (name.rfind("hcom_", 0) != 0 || ids == std::string::npos ||
+      name.find_first_not_of("0123456789_", ids) != std::string::npos)
+    return name;
+  return name.substr(0, ids + 1);
+}
+
 // Per stream and step window: walk the stream's work in start order; each gap before a piece of
 // work is split at the moment that work's launch call ended (see StreamIdle).
 void compute_stream_idle(const Trace& t, const SpanLinks& L, const std::vector<StepWindow>& windows, TraceAnalysis& out) {
@@ -93,7 +103,7 @@ void compute_device_views(const Trace& t, const SpanLinks& L, const std::vector<
   for (const auto& c : t.collectives) msg_of[c.span] = &c;
   // Keyed by interned name: a trace has millions of kernels and a few thousand names.
   std::unordered_map<uint32_t, KernelStats> kernels;
-  std::unordered_map<uint32_t, CollectiveStats> colls;
+  std::unordered_map<std::string, CollectiveStats> colls;
   std::map<std::string, NamedTotal> pageable, ai_cpu, compile;
   std::vector<double> delays, idle_latency;
   double busy_until = -std::numeric_limits<double>::infinity();
@@ -113,9 +123,13 @@ void compute_device_views(const Trace& t, const SpanLinks& L, const std::vector<
       ++k.count;
       k.total_us += d.dur;
       k.min_us = std::min(k.min_us, d.dur), k.max_us = std::max(k.max_us, d.dur);
-    } else if (d.kind == SpanKind::Communication) {
-      auto& c = colls[d.name];
-      c.name = name;
+    } else if (d.kind == SpanKind::Communication && names(d.name).communication) {
+      // A collective by its name (hcom_allReduce_..., ncclDevKernel_AllReduce...). The tasks it is
+      // made of (Ascend's "Notify Wait", "SDMA", a Plane's "Memcpy") are time inside it, not
+      // collectives of their own.
+      const std::string op = collective_operation(name);
+      auto& c = colls[op];
+      c.name = op;
       ++c.count;
       c.total_us += d.dur;
       auto m = msg_of.find(static_cast<uint32_t>(i));
@@ -140,13 +154,54 @@ void compute_device_views(const Trace& t, const SpanLinks& L, const std::vector<
     busy_until = std::max(busy_until, d.end());
   }
 
-  // Online compilation: the runtime call, charged to the operator that made it.
+  // Runtime calls by name; allocations and frees; online compilation, charged to the operator
+  // that made it. Times are clipped to the step windows.
+  std::unordered_map<uint32_t, NamedTotal> runtime;
+  std::map<std::string, NamedTotal> allocator;
+  std::vector<std::pair<double, double>> allocating;
   for (size_t i = 0; i < t.spans.size(); ++i) {
     const Span& s = t.spans[i];
-    if (s.kind != SpanKind::Runtime || !names(s.name).online_compile || window_of(windows, s.ts) < 0) continue;
+    if (s.kind != SpanKind::Runtime) continue;
+    const int k = window_of(windows, s.ts);
+    if (k < 0) continue;
+    const StepWindow& w = windows[static_cast<size_t>(k)];
+    const double a = std::max(s.ts, w.start), b = std::max(a, std::min(s.end(), w.end));
+    auto& r = runtime[s.name];
+    r.name = t.strings.str(s.name);
+    ++r.count;
+    r.total_us += b - a;
+    const NameInfo& info = names(s.name);
+    if (info.allocator_call) {
+      add(allocator, r.name, b - a);
+      allocating.emplace_back(a, b);
+    }
+    if (!info.online_compile) continue;
     int32_t op = L.op_of[i];
-    add(compile, op != kNoSpan ? t.strings.str(t.spans[static_cast<size_t>(op)].name) : t.strings.str(s.name), s.dur);
+    add(compile, op != kNoSpan ? t.strings.str(t.spans[static_cast<size_t>(op)].name) : r.name, s.dur);
     out.online_compile_us += s.dur;
+  }
+  for (auto& [id, r] : runtime) out.runtime_calls.push_back(std::move(r));
+  std::sort(out.runtime_calls.begin(), out.runtime_calls.end(), [](const NamedTotal& a, const NamedTotal& b) {
+    return a.total_us != b.total_us ? a.total_us > b.total_us : a.name < b.name;
+  });
+  if (out.runtime_calls.size() > 20) out.runtime_calls.resize(20);
+  out.allocator_calls = ranked(allocator);
+  out.allocator_us = union_length(allocating);
+  // How much of the data loading is allocation: frees of the previous batch land in the
+  // DataLoader's __next__, and would read as slow data loading.
+  std::vector<std::pair<double, double>> loading;
+  for (const Span& s : t.spans) {
+    if (s.kind != SpanKind::Annotation || !names(s.name).data_loading) continue;
+    const int k = window_of(windows, s.ts);
+    if (k < 0) continue;
+    const StepWindow& w = windows[static_cast<size_t>(k)];
+    const double a = std::max(s.ts, w.start), b = std::min(s.end(), w.end);
+    if (b > a) loading.emplace_back(a, b);
+  }
+  if (!allocating.empty() && !loading.empty()) {
+    const double loading_us = union_length(loading);
+    loading.insert(loading.end(), allocating.begin(), allocating.end());
+    out.allocator_in_data_loading_us = std::max(0.0, out.allocator_us + loading_us - union_length(loading));
   }
 
   for (auto& [n, k] : kernels) out.top_kernels.push_back(k);

@@ -80,9 +80,68 @@ bool is_communication_name(std::string_view n) {
                     "reduce_scatter", "reducescatter", "alltoall", "all_to_all", "record_param_comms", "sendrecv"});
 }
 
+namespace {
+
+// CUDA's and HIP's documentation: these frees (and cudaFreeArray) synchronize the device before
+// they return; the stream-ordered ones (cudaFreeAsync, hipFreeAsync) do not.
+bool is_synchronizing_free_name(std::string_view n) {
+  for (std::string_view f : {"cudaFree", "cudaFreeHost", "cudaFreeArray", "cudaFreeMipmappedArray", "cuMemFree",
+                             "cuMemFree_v2", "cuMemFreeHost", "hipFree", "hipFreeHost", "hipHostFree",
+                             "hipFreeArray"})
+    if (n == f) return true;
+  return false;
+}
+
+}  // namespace
+
 bool is_host_sync_name(std::string_view n) {
   return n == "aten::item" || n == "aten::_local_scalar_dense" || contains_ci(n, "synchronize") ||
-         n == "aclrtSynchronizeStream" || n == "AscendCL@aclrtSynchronizeStream";
+         is_synchronizing_free_name(n);
+}
+
+bool is_allocator_call_name(std::string_view n) {
+  // The Ascend profiler prefixes its CANN calls ("AscendCL@aclrtMalloc").
+  if (starts_with(n, "AscendCL@")) n.remove_prefix(9);
+  for (std::string_view p : {"cudaMalloc", "cudaFree", "cudaHostAlloc", "cudaHostRegister", "cudaHostUnregister",
+                             "cuMemAlloc", "cuMemFree", "cuMemHostAlloc", "cuMemCreate", "cuMemRelease",
+                             "hipMalloc", "hipFree", "hipHostMalloc", "hipHostFree", "hipExtMallocWithFlags",
+                             "aclrtMalloc", "aclrtFree"})
+    if (starts_with(n, p)) return !contains_ci(n, "async");  // stream-ordered calls return at once
+  return false;
+}
+
+bool is_mode_identity_name(std::string_view n) {
+  for (std::string_view d : {"aten::dropout", "aten::dropout_", "aten::feature_dropout", "aten::feature_dropout_",
+                             "aten::alpha_dropout", "aten::alpha_dropout_", "aten::feature_alpha_dropout",
+                             "aten::feature_alpha_dropout_"})
+    if (n == d) return true;
+  return false;
+}
+
+TaskClass ascend_task_class(std::string_view raw) {
+  if (raw.empty() || raw.size() > 64) return TaskClass::Unknown;
+  std::string t;
+  for (char c : raw) t += c == ' ' || c == '-' ? '_' : (c >= 'a' && c <= 'z') ? static_cast<char>(c - 'a' + 'A') : c;
+  if (ends_with(t, "_SQE")) t.resize(t.size() - 4);
+  auto is = [&](std::initializer_list<std::string_view> names) {
+    for (auto n : names)
+      if (t == n) return true;
+    return false;
+  };
+  auto begins = [&](std::initializer_list<std::string_view> prefixes) {
+    for (auto p : prefixes)
+      if (starts_with(t, p)) return true;
+    return false;
+  };
+  if (begins({"EVENT_", "CAPTURE_"}) || is({"STREAM_WAIT", "WAIT", "PLACE_HOLDER", "PROFILING_ENABLE",
+                                            "PROFILING_DISABLE"}))
+    return TaskClass::StreamSync;
+  if (begins({"NOTIFY_", "WRITE_VALUE", "SDMA", "RDMA", "REDUCE_", "HCCL", "HCOM", "ROCCE"})) return TaskClass::Collective;
+  if (t.find("MEMCPY") != std::string::npos) return TaskClass::Copy;
+  if (begins({"AI_CORE", "AI_VECTOR", "AI_CPU", "AICPU", "AICORE", "AIV", "AIC", "MIX_", "KERNEL_", "FFTS_PLUS", "FUSION",
+              "DSA"}))
+    return TaskClass::Compute;
+  return TaskClass::Unknown;
 }
 
 bool is_data_loading_name(std::string_view n) { return n == "data_wait" || contains_ci(n, "dataloader"); }
@@ -154,8 +213,10 @@ const NameInfo& NameInfoCache::operator()(uint32_t id) {
     i.type = op_type_of(n);
     i.memcpy = contains_ci(n, "memcpy");
     i.memset = contains_ci(n, "memset");
-    i.ai_cpu = n == "AI_CPU";
-    i.sync_task = starts_with(n, "EVENT_") || starts_with(n, "NOTIFY_") || n == "STREAM_WAIT" || n == "WAIT";
+    i.allocator_call = is_allocator_call_name(n);
+    i.mode_identity = is_mode_identity_name(n);
+    i.task_class = ascend_task_class(n);
+    i.ai_cpu = i.task_class == TaskClass::Compute && (contains_ci(n, "AI_CPU") || contains_ci(n, "AICPU"));
     i.fp32_input = is_fp32_input(n);
   }
   return info_[id];

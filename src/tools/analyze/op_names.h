@@ -26,9 +26,31 @@ OpType op_type_of(std::string_view name);
 
 bool is_communication_name(std::string_view name);   // NCCL/HCCL/gloo collectives, c10d ops
 // Calls that block the host until the device catches up: aten::item, aten::_local_scalar_dense,
-// *synchronize* (cudaStreamSynchronize, aclrtSynchronizeStream ...). cudaEventQuery and
-// cudaStreamQuery only poll and return at once: not syncs.
+// *synchronize* (cudaStreamSynchronize, aclrtSynchronizeStream ...), and the device frees that
+// wait for all work first (cudaFree, hipFree, cudaFreeHost ...; not cudaFreeAsync). cudaEventQuery
+// and cudaStreamQuery only poll and return at once: not syncs.
 bool is_host_sync_name(std::string_view name);
+// Runtime calls that allocate or release device or pinned host memory (cudaMalloc, cudaFree,
+// hipMalloc, hipFree, cudaHostAlloc, aclrtMalloc, aclrtFree ...): with PyTorch's caching
+// allocator working they are rare; every step paying for them means it is off or thrashing.
+bool is_allocator_call_name(std::string_view name);
+// Operators that are the identity in some modes and then launch nothing on purpose: dropout in
+// eval mode or with p=0 (aten::dropout, feature_dropout, alpha_dropout ...).
+bool is_mode_identity_name(std::string_view name);
+
+// What an Ascend NPU task is, from its "Task Type", whichever spelling the profiler used: the
+// core names of kernel_details.csv (AI_CORE, AI_VECTOR_CORE, AI_CPU, MIX_AIC ...), the host task
+// types of level 0 (KERNEL_AICORE, KERNEL_AIVEC ...), the device types of FFTS+ tasks ("Notify
+// Wait", "SDMA", "Write Value" ...) or the SQE types ("NOTIFY_WAIT_SQE"). Compared case-blind,
+// with spaces read as underscores and a "_SQE" suffix dropped.
+enum class TaskClass : uint8_t {
+  Unknown,      // "Other", "N/A", a type no table knows: decided by the task's name
+  Compute,      // an operator's kernel on an AI Core, vector core, AI CPU or MIX core
+  Copy,         // MEMCPY_ASYNC
+  Collective,   // HCCL's tasks: notify record/wait, write value, SDMA/RDMA transfers, inline reduce
+  StreamSync,   // a stream waiting for an event of another stream (EVENT_*, STREAM_WAIT): not work
+};
+TaskClass ascend_task_class(std::string_view task_type);
 bool is_data_loading_name(std::string_view name);    // data_wait, DataLoader iterators
 bool is_profiler_step_name(std::string_view name);   // "ProfilerStep#N"
 // Autograd's bookkeeping around the real operators: "AddBackward0",
@@ -53,8 +75,10 @@ struct NameInfo {
   bool pageable_copy = false;
   bool memcpy = false;           // device activity named like a copy ("Memcpy HtoD", Ascend MEMCPY tasks)
   bool memset = false;
-  bool ai_cpu = false;           // as an Ascend "Task Type": AI_CPU
-  bool sync_task = false;        // as an Ascend "Task Type": EVENT_RECORD, EVENT_WAIT, NOTIFY_WAIT ... (markers, not work)
+  bool allocator_call = false;
+  bool mode_identity = false;
+  bool ai_cpu = false;           // as an Ascend "Task Type": AI_CPU, KERNEL_AICPU ...
+  TaskClass task_class = TaskClass::Unknown;  // as an Ascend "Task Type"
   bool fp32_input = false;       // when the string is an "Input type" list: see is_fp32_input
   OpType type = OpType::Other;
 };

@@ -42,13 +42,32 @@ CatKind kind_of_category(const std::string& raw) {
   return {CatVerdict::Unknown, SpanKind::Other, false};
 }
 
-// Device activity of a span already known to run on a device, by its name or Ascend task type.
+// Device activity of a span already known to run on a device, by its Ascend task type when that
+// says what the task is, else by its name. The task type decides first: HCCL's tasks are named
+// after their type ("Notify Wait", "SDMA"), which no name rule reads as communication.
 SpanKind device_kind(const NameInfo& name, const NameInfo& task) {
-  if (task.sync_task) return SpanKind::Other;  // a stream waiting on an event: not device work
+  switch (task.task_class) {
+    case TaskClass::StreamSync: return SpanKind::Other;  // a stream waiting on an event: not device work
+    case TaskClass::Collective: return SpanKind::Communication;
+    case TaskClass::Copy: return name.memset || task.memset ? SpanKind::Memset : SpanKind::Memcpy;
+    case TaskClass::Compute: return SpanKind::Kernel;
+    case TaskClass::Unknown: break;
+  }
   if (name.memcpy || task.memcpy) return SpanKind::Memcpy;
   if (name.memset || task.memset) return SpanKind::Memset;
   if (name.communication || task.communication) return SpanKind::Communication;
   return SpanKind::Kernel;
+}
+
+// HCCL moves data with plain copies on its own stream (MEMCPY_ASYNC tasks between notify waits):
+// on a stream that carries collective tasks, copies are the collective's.
+void copies_on_collective_streams(Trace& t, NameInfoCache& names) {
+  std::vector<char> collective_track(t.tracks.size(), 0);
+  for (const Span& s : t.spans)
+    if (s.kind == SpanKind::Communication && names(s.task_type).task_class == TaskClass::Collective)
+      collective_track[s.track] = 1;
+  for (Span& s : t.spans)
+    if (s.kind == SpanKind::Memcpy && s.task_type != 0 && collective_track[s.track]) s.kind = SpanKind::Communication;
 }
 
 enum class Role { Host, Device, DeviceComm, Api, Ignore };
@@ -158,9 +177,11 @@ void classify_spans(Trace& t) {
     // Steps and data loading are annotations whatever category the writer gave them (torch
     // 1.8-1.10 wrote ProfilerStep#N and enumerate(DataLoader)#... as "Operator").
     if (k == SpanKind::CpuOp && (info.profiler_step || info.data_loading)) k = SpanKind::Annotation;
-    if (k == SpanKind::Kernel && info.communication) k = SpanKind::Communication;
+    if (k == SpanKind::Kernel && info.communication && names(s.task_type).task_class != TaskClass::Compute)
+      k = SpanKind::Communication;
     s.kind = k;
   }
+  copies_on_collective_streams(t, names);
 
   // Categories nobody listed: device activity if the trace's structure says so, else left out.
   bool unknown = false;

@@ -12,8 +12,10 @@
 //    every span of a process that holds such spans. This is how a device type nobody listed
 //    (MTIA, an out-of-tree PrivateUse1 backend) is still seen as a device.
 // 3. Process names, for category-less formats: the legacy autograd export ("CUDA functions") and
-//    the Ascend PyTorch Profiler ("Ascend Hardware" tasks, "CANN" calls, "HCCL" collectives), where
-//    the task's "Task Type" argument also marks copies and collectives.
+//    the Ascend PyTorch Profiler ("Ascend Hardware" tasks, "CANN" calls, "HCCL"/"Communication"
+//    collectives), where a task's "Task Type" says what it is first (op_names.h, TaskClass): an
+//    operator's kernel, a copy, one of HCCL's tasks ("Notify Wait", "SDMA" ...: communication), or
+//    a stream waiting on an event (not work).
 #include "tools/analyze/trace.h"
 
 namespace crosstrain::analyze {

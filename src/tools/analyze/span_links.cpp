@@ -53,24 +53,42 @@ SpanLinks link_spans(const Trace& t) {
     if (is_host_tree(s.kind)) host[s.track].push_back(static_cast<int32_t>(i));
     else if (is_device(s.kind)) device[s.track].push_back(static_cast<int32_t>(i));
   }
+  // The call-tree ladder, for innermost_host: depth, a jump pointer to an ancestor (skew-binary:
+  // each span's jump is its parent's, doubled when two equal jumps line up), and the latest end
+  // among the spans a jump passes over, so a jump is taken only when none of them covers the time.
+  // Only needed while linking.
+  std::vector<int32_t> depth(n, 0), jump(n, kNoSpan);
+  std::vector<double> jump_end(n, 0);
   std::vector<int32_t> stack;
   for (auto& list : host) {
     sort_by_start(t, list);
     stack.clear();
     for (int32_t i : list) {
-      const Span& s = t.spans[static_cast<size_t>(i)];
+      const auto u = static_cast<size_t>(i);
+      const Span& s = t.spans[u];
       // Sorted by start, so a span is a child of the top iff it also ends inside it; partial
       // overlaps (async spans) are treated as siblings.
       while (!stack.empty() && t.spans[static_cast<size_t>(stack.back())].end() < s.end() - kEpsUs) stack.pop_back();
+      jump[u] = i, jump_end[u] = s.end();
       if (!stack.empty()) {
-        int32_t p = stack.back();
-        L.parent[static_cast<size_t>(i)] = p;
-        L.child_us[static_cast<size_t>(p)] += s.dur;
-        ++L.child_count[static_cast<size_t>(p)];
+        const int32_t p = stack.back();
+        const auto up = static_cast<size_t>(p);
+        L.parent[u] = p;
+        L.child_us[up] += s.dur;
+        ++L.child_count[up];
+        depth[u] = depth[up] + 1;
+        const auto j = static_cast<size_t>(jump[up]);
+        if (jump[up] != p && depth[up] - depth[j] == depth[j] - depth[static_cast<size_t>(jump[j])]) {
+          jump[u] = jump[j];
+          jump_end[u] = std::max({s.end(), jump_end[up], jump_end[j]});
+        } else {
+          jump[u] = p;
+        }
       }
       int32_t above = stack.empty() ? kNoSpan : L.op_of[static_cast<size_t>(stack.back())];
-      L.op_of[static_cast<size_t>(i)] = s.kind == SpanKind::CpuOp ? i : above;
+      L.op_of[u] = s.kind == SpanKind::CpuOp ? i : above;
       stack.push_back(i);
+      L.host_order.push_back(i);
     }
   }
 
@@ -89,15 +107,22 @@ SpanLinks link_spans(const Trace& t) {
 
   // Flows link whatever correlation ids did not.
   for (auto& list : device) sort_by_start(t, list);
-  auto innermost_host = [&](uint32_t track, double ts) -> int32_t {
+  // The innermost host span of `track` around [ts, until]: the last span to start by `ts`, or the
+  // first of its ancestors still running at `until`.
+  auto enclosing_host = [&](uint32_t track, double ts, double until) -> int32_t {
     const auto& list = host[track];
     auto it = std::upper_bound(list.begin(), list.end(), ts + kEpsUs,
                                [&](double v, int32_t i) { return v < t.spans[static_cast<size_t>(i)].ts; });
     if (it == list.begin()) return kNoSpan;
     int32_t i = *(it - 1);
-    while (i != kNoSpan && t.spans[static_cast<size_t>(i)].end() < ts - kEpsUs) i = L.parent[static_cast<size_t>(i)];
+    const double limit = until - kEpsUs;
+    while (i != kNoSpan && t.spans[static_cast<size_t>(i)].end() < limit) {
+      const auto u = static_cast<size_t>(i);
+      i = jump[u] != i && jump_end[u] < limit ? jump[u] : L.parent[u];
+    }
     return i;
   };
+  auto innermost_host = [&](uint32_t track, double ts) { return enclosing_host(track, ts, ts); };
   auto device_at = [&](uint32_t track, double ts) -> int32_t {
     const auto& list = device[track];
     auto it = std::lower_bound(list.begin(), list.end(), ts - kEpsUs,
@@ -125,21 +150,23 @@ SpanLinks link_spans(const Trace& t) {
 
   // Runtime calls recorded in a process of their own (Ascend's CANN track) share the thread id of
   // the host thread that made them: find the operator there by time containment.
+  // Its outermost calls get that span as their caller.
   std::unordered_map<int64_t, std::vector<uint32_t>> tracks_by_tid;
   for (uint32_t k = 0; k < t.tracks.size(); ++k)
     if (!host[k].empty()) tracks_by_tid[t.tracks[k].key.tid].push_back(k);
+  L.caller.assign(n, kNoSpan);
   for (size_t i = 0; i < n; ++i) {
     const Span& ls = t.spans[i];
-    if (ls.kind != SpanKind::Runtime || L.op_of[i] != kNoSpan) continue;
+    if (ls.kind != SpanKind::Runtime || (L.op_of[i] != kNoSpan && L.parent[i] != kNoSpan)) continue;
     auto it = tracks_by_tid.find(t.tracks[ls.track].key.tid);
     if (it == tracks_by_tid.end()) continue;
     for (uint32_t k : it->second) {
       if (k == ls.track) continue;
-      int32_t h = innermost_host(k, ls.ts);
-      if (h != kNoSpan && L.op_of[static_cast<size_t>(h)] != kNoSpan) {
+      const int32_t h = innermost_host(k, ls.ts);
+      if (L.op_of[i] == kNoSpan && h != kNoSpan && L.op_of[static_cast<size_t>(h)] != kNoSpan)
         L.op_of[i] = L.op_of[static_cast<size_t>(h)];  // the call stays the launcher
-        break;
-      }
+      if (L.parent[i] == kNoSpan && L.caller[i] == kNoSpan) L.caller[i] = enclosing_host(k, ls.ts, ls.end());
+      if (L.op_of[i] != kNoSpan && (L.parent[i] != kNoSpan || L.caller[i] != kNoSpan)) break;
     }
   }
   for (size_t i = 0; i < n; ++i) {

@@ -56,6 +56,17 @@ int window_of(const std::vector<StepWindow>& w, double ts) {
   return static_cast<int>(it - w.begin());
 }
 
+double union_length(std::vector<std::pair<double, double>>& v) {
+  std::sort(v.begin(), v.end());
+  double total = 0, end = -std::numeric_limits<double>::infinity();
+  for (const auto& [a, b] : v) {
+    if (b <= end) continue;
+    total += b - std::max(a, end);
+    end = b;
+  }
+  return total;
+}
+
 void compute_step_timeline(const Trace& t, const SpanLinks& links, const std::vector<StepWindow>& windows,
                            const AnalyzeOptions& opt, NameInfoCache& names, TraceAnalysis& out) {
   out.steps.clear();

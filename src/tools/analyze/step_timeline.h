@@ -5,6 +5,7 @@
 // work its host calls launched, so its window ends at the later of the host span's end and the end
 // of that device work, and the next step starts no earlier than that. A trace without steps is one
 // window from its first to its last span.
+#include <utility>
 #include <vector>
 
 #include "tools/analyze/analysis.h"
@@ -22,6 +23,9 @@ std::vector<StepWindow> step_windows(const Trace& t, const SpanLinks& links);
 
 // Index of the window containing host time `ts`, or -1.
 int window_of(const std::vector<StepWindow>& windows, double ts);
+
+// Total length of the union of [first, second) intervals (reorders `intervals`).
+double union_length(std::vector<std::pair<double, double>>& intervals);
 
 // Fills steps, total, idle gaps, kernel counts and launch counts of `out`.
 void compute_step_timeline(const Trace& t, const SpanLinks& links, const std::vector<StepWindow>& windows,

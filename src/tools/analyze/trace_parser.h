@@ -9,10 +9,13 @@
 #include <unordered_map>
 #include <vector>
 
-#include "tools/analyze/json_scanner.h"
+#include "report/json_scanner.h"
 #include "tools/analyze/trace.h"
 
 namespace crosstrain::analyze {
+
+using report::JsonNumber;
+using report::JsonScanner;
 
 // The second half of a traceEvents array, parsed speculatively from `offset`.
 class SplitPoint {

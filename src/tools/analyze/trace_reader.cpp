@@ -2,7 +2,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <zlib.h>
@@ -11,11 +10,13 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <map>
 #include <memory>
+#include <new>
 #include <thread>
 #include <unordered_map>
 
-#include "tools/analyze/json_scanner.h"
+#include "report/json_scanner.h"
 #include "tools/analyze/span_classifier.h"
 #include "tools/analyze/trace_parser.h"
 
@@ -83,23 +84,45 @@ std::string inflate_file(const std::string& path, uint64_t file_size, uint64_t l
   return data;  // std::string keeps a NUL at data()[size()]: the scanner's sentinel
 }
 
-// Reads a whole plain file; leaves a NUL after the content.
-std::string read_plain_file(const std::string& path) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-  if (fd < 0) throw std::runtime_error(path + ": cannot open");
-  std::unique_ptr<int, void (*)(int*)> guard(&fd, [](int* f) { ::close(*f); });
-  struct stat st {};
-  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) throw std::runtime_error(path + ": not a regular file");
-  std::string data(static_cast<size_t>(st.st_size), '\0');
-  size_t got = 0;
-  while (got < data.size()) {
-    ssize_t n = ::read(fd, &data[got], data.size() - got);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) throw std::runtime_error(path + ": read error");
-    got += static_cast<size_t>(n);
+// A whole plain file read into memory, with a NUL after the content for the scanner's sentinel.
+// Read, not mapped: a mapped file that another process truncates (a profiler rewriting its trace)
+// kills the reader with SIGBUS when it touches the lost pages; a read sees the file shrink and
+// says so. Uninitialised on allocation, so the bytes are touched once, by the read.
+class FileBytes {
+ public:
+  explicit FileBytes(const std::string& path) {
+    int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0) throw std::runtime_error(path + ": cannot open");
+    std::unique_ptr<int, void (*)(int*)> guard(&fd, [](int* f) { ::close(*f); });
+    struct stat st {};
+    if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) throw std::runtime_error(path + ": not a regular file");
+    const auto expected = static_cast<size_t>(st.st_size);
+    try {
+      data_.reset(new char[expected + 1]);
+    } catch (const std::bad_alloc&) {
+      throw std::runtime_error(path + ": " + std::to_string(expected) + " bytes do not fit in memory");
+    }
+    while (size_ < expected) {
+      ssize_t n = ::read(fd, data_.get() + size_, expected - size_);
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0) throw std::runtime_error(path + ": read error after " + std::to_string(size_) + " bytes");
+      if (n == 0) break;
+      size_ += static_cast<size_t>(n);
+    }
+    data_[size_] = '\0';
+    if (::fstat(fd, &st) != 0 || static_cast<size_t>(st.st_size) != expected || size_ != expected)
+      throw std::runtime_error(path + ": the file changed size while it was read (" + std::to_string(expected) +
+                               " bytes when opened, " +
+                               std::to_string(size_ != expected ? size_ : static_cast<size_t>(st.st_size)) +
+                               " when read): is a profiler still writing it? Analyze it once it is complete");
   }
-  return data;
-}
+  const char* data() const { return data_.get(); }
+  size_t size() const { return size_; }
+
+ private:
+  std::unique_ptr<char[]> data_;
+  size_t size_ = 0;
+};
 
 // Appends a separately parsed later part of the same trace: strings and threads are re-interned,
 // times moved onto this trace's time base.
@@ -218,46 +241,11 @@ void parse_into(const char* data, size_t size, const std::string& name, const Re
   classify_spans(t);
 }
 
-// A plain file mapped read-only: no copy, and the kernel zero-fills the tail of the last page,
-// which gives the scanner its NUL sentinel for free. Files ending exactly on a page boundary
-// (no tail) and files that cannot be mapped are read instead.
-class MappedFile {
- public:
-  explicit MappedFile(const std::string& path) {
-    int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-    if (fd < 0) return;
-    struct stat st {};
-    long page = ::sysconf(_SC_PAGESIZE);
-    if (::fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_size > 2 && page > 0 && st.st_size % page != 0) {
-      void* p = ::mmap(nullptr, static_cast<size_t>(st.st_size), PROT_READ, MAP_PRIVATE, fd, 0);
-      if (p != MAP_FAILED) {
-        const auto* bytes = static_cast<const unsigned char*>(p);
-        if (bytes[0] == 0x1f && bytes[1] == 0x8b) {
-          ::munmap(p, static_cast<size_t>(st.st_size));  // gzip: inflate through the read path
-          gzip_ = true;
-        } else {
-          ::madvise(p, static_cast<size_t>(st.st_size), MADV_SEQUENTIAL);
-          data_ = static_cast<const char*>(p);
-          size_ = static_cast<size_t>(st.st_size);
-        }
-      }
-    }
-    ::close(fd);
-  }
-  ~MappedFile() {
-    if (data_ != nullptr) ::munmap(const_cast<char*>(data_), size_);
-  }
-  MappedFile(const MappedFile&) = delete;
-  MappedFile& operator=(const MappedFile&) = delete;
-  const char* data() const { return data_; }
-  size_t size() const { return size_; }
-  bool gzip() const { return gzip_; }
-
- private:
-  bool gzip_ = false;
-  const char* data_ = nullptr;
-  size_t size_ = 0;
-};
+bool is_gzip_file(const std::string& path) {
+  std::unique_ptr<FILE, int (*)(FILE*)> f(std::fopen(path.c_str(), "rb"), &std::fclose);
+  unsigned char magic[2] = {0, 0};
+  return f && std::fread(magic, 1, 2, f.get()) == 2 && magic[0] == 0x1f && magic[1] == 0x8b;
+}
 
 }  // namespace
 
@@ -269,30 +257,19 @@ Trace parse_trace(std::string_view data, const std::string& name, const ReadOpti
   return t;
 }
 
-bool is_gzip_file(const std::string& path) {
-  std::unique_ptr<FILE, int (*)(FILE*)> f(std::fopen(path.c_str(), "rb"), &std::fclose);
-  unsigned char magic[2] = {0, 0};
-  return f && std::fread(magic, 1, 2, f.get()) == 2 && magic[0] == 0x1f && magic[1] == 0x8b;
-}
-
 Trace read_trace_file(const std::string& path, const ReadOptions& options) {
   require_regular_file(path);
   Trace t;
   t.path = path;
-  MappedFile mapped(path);
-  if (mapped.data() != nullptr) {
-    parse_into(mapped.data(), mapped.size(), path, options, t);
+  if (!is_gzip_file(path)) {
+    FileBytes bytes(path);
+    parse_into(bytes.data(), bytes.size(), path, options, t);
     return t;
   }
-  std::string bytes;
-  if (mapped.gzip() || is_gzip_file(path)) {
-    std::error_code ec;
-    uint64_t size = std::filesystem::file_size(path, ec);
-    bytes = inflate_file(path, ec ? 0 : size, options.max_inflated_bytes);
-  } else {
-    bytes = read_plain_file(path);
-  }
-  parse_into(bytes.c_str(), bytes.size(), path, options, t);
+  std::error_code ec;
+  const uint64_t size = std::filesystem::file_size(path, ec);
+  const std::string inflated = inflate_file(path, ec ? 0 : size, options.max_inflated_bytes);
+  parse_into(inflated.c_str(), inflated.size(), path, options, t);
   return t;
 }
 
@@ -309,25 +286,52 @@ int rank_folder_number(const std::string& name) {
   return digits.find_first_not_of("0123456789") == std::string::npos ? std::stoi(digits) : -1;
 }
 
-// Trace candidates in a folder: its JSON files, or, for an Ascend output folder, the JSON files of
-// its ASCEND_PROFILER_OUTPUT/; sub-folders that are Ascend output folders or rank<N>/ folders (one
-// per rank) too.
-void collect_candidates(const fs::path& dir, std::vector<std::string>& files, int depth) {
+constexpr const char* kAscendOutput = "ASCEND_PROFILER_OUTPUT";
+// How deep below the folder given runs are looked for: runs/level1/<host>_ascend_pt/ is two.
+constexpr int kMaxRunDepth = 3;
+
+struct Candidates {
+  std::vector<std::string> files;
+  std::vector<std::string> db_only;  // Ascend output folders with the database export only
+};
+
+// An Ascend output folder holds one trace, trace_view.json; its other JSON files (communication.json,
+// communication_matrix.json ...) are summaries, read by ascend_output with a note when broken.
+// torch_npu's export_type=db writes ascend_pytorch_profiler[_<rank>].db instead.
+void collect_ascend_output(const fs::path& out, Candidates& c) {
   std::error_code ec;
-  fs::path ascend = dir / "ASCEND_PROFILER_OUTPUT";
-  if (fs::is_directory(ascend, ec)) return collect_candidates(ascend, files, depth + 1);
-  std::vector<fs::path> subdirs;
+  if (fs::is_regular_file(out / "trace_view.json", ec)) return c.files.push_back((out / "trace_view.json").string());
+  for (const auto& entry : fs::directory_iterator(out, ec)) {
+    const std::string name = entry.path().filename().string();
+    if (name.rfind("ascend_pytorch_profiler", 0) == 0 && has_suffix(name, ".db")) return c.db_only.push_back(out.string());
+  }
+}
+
+// Trace candidates in a folder: its JSON files, or, for an Ascend output folder, its trace_view.json;
+// sub-folders that are Ascend output folders or rank<N>/ folders (one per rank) too, and, a few
+// levels down, plain folders holding such folders (several runs side by side: level0/, level1/).
+void collect_candidates(const fs::path& dir, Candidates& c, int depth, bool own_json) {
+  std::error_code ec;
+  if (dir.filename() == kAscendOutput) return collect_ascend_output(dir, c);
+  if (fs::is_directory(dir / kAscendOutput, ec)) return collect_ascend_output(dir / kAscendOutput, c);
+  std::vector<fs::path> ranks, plain;
   for (const auto& entry : fs::directory_iterator(dir, ec)) {
     std::string name = entry.path().filename().string();
     std::error_code e2;
-    if (entry.is_regular_file(e2) && is_json_name(name)) files.push_back(entry.path().string());
-    else if (depth == 0 && entry.is_directory(e2) &&
-             (fs::is_directory(entry.path() / "ASCEND_PROFILER_OUTPUT", e2) || rank_folder_number(name) >= 0))
-      subdirs.push_back(entry.path());
+    if (entry.is_regular_file(e2)) {
+      if (own_json && is_json_name(name)) c.files.push_back(entry.path().string());
+    } else if (depth < kMaxRunDepth && entry.is_directory(e2)) {
+      if (fs::is_directory(entry.path() / kAscendOutput, e2) || rank_folder_number(name) >= 0)
+        ranks.push_back(entry.path());
+      else if (depth + 1 < kMaxRunDepth && !entry.is_symlink(e2))  // a link back up would list runs twice
+        plain.push_back(entry.path());
+    }
   }
   if (ec) throw std::runtime_error(dir.string() + ": cannot list: " + ec.message());
-  std::sort(subdirs.begin(), subdirs.end());
-  for (const auto& d : subdirs) collect_candidates(d, files, depth + 1);
+  std::sort(ranks.begin(), ranks.end());
+  std::sort(plain.begin(), plain.end());
+  for (const auto& d : ranks) collect_candidates(d, c, kMaxRunDepth, true);
+  for (const auto& d : plain) collect_candidates(d, c, depth + 1, false);
 }
 
 // An Ascend trace's rank: torch_npu writes profiler_info_<rank>.json (distributed runs) next to
@@ -350,6 +354,13 @@ int ascend_rank_of(const std::string& trace_path) {
 
 }  // namespace
 
+std::string run_folder_of(const std::string& trace_path) {
+  fs::path p = fs::path(trace_path).parent_path();
+  if (p.filename() == kAscendOutput) return p.parent_path().parent_path().string();
+  if (rank_folder_number(p.filename().string()) >= 0) return p.parent_path().string();
+  return p.string();
+}
+
 std::vector<Trace> read_traces(const std::string& path, const ReadOptions& options, std::vector<std::string>* notes) {
   std::error_code ec;
   if (!fs::exists(path, ec)) throw std::runtime_error(path + ": no such file or folder");
@@ -358,11 +369,22 @@ std::vector<Trace> read_traces(const std::string& path, const ReadOptions& optio
     one.push_back(read_trace_file(path, options));
     return one;
   }
-  std::vector<std::string> files;
-  collect_candidates(path, files, 0);
-  if (files.empty())
+  Candidates c;
+  collect_candidates(path, c, 0, true);
+  const std::string db_hint =
+      "crosstrain reads the text export (trace_view.json): export it with "
+      "torch_npu.profiler.profiler.analyse(\"<folder>_ascend_pt\", export_type=\"text\"), or profile with "
+      "experimental_config=torch_npu.profiler._ExperimentalConfig(export_type=[torch_npu.profiler.ExportType.Text])";
+  if (c.files.empty() && !c.db_only.empty())
+    throw std::runtime_error(c.db_only.front() + ": only the Ascend profiler's database export (ascend_pytorch_profiler*.db)" +
+                             (c.db_only.size() > 1 ? " here and in " + std::to_string(c.db_only.size() - 1) + " more" : "") +
+                             "; " + db_hint);
+  if (c.files.empty())
     throw std::runtime_error(path + ": no trace files (*.json, *.json.gz, rank<N>/ folders of them, or an Ascend "
                              "ASCEND_PROFILER_OUTPUT/) in this folder");
+  if (notes != nullptr)
+    for (const auto& d : c.db_only) notes->push_back("skipped " + d + ": only the database export (ascend_pytorch_profiler*.db)");
+  std::vector<std::string>& files = c.files;
   std::sort(files.begin(), files.end());
   std::vector<Trace> traces;
   for (const auto& f : files) {
@@ -375,9 +397,17 @@ std::vector<Trace> read_traces(const std::string& path, const ReadOptions& optio
     }
   }
   if (traces.empty()) throw std::runtime_error(path + ": none of its " + std::to_string(files.size()) + " JSON files is a trace");
-  bool ranked = std::all_of(traces.begin(), traces.end(), [](const Trace& t) { return t.rank >= 0; });
-  if (ranked)
-    std::stable_sort(traces.begin(), traces.end(), [](const Trace& a, const Trace& b) { return a.rank < b.rank; });
+  // One run after another (by folder); inside a run, by rank when every trace of it has one.
+  std::map<std::string, bool> run_ranked;
+  for (const auto& t : traces) {
+    auto [it, fresh] = run_ranked.emplace(run_folder_of(t.path), true);
+    it->second = it->second && t.rank >= 0;
+  }
+  std::stable_sort(traces.begin(), traces.end(), [&](const Trace& a, const Trace& b) {
+    const std::string ra = run_folder_of(a.path), rb = run_folder_of(b.path);
+    if (ra != rb) return ra < rb;
+    return run_ranked[ra] && a.rank < b.rank;
+  });
   return traces;
 }
 

@@ -6,7 +6,7 @@
 // span_classifier. One pass over the bytes (two threads on big files), no DOM: memory is the file
 // plus ~56 bytes per span.
 //
-// Errors are std::runtime_error naming the file: TraceFormatError for bad content (with the byte
+// Errors are std::runtime_error naming the file: report::JsonFormatError for bad content (with the byte
 // offset), NotATraceError for well-formed JSON that is not a trace. Only regular files are read,
 // and compressed input is bounded (ReadOptions::max_inflated_bytes). Nothing here aborts, blocks
 // on a pipe or reads past the buffer, whatever the input.
@@ -38,11 +38,19 @@ Trace parse_trace(std::string_view data, const std::string& name, const ReadOpti
 Trace read_trace_file(const std::string& path, const ReadOptions& options = {});
 
 // A trace file, or a folder: per-rank trace files (*.json, *.json.gz, *.pt.trace.json...), an
-// Ascend PyTorch Profiler output folder (`*_ascend_pt`, read from its ASCEND_PROFILER_OUTPUT/), or
-// a folder of such folders (one per rank). In rank order when the traces say their rank, else by
-// path. JSON files in a folder that are not traces (communication.json, an execution trace) are
-// skipped, each with a one-line note appended to `notes` when given.
+// Ascend PyTorch Profiler output folder (`*_ascend_pt`: its ASCEND_PROFILER_OUTPUT/trace_view.json),
+// a folder of such folders (one per rank), or plain folders up to two levels down holding those
+// (several runs side by side: level0/, level1/). Run by run (see run_folder_of); inside a run in rank order when its
+// traces say their rank, else by path. JSON files in a folder that are not traces (an execution
+// trace, profiler metadata) are skipped, each with a one-line note appended to `notes` when given;
+// so are Ascend output folders holding only the database export (all of them: an error saying how
+// to export text).
 std::vector<Trace> read_traces(const std::string& path, const ReadOptions& options = {},
                                std::vector<std::string>* notes = nullptr);
+
+// The run a trace read from a folder belongs to: the folder holding its rank folders (for
+// <run>/<host>_ascend_pt/ASCEND_PROFILER_OUTPUT/trace_view.json and <run>/rank<N>/x.json, <run>),
+// else the trace's own folder. Ranks are compared within one run.
+std::string run_folder_of(const std::string& trace_path);
 
 }  // namespace crosstrain::analyze

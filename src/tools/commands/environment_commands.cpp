@@ -24,6 +24,8 @@ int doctor_body(const DoctorArgs& args) {
     if (!report::json_to_stdout(args.json)) std::cout << tools::render_distributed_doctor(r);
     if (!args.json.empty())
       report::write_json(report::with_envelope("doctor", tools::distributed_doctor_to_json(r)), args.json);
+    std::cout.flush();
+    if (tools::tell_rank0(r, args.options)) std::cerr << "doctor: rank 0 was told that this rank will not join\n";
     return r.ok() ? 0 : 1;
   }
   const auto r = tools::run_doctor(args.options);

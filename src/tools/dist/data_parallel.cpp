@@ -4,7 +4,9 @@
 #include <torch/csrc/distributed/c10d/comm.hpp>
 #include <torch/csrc/distributed/c10d/reducer.hpp>
 
+#include <algorithm>
 #include <numeric>
+#include <unordered_map>
 #include <sstream>
 
 namespace crosstrain::dist {
@@ -73,14 +75,21 @@ DataParallel::DataParallel(Group& group, core::TrainableModel& model, DataParall
                         "with the same --model and model flags");
   broadcast_state();
 
+  // One bucket until the first backward shows the order gradients arrive in (DDP's static start).
   std::vector<size_t> all(params_.size());
   std::iota(all.begin(), all.end(), size_t{0});
+  if (options_.compression != "none" && options_.compression != "fp16" && options_.compression != "bf16")
+    throw std::invalid_argument("--grad-compression must be none, fp16 or bf16, not '" + options_.compression + "'");
+  make_reducer({all});
+}
+
+void DataParallel::make_reducer(std::vector<std::vector<size_t>> buckets) {
   std::unordered_map<size_t, std::string> names;
   for (size_t i = 0; i < names_.size(); ++i) names[i] = names_[i];
   const auto cap = static_cast<int64_t>(options_.bucket_cap_mb * 1024 * 1024);
+  reducer_.reset();  // its autograd hooks go with it
   group_.guarded("setting up gradient buckets", [&] {
-    // One bucket until the first backward shows the order gradients arrive in (DDP's static start).
-    reducer_ = std::make_shared<c10d::Reducer>(params_, std::vector<std::vector<size_t>>{all}, group_.process_group(),
+    reducer_ = std::make_shared<c10d::Reducer>(params_, std::move(buckets), group_.process_group(),
                                                std::vector<bool>(params_.size(), false), cap,
                                                /*find_unused_parameters=*/false, /*gradient_as_bucket_view=*/true,
                                                names, kFirstBucketBytes, /*skip_all_reduce_unused_params=*/false,
@@ -89,8 +98,41 @@ DataParallel::DataParallel(Group& group, core::TrainableModel& model, DataParall
   if (options_.compression == "fp16" || options_.compression == "bf16")
     reducer_->register_comm_hook(std::make_unique<CompressedAllReduce>(
         group_.process_group(), options_.compression == "fp16" ? at::kHalf : at::kBFloat16));
-  else if (options_.compression != "none")
-    throw std::invalid_argument("--grad-compression must be none, fp16 or bf16, not '" + options_.compression + "'");
+}
+
+std::vector<std::vector<int64_t>> DataParallel::bucket_layout() const {
+  if (!regrouped_) return {};
+  std::unordered_map<const c10::TensorImpl*, int64_t> index;
+  for (size_t i = 0; i < params_.size(); ++i) index[params_[i].unsafeGetTensorImpl()] = static_cast<int64_t>(i);
+  std::vector<std::vector<int64_t>> layout;
+  for (const auto& bucket : reducer_->get_grad_buckets(/*return_zero_tensors=*/false)) {
+    layout.emplace_back();
+    for (const auto& p : bucket.getParameters()) layout.back().push_back(index.at(p.unsafeGetTensorImpl()));
+  }
+  return layout;
+}
+
+void DataParallel::restore_bucket_layout(const std::vector<std::vector<int64_t>>& layout) {
+  const std::string where = "data-parallel state: the gradient bucket layout";
+  std::vector<int> seen(params_.size(), 0);
+  std::vector<std::vector<size_t>> buckets;
+  for (const auto& bucket : layout) {
+    if (bucket.empty()) throw std::invalid_argument(where + " has an empty bucket");
+    buckets.emplace_back();
+    for (int64_t i : bucket) {
+      if (i < 0 || i >= static_cast<int64_t>(params_.size()) || seen[static_cast<size_t>(i)]++)
+        throw std::invalid_argument(where + " names parameter " + std::to_string(i) + " out of range or twice (" +
+                                    std::to_string(params_.size()) + " parameters)");
+      const auto& first = params_[static_cast<size_t>(bucket.front())];
+      if (params_[static_cast<size_t>(i)].scalar_type() != first.scalar_type())
+        throw std::invalid_argument(where + " mixes parameter types in one bucket");
+      buckets.back().push_back(static_cast<size_t>(i));
+    }
+  }
+  if (std::find(seen.begin(), seen.end(), 0) != seen.end())
+    throw std::invalid_argument(where + " leaves out parameters (" + std::to_string(params_.size()) + " parameters)");
+  make_reducer(std::move(buckets));
+  regrouped_ = true;
 }
 
 DataParallel::~DataParallel() = default;
@@ -142,7 +184,6 @@ void DataParallel::verify_in_sync(const std::string& when) {
 }
 
 void DataParallel::before_forward(bool sync) {
-  group_.guarded("rebuilding gradient buckets", [&] { reducer_->rebuild_buckets(); });
   if (sync) reducer_->prepare_for_forward();
   if (options_.broadcast_buffers && !buffers_.empty() && group_.size() > 1) {
     at::NoGradGuard no_grad;
@@ -157,6 +198,13 @@ void DataParallel::after_forward(bool sync) {
 
 void DataParallel::backward(const std::function<void()>& run_backward, int64_t step) {
   group_.guarded("the gradient all-reduce of step " + std::to_string(step), run_backward);
+  // DDP regroups the buckets once, in the order the first synchronised backward produced gradients
+  // (a no-op afterwards, and after a backward that did not synchronise). Doing it here rather than
+  // before the next forward means a checkpoint taken after any step records the grouping the next
+  // step sums in (the gradients move into the new buckets unchanged).
+  group_.guarded("rebuilding gradient buckets", [&] {
+    if (reducer_->rebuild_buckets()) regrouped_ = true;
+  });
 }
 
 std::vector<double> DataParallel::mean_over_ranks(std::vector<double> values, const std::string& what) {

@@ -2,8 +2,10 @@
 // Data-parallel gradient exchange with c10d's Reducer, the C++ engine of torch's
 // DistributedDataParallel: gradients are bucketed (--bucket-cap-mb, 25 MiB by default; a 1 MiB
 // first bucket) and each bucket is all-reduced from an autograd hook as soon as its last gradient
-// is ready, so communication overlaps the rest of backward. After the first step the buckets are
-// rebuilt in the order gradients became ready, as DDP does.
+// is ready, so communication overlaps the rest of backward. At the end of the first step's backward
+// the buckets are rebuilt in the order gradients became ready, as DDP does; bucket_layout() and
+// restore_bucket_layout() carry that grouping through a checkpoint, since with more than two ranks
+// Gloo's sums depend on where a gradient sits in its bucket.
 //
 //   dist::DataParallel dp(group, model, {.bucket_cap_mb = 25, .broadcast_buffers = true});
 //   trainer_parts.grad_sync = &dp;
@@ -54,8 +56,11 @@ class DataParallel final : public GradientSync {
   void verify_in_sync(const std::string& when);
   int rank() const override { return group_.rank(); }
   int world_size() const override { return group_.size(); }
+  std::vector<std::vector<int64_t>> bucket_layout() const override;
+  void restore_bucket_layout(const std::vector<std::vector<int64_t>>& layout) override;
 
  private:
+  void make_reducer(std::vector<std::vector<size_t>> buckets);
   void check_same_everywhere(const std::vector<double>& local, const std::string& what);
   void broadcast_state();
 
@@ -65,6 +70,7 @@ class DataParallel final : public GradientSync {
   std::vector<std::string> names_;
   c10::Device device_ = c10::kCPU;
   std::shared_ptr<c10d::Reducer> reducer_;
+  bool regrouped_ = false;  // buckets no longer the one-bucket start
 };
 
 }  // namespace crosstrain::dist

@@ -27,6 +27,14 @@ class GradientSync {
   virtual std::vector<double> mean_over_ranks(std::vector<double> values, const std::string& what) = 0;
   virtual int rank() const = 0;
   virtual int world_size() const = 0;
+  // How gradients are grouped for the exchange (lists of parameter indices, in the order they are
+  // reduced), when a restarted run must group them the same way to continue bit for bit; empty
+  // while a new process would group them the same way anyway. With more than two ranks a sum of
+  // the same numbers grouped otherwise can differ in the last bits.
+  virtual std::vector<std::vector<int64_t>> bucket_layout() const { return {}; }
+  // Groups gradients as `layout` says, from the next step on (before the first step only).
+  // std::invalid_argument when it is no grouping of this model's parameters.
+  virtual void restore_bucket_layout(const std::vector<std::vector<int64_t>>& layout) { (void)layout; }
 };
 
 }  // namespace crosstrain::dist

@@ -10,12 +10,22 @@
 // and keys live under the restart attempt. Backends: Gloo on the CPU; NCCL for CUDA when this build
 // has it; on a PrivateUse1 device the backend a loaded backend library registered (hccl).
 //
+// Before the rendezvous, the quick network checks of dist/preflight.h: a MASTER_ADDR, route or
+// *_SOCKET_IFNAME that cannot work fails in seconds with the line `doctor --distributed` prints, and
+// the rank tells the others through the store (announce_failure), so they stop waiting and name it.
+// Once the ranks know each other, each checks the address every rank on another network stack
+// gives its peers (with Gloo) before the backend connects them; one that cannot be reached stops
+// every rank the same way.
+// The rendezvous (store, every rank joining, the backend's connections) is bounded by the timeout
+// even where c10d blocks without one (RendezvousDeadline); its errors are one line with the cause.
+//
 // Failures never hang and never unwind through c10d: every collective has the group's timeout, and
 // a failed one prints what it was doing, which peers are gone or stopped (probed by pid when they
-// share this host) and exits with kFailureExit at once. Destroying a group whose peers are dead can
-// block in c10d's destructors; exiting cannot.
+// run on this machine: same boot id and pid namespace) and exits with kFailureExit at once.
+// Destroying a group whose peers are dead can block in c10d's destructors; exiting cannot.
 #include <chrono>
 #include <memory>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -32,11 +42,13 @@ class Store;
 
 namespace crosstrain::dist {
 
+class RendezvousDeadline;
 constexpr int kFailureExit = 1;
 
 struct GroupOptions {
   std::string backend = "auto";                  // auto | gloo | nccl | <PrivateUse1 backend, e.g. hccl>
   std::chrono::milliseconds timeout{300'000};    // every collective and the rendezvous
+  bool preflight = true;                         // the network checks of dist/preflight.h first
 };
 
 struct Peer {
@@ -44,12 +56,33 @@ struct Peer {
   std::string host;
   int64_t pid = 0;
   std::string device;
+  std::string node;  // dist::node_identity(): the pid is meaningful where this matches
+  std::string net;   // dist::network_identity()
+  std::string address, address_source;  // what its backend gives the others (dist::advertised_address)
+};
+
+// Another rank announced, before the rendezvous, that it will not join (Group::announce_failure).
+class PeerFailure : public std::runtime_error {
+ public:
+  PeerFailure(int rank, std::string host, std::string reason);
+  int rank() const { return rank_; }
+  const std::string& host() const { return host_; }
+  const std::string& reason() const { return reason_; }  // what stopped it, one line
+
+ private:
+  int rank_;
+  std::string host_, reason_;
 };
 
 class Group {
  public:
-  // Rendezvous and backend creation. std::runtime_error with what to check when it cannot be made.
+  // Rendezvous and backend creation. std::runtime_error with what to check when it cannot be made
+  // (PeerFailure when another rank announced it will not come).
   static std::unique_ptr<Group> join(const WorkerEnv& env, const core::DeviceContext& device, const GroupOptions& options);
+  // Tells the ranks waiting in join() that this one will not join, and why (one line), through the
+  // store at MASTER_ADDR:MASTER_PORT; false when the store could not be reached within `timeout`.
+  // Rank 0 hosting the store cannot (its store would end with it).
+  static bool announce_failure(const WorkerEnv& env, const std::string& reason, std::chrono::milliseconds timeout);
   ~Group();
 
   int rank() const { return env_.rank; }
@@ -84,7 +117,13 @@ class Group {
 
  private:
   Group(WorkerEnv env, GroupOptions options);
-  void exchange_peers(const core::DeviceContext& device);
+  void check_network() const;
+  void exchange_peers(const core::DeviceContext& device, std::chrono::steady_clock::time_point deadline,
+                      const RendezvousDeadline& watchdog);
+  void check_peer_addresses(std::chrono::steady_clock::time_point deadline);
+  void wait_for_all(const std::string& counter, std::chrono::steady_clock::time_point deadline);
+  void tell_failure(const std::string& problem);
+  [[noreturn]] void stuck(const std::string& step) const;
 
   WorkerEnv env_;
   GroupOptions options_;
@@ -93,6 +132,9 @@ class Group {
   c10::intrusive_ptr<c10d::ProcessGroup> pg_;
   std::vector<Peer> peers_;
   std::string host_;
+  std::string node_;            // node_identity()
+  std::string net_;             // network_identity()
+  std::string master_address_;  // MASTER_ADDR resolved, for messages
 };
 
 }  // namespace crosstrain::dist

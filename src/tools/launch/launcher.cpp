@@ -6,18 +6,17 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cstring>
-#include <iostream>
 #include <stdexcept>
+
+#include "tools/launch/output_sink.h"
 
 namespace crosstrain::launch {
 
 namespace {
-
-void say(const std::string& line) {
-  std::cerr << "crosstrain launch: " << line << std::endl;
-}
 
 std::vector<std::string> environment_block(const Environment& base, const Environment& overrides) {
   Environment all = base;
@@ -137,14 +136,57 @@ std::vector<std::string> torchrun_argv(const std::string& torchrun, const Elasti
                                 "--rdzv-id=" + r.run_id,
                                 "--max-restarts=" + std::to_string(r.max_restarts),
                                 "--no-python",
+                                "--",  // what follows is the worker's, even a flag torchrun also takes
                                 program.path};
   argv.insert(argv.end(), program.argv.begin() + (program.argv.empty() ? 0 : 1), program.argv.end());
   return argv;
 }
 
-int run_launch(LaunchRequest request) {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+bool is_stop_signal(int sig) { return sig == SIGINT || sig == SIGTERM || sig == SIGHUP; }
+
+// Everything the launcher writes, its own messages included, leaves through these: no stream that
+// stops taking bytes can stall the loop that watches signals and workers.
+struct LauncherOutput {
+  OutputSink out{1, "stdout"};
+  OutputSink err{2, "stderr"};
+
+  void say(const std::string& line) { err.write_always("crosstrain launch: " + line + "\n"); }
+
+  // Lets the streams take what is queued, as long as they need (as a program's own writes would),
+  // until a stop signal comes; after a launch a signal stopped, for half a second each at most.
+  // Returns the stop signal that ended the wait, or 0.
+  int finish(SignalWatch& signals, bool stopped) {
+    int stop = 0;
+    auto drain = [&](OutputSink& sink) {
+      const bool hurry = stopped || stop != 0;
+      Clock::time_point give_up = hurry ? Clock::now() + std::chrono::milliseconds(500) : Clock::time_point::max();
+      while (!sink.flush_until(std::min(give_up, Clock::now() + std::chrono::milliseconds(50)))) {
+        for (int sig : signals.take())
+          if (is_stop_signal(sig) && stop == 0) {
+            stop = sig;
+            give_up = Clock::now();
+          }
+        if (Clock::now() >= give_up) return;
+      }
+    };
+    drain(out);
+    for (OutputSink* sink : {&out, &err})
+      if (sink->dropped_lines() > 0)
+        say(std::to_string(sink->dropped_lines()) + " line(s) of the workers' " + sink->name() +
+            " were dropped: it did not take them in time");
+    if (out.pending_bytes() > 0) say("the rest of the workers' stdout was not written");
+    drain(err);
+    return stop;
+  }
+};
+
+int run_attempts(LaunchRequest& request, LauncherOutput& output, SignalWatch& signals) {
   LaunchShape& shape = request.shape;
-  validate(shape);
+  auto say = [&](const std::string& line) { output.say(line); };
   if (shape.master_port == 0) {
     shape.master_port = pick_free_port();
     say("MASTER_PORT=" + std::to_string(shape.master_port) + " (a free port)");
@@ -156,9 +198,10 @@ int run_launch(LaunchRequest request) {
 
   GroupOptions options;
   options.prefix_output = request.prefix_output;
+  options.out = &output.out;
+  options.err = &output.err;
   options.kill_timeout_s = request.kill_timeout_s;
   options.note = say;
-  SignalWatch signals;
   for (int attempt = 0;; ++attempt) {
     std::vector<WorkerSpec> workers;
     for (int i = 0; i < shape.nproc_per_node; ++i) {
@@ -184,13 +227,31 @@ int run_launch(LaunchRequest request) {
     }
     // A stop signal that arrived while the group was ending: do not start again.
     for (int sig : signals.take())
-      if (sig == SIGINT || sig == SIGTERM || sig == SIGHUP) {
+      if (is_stop_signal(sig)) {
         say("stopped by " + signal_name(sig) + "; exiting with " + std::to_string(128 + sig));
         return 128 + sig;
       }
     say(what + "; restarting all " + std::to_string(shape.nproc_per_node) + " local workers (restart " +
         std::to_string(attempt + 1) + " of " + std::to_string(shape.max_restarts) + ")");
   }
+}
+
+}  // namespace
+
+int run_launch(LaunchRequest request) {
+  validate(request.shape);
+  LauncherOutput output;
+  SignalWatch signals;
+  int status = 0;
+  try {
+    status = run_attempts(request, output, signals);
+  } catch (...) {
+    output.finish(signals, true);  // what the launcher said before it failed
+    throw;
+  }
+  const bool stopped = status > 128 && is_stop_signal(status - 128);
+  const int late_stop = output.finish(signals, stopped);
+  return late_stop != 0 && !stopped ? 128 + late_stop : status;
 }
 
 }  // namespace crosstrain::launch

@@ -14,6 +14,7 @@
 #include <stdexcept>
 
 #include "tools/launch/line_prefixer.h"
+#include "tools/launch/output_sink.h"
 
 namespace crosstrain::launch {
 
@@ -42,33 +43,13 @@ std::runtime_error system_error(const std::string& what) {
   return std::runtime_error("launch: " + what + ": " + std::strerror(errno));
 }
 
-// Writes all of `data` to fd; false when the stream is gone (EPIPE and the like).
-bool write_all(int fd, const std::string& data) {
-  size_t done = 0;
-  while (done < data.size()) {
-    ssize_t n = ::write(fd, data.data() + done, data.size() - done);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      if (errno == EAGAIN) {
-        pollfd p{fd, POLLOUT, 0};
-        ::poll(&p, 1, 100);
-        continue;
-      }
-      return false;
-    }
-    done += static_cast<size_t>(n);
-  }
-  return true;
-}
-
 struct Stream {
-  int fd = -1;      // read end of the worker's pipe; -1 once closed
-  int out_fd = -1;  // the launcher's stream it goes to
+  int fd = -1;                  // read end of the worker's pipe; -1 once closed
+  OutputSink* sink = nullptr;   // the launcher's stream it goes to
   std::unique_ptr<LinePrefixer> lines;
-  bool out_broken = false;
 
   void emit(const std::string& text) {
-    if (!text.empty() && !out_broken) out_broken = !write_all(out_fd, text);
+    if (!text.empty()) sink->write(text);
   }
   void close() {
     if (fd < 0) return;
@@ -145,6 +126,8 @@ class GroupRun {
   }
 
   void start(const std::vector<WorkerSpec>& specs) {
+    if (options_.prefix_output && (!options_.out || !options_.err))
+      throw std::logic_error("launch: prefixed output needs the launcher's output sinks");
     workers_.reserve(specs.size());
     for (const auto& spec : specs) {
       workers_.emplace_back();
@@ -192,6 +175,7 @@ class GroupRun {
         for (int sig : signals_.take()) on_launcher_signal(sig, kill_at);
       for (size_t i = 1; i < fds.size(); ++i)
         if (fds[i].revents & (POLLIN | POLLHUP | POLLERR)) streams[i - 1]->read_some();
+      tell_first_drops();
       if (stopping_ && kill_at == kNever && !killed_sent_ && running_count() > 0) kill_at = Clock::now() + timeout();
     }
     for (auto& w : workers_) {
@@ -242,8 +226,8 @@ class GroupRun {
     w.running = true;
     if (options_.prefix_output) {
       const std::string prefix = "[rank" + std::to_string(spec.rank) + "]: ";
-      w.out = Stream{out_pipe[0], 1, std::make_unique<LinePrefixer>(prefix)};
-      w.err = Stream{err_pipe[0], 2, std::make_unique<LinePrefixer>(prefix)};
+      w.out = Stream{out_pipe[0], options_.out, std::make_unique<LinePrefixer>(prefix)};
+      w.err = Stream{err_pipe[0], options_.err, std::make_unique<LinePrefixer>(prefix)};
     }
   }
 
@@ -287,6 +271,14 @@ class GroupRun {
       }
       kill_at = kNever;
     }
+  }
+
+  // Once per stream and launch: its reader stopped taking lines (the count comes at the end).
+  void tell_first_drops() {
+    for (OutputSink* sink : {options_.out, options_.err})
+      if (sink && sink->first_drop())
+        note("the launcher's " + sink->name() + " is not taking the workers' output (a paused terminal, a pipe "
+             "nobody reads): their lines are dropped until it does");
   }
 
   void kill_all() {

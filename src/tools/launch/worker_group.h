@@ -6,8 +6,9 @@
 //   GroupResult r = run_worker_group(program, workers, options, signals);
 //
 // One thread and poll(2): the workers' stdout and stderr come through pipes and leave as whole
-// lines with a "[rankN]: " prefix (LinePrefixer), each on the launcher's stream of the same name.
-// Signals arrive through a self-pipe, so the loop sees them between reads.
+// lines with a "[rankN]: " prefix (LinePrefixer), each through the OutputSink of the launcher's
+// stream of the same name, which never blocks this loop (a stream that takes nothing makes the
+// sink drop lines, counted). Signals arrive through a self-pipe, so the loop sees them between reads.
 //
 // Stopping: the first worker that exits non-zero or dies by a signal stops the group: the others
 // get SIGTERM and, after kill_timeout_s, SIGKILL. A SIGINT, SIGTERM or SIGHUP sent to the launcher
@@ -47,8 +48,12 @@ struct WorkerSpec {
   std::vector<std::string> env;   // the worker's whole environment, "NAME=value"
 };
 
+class OutputSink;
+
 struct GroupOptions {
   bool prefix_output = true;
+  OutputSink* out = nullptr;      // where the workers' prefixed lines go (required with prefix_output)
+  OutputSink* err = nullptr;
   double kill_timeout_s = 30;
   std::function<void(const std::string&)> note;  // the launcher's own messages (one line each)
 };

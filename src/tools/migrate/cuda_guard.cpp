@@ -28,24 +28,27 @@ bool CudaGuards::is_cuda_test(TSNode condition) const {
   uint32_t key = ts_node_start_byte(condition);
   auto it = tests_.find(key);
   if (it != tests_.end()) return it->second;
-  bool result = test_uncached(condition, 0);
+  bool result = test_uncached(condition, 0, availability_);
   tests_.emplace(key, result);
   return result;
 }
 
-bool CudaGuards::test_uncached(TSNode node, int depth) const {
+bool CudaGuards::test_uncached(TSNode node, int depth, bool availability) const {
   if (ts_node_is_null(node) || depth > 8) return false;
   std::string_view type = node_type(node);
-  if (type == "parenthesized_expression") return test_uncached(ts_node_named_child(node, 0), depth + 1);
+  if (type == "parenthesized_expression") return test_uncached(ts_node_named_child(node, 0), depth + 1, availability);
+  if (availability && (type == "identifier" || type == "attribute") && availability_names_.count(syntax_.text(node)))
+    return true;
   if (type == "boolean_operator") {
-    bool left = test_uncached(field(node, "left"), depth + 1), right = test_uncached(field(node, "right"), depth + 1);
+    bool left = test_uncached(field(node, "left"), depth + 1, availability);
+    bool right = test_uncached(field(node, "right"), depth + 1, availability);
     std::string_view op = syntax_.text(field(node, "operator"));
     return op == "and" ? (left || right) : (left && right);
   }
   if (type == "attribute") return syntax_.text(field(node, "attribute")) == "is_cuda";
   if (type == "call") {
     TSNode function = field(node, "function");
-    if (availability_ && syntax_.text(function) == "torch.cuda.is_available") return true;
+    if (availability && syntax_.text(function) == "torch.cuda.is_available") return true;
     if (!is_type(function, "attribute") || syntax_.text(field(function, "attribute")) != "startswith") return false;
     std::vector<TSNode> args = named_children(field(node, "arguments"));
     return !args.empty() && is_type(args[0], "string") && syntax_.text(args[0]).find("cuda") != std::string_view::npos;

@@ -6,6 +6,8 @@
 #include "tools/migrate/python_syntax.h"
 
 #include <map>
+#include <set>
+#include <string>
 #include <vector>
 
 namespace crosstrain::migrate {
@@ -18,6 +20,11 @@ class CudaGuards {
 
   // True when `condition` passes only for CUDA (a positive test, possibly under `and` / parentheses).
   bool is_cuda_test(TSNode condition) const;
+  // The same, counting only tests of a device (`x.is_cuda`, `d.type == "cuda"`), not availability.
+  bool is_device_cuda_test(TSNode condition) const { return test_uncached(condition, 0, false); }
+  // A name (`cuda`, `args.cuda`) that holds a value implying torch.cuda.is_available(): with
+  // `availability`, testing it is a CUDA test too.
+  void add_availability_name(std::string_view spelling) { availability_names_.emplace(spelling); }
   // True when `ancestors` (innermost last) put their last child in the body of `if <cuda test>:` /
   // `elif <cuda test>:`, the first branch of `a if <cuda test> else b`, or the right operand of
   // `<cuda test> and b`.
@@ -27,11 +34,12 @@ class CudaGuards {
   bool is_type_derivation(TSNode conditional) const;
 
  private:
-  bool test_uncached(TSNode condition, int depth) const;
+  bool test_uncached(TSNode condition, int depth, bool availability) const;
 
   const PythonSyntax& syntax_;
   bool availability_;
   mutable std::map<uint32_t, bool> tests_;  // condition start byte -> is_cuda_test
+  std::set<std::string, std::less<>> availability_names_;
 };
 
 // A string literal whose value is exactly "cuda" or "cuda:N".

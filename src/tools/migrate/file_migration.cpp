@@ -3,6 +3,10 @@
 #include "tools/migrate/python_syntax.h"
 #include "tools/migrate/rewriter.h"
 
+#include <algorithm>
+#include <cctype>
+#include <cerrno>
+#include <iconv.h>
 #include <set>
 
 namespace crosstrain::migrate {
@@ -50,12 +54,108 @@ bool looks_like_utf8_text(std::string_view bytes) {
   return true;
 }
 
+namespace {
+
+std::string lower_dashed(std::string_view name) {
+  std::string out(name);
+  for (char& c : out) c = c == '_' ? '-' : static_cast<char>(c >= 'A' && c <= 'Z' ? c - 'A' + 'a' : c);
+  return out;
+}
+
+// Converts `in` between two encodings with iconv; false when a byte sequence is invalid, the
+// encoding unknown, or a character has no form in the target encoding.
+bool transcode(std::string_view in, const std::string& from, const std::string& to, std::string& out,
+               std::string& error) {
+  iconv_t cd = iconv_open(to.c_str(), from.c_str());
+  if (cd == reinterpret_cast<iconv_t>(-1)) {
+    error = "unknown encoding '" + (from == "UTF-8" ? to : from) + "'";
+    return false;
+  }
+  out.assign(in.size() * 2 + 16, '\0');
+  char* src = const_cast<char*>(in.data());
+  size_t src_left = in.size(), done = 0;
+  for (;;) {
+    char* dst = out.data() + done;
+    size_t dst_left = out.size() - done;
+    size_t rc = iconv(cd, src_left ? &src : nullptr, &src_left, &dst, &dst_left);
+    done = out.size() - dst_left;
+    if (rc != static_cast<size_t>(-1) && src_left == 0) break;
+    if (rc == static_cast<size_t>(-1) && errno == E2BIG) {
+      out.resize(out.size() * 2);
+      continue;
+    }
+    error = "byte " + std::to_string(in.size() - src_left) + " is not valid " + from;
+    iconv_close(cd);
+    return false;
+  }
+  iconv_close(cd);
+  out.resize(done);
+  return true;
+}
+
+size_t line_at(std::string_view text, size_t offset) {
+  return 1 + static_cast<size_t>(std::count(text.begin(), text.begin() + static_cast<std::ptrdiff_t>(offset), '\n'));
+}
+
+}  // namespace
+
+std::string declared_encoding(std::string_view bytes) {
+  size_t pos = 0;
+  for (int line = 0; line < 2 && pos <= bytes.size(); ++line) {
+    size_t end = bytes.find('\n', pos);
+    std::string_view text = bytes.substr(pos, end == std::string_view::npos ? std::string_view::npos : end - pos);
+    size_t first = text.find_first_not_of(" \t\f\r");
+    bool comment = first != std::string_view::npos && text[first] == '#';
+    if (comment) {
+      size_t at = text.find("coding", first);
+      if (at != std::string_view::npos && at + 6 < text.size() && (text[at + 6] == ':' || text[at + 6] == '=')) {
+        size_t k = at + 7;
+        while (k < text.size() && (text[k] == ' ' || text[k] == '\t')) ++k;
+        size_t begin = k;
+        while (k < text.size() && (std::isalnum(static_cast<unsigned char>(text[k])) || text[k] == '-' || text[k] == '_' ||
+                                   text[k] == '.'))
+          ++k;
+        if (k > begin) {
+          std::string name = lower_dashed(text.substr(begin, k - begin));
+          if (name == "utf-8" || name.rfind("utf-8-", 0) == 0 || name == "utf8") return "utf-8";
+          for (const char* latin : {"latin-1", "iso-8859-1", "iso-latin-1"})
+            if (name == latin || name.rfind(std::string(latin) + "-", 0) == 0) return "iso-8859-1";
+          return name;
+        }
+      }
+    }
+    // The second line counts only below a comment or a blank line.
+    if (!comment && first != std::string_view::npos) break;
+    if (end == std::string_view::npos) break;
+    pos = end + 1;
+  }
+  return {};
+}
+
 FileMigration migrate_source(std::string path, std::string_view source, Target target) {
   FileMigration result;
   result.path = std::move(path);
+  const std::string encoding = declared_encoding(source);
+  if (!encoding.empty() && encoding != "utf-8") {
+    std::string error;
+    if (!transcode(source, encoding, "UTF-8", result.decoded, error)) {
+      result.status = FileStatus::NotUtf8;
+      result.detail = "not readable as the " + encoding + " its coding line declares (" + error + "): cannot be checked";
+      return result;
+    }
+    result.encoding = encoding;
+    source = result.decoded;
+  }
+  const size_t nul = source.find('\0');
+  if (nul != std::string_view::npos) {
+    result.status = FileStatus::NotUtf8;
+    result.detail = "holds a NUL byte on line " + std::to_string(line_at(source, nul)) +
+                    " (Python refuses such a file): cannot be checked";
+    return result;
+  }
   if (!looks_like_utf8_text(source)) {
     result.status = FileStatus::NotUtf8;
-    result.detail = "not UTF-8 text (binary or another encoding): skipped";
+    result.detail = "not UTF-8 text, and no coding line declares another encoding (PEP 263): cannot be checked";
     return result;
   }
   PythonSyntax syntax(source);
@@ -90,6 +190,15 @@ FileMigration migrate_source(std::string path, std::string_view source, Target t
   }
   result.lines_changed = touched.size() + inserted;
   result.changes = std::move(plan.changes);
+  if (!result.encoding.empty()) {
+    std::string error;
+    if (!transcode(migrated, "UTF-8", result.encoding, result.encoded, error)) {
+      result.status = FileStatus::RewriteFailed;
+      result.detail = "the rewritten code cannot be written back as " + result.encoding + " (" + error + "): left unchanged";
+      result.changes.clear();
+      return result;
+    }
+  }
   result.migrated = std::move(migrated);
   result.status = FileStatus::Migrated;
   return result;

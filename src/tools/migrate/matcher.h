@@ -103,6 +103,17 @@ class Matcher {
   std::string amp_reference_advice(std::string_view api) const;
   void amp_call(const Rule& rule, TSNode call, TSNode name, const std::string& new_name);
 
+  // matcher_flow.cpp
+  bool reaches_process_count(TSNode node, const std::vector<TSNode>& up, size_t n, int hops) const;
+  void device_count_number(TSNode call, TSNode matched, const std::vector<TSNode>& ancestors);
+  void asserted_device_counts(TSNode call, const std::vector<TSNode>& ancestors);
+  bool implies_cuda_available(TSNode expr, int depth) const;
+  void find_availability_names();
+  std::vector<std::pair<uint32_t, uint32_t>> decided_by(std::string_view spelling) const;
+  std::vector<std::pair<uint32_t, uint32_t>> stored_availability(const std::vector<TSNode>& ancestors) const;
+  void sync_batchnorm(TSNode call, TSNode args);
+  void cuda_branch(TSNode node);
+
   // matcher_calls.cpp
   void on_call(TSNode call);
   void backend_nccl(TSNode node, const std::vector<TSNode>& ancestors);

@@ -65,6 +65,8 @@ void Matcher::on_call(TSNode call) {
     strings_.on_format_call(call, *ancestors_);
   } else if (method == "pin_memory") {
     pin_memory_call(call, function, args);
+  } else if (method == "convert_sync_batchnorm") {
+    sync_batchnorm(call, args);
   }
   pin_memory_keyword(call, function, args);
 }

@@ -236,7 +236,7 @@ MigrationSummary run_migration(const MigrateOptions& options) {
           bool changed = r.result.status == FileStatus::Migrated;
           if (summary.mode == "copy") {
             make_real_directories(out_dir, f.relative.parent_path());
-            write_atomic(target_path, changed ? r.result.migrated : source, f.path);
+            write_atomic(target_path, changed ? r.result.bytes_to_write() : source, f.path);
             r.output_path = target_path.generic_string();
           } else if (summary.mode == "in-place" && changed) {
             if (options.backup) {
@@ -244,11 +244,14 @@ MigrationSummary run_migration(const MigrateOptions& options) {
               backup += ".orig";
               write_atomic(backup, source, f.path);
             }
-            write_atomic(f.path, r.result.migrated, f.path);
+            write_atomic(f.path, r.result.bytes_to_write(), f.path);
             r.output_path = f.path.generic_string();
           }
-          if (options.keep_text) r.original = std::move(source);
+          // The diff is of the text the changes' offsets refer to: the decoded one.
+          if (options.keep_text) r.original = r.result.encoding.empty() ? std::move(source) : std::move(r.result.decoded);
           else r.result.migrated.clear();
+          r.result.encoded.clear();
+          r.result.decoded.clear();
         }
       } catch (const std::exception& e) {
         errors[i] = f.label + ": " + e.what();
@@ -284,7 +287,7 @@ MigrationSummary run_migration(const MigrateOptions& options) {
       case FileStatus::Migrated: ++summary.files_migrated; break;
       case FileStatus::SyntaxError: ++summary.files_syntax_error; break;
       case FileStatus::RewriteFailed: ++summary.files_rewrite_failed; break;
-      case FileStatus::NotUtf8: ++summary.files_skipped; break;
+      case FileStatus::NotUtf8:  // never a pass: what cannot be read cannot be checked
       case FileStatus::ReadError:
         ++summary.files_skipped;
         ++summary.files_unreadable;

@@ -1,5 +1,7 @@
 #include "tools/migrate/python_syntax.h"
 
+#include "tools/migrate/data_literals.h"
+
 #include <algorithm>
 #include <cstring>
 #include <stdexcept>
@@ -8,7 +10,15 @@ extern "C" const TSLanguage* tree_sitter_python(void);
 
 namespace crosstrain::migrate {
 
-PythonSyntax::PythonSyntax(std::string_view source) : source_(source) { parse(nullptr); }
+PythonSyntax::PythonSyntax(std::string_view source) : source_(source), elided_(elide_data_literals(source)) {
+  parse(nullptr);
+  if (!elided_.empty() && has_errors()) {  // blanking went wrong somehow: read the source as it is
+    ts_tree_delete(tree_);
+    ts_parser_delete(parser_);
+    elided_.clear();
+    parse(nullptr);
+  }
+}
 
 namespace {
 
@@ -33,7 +43,30 @@ class PointIndex {
 }  // namespace
 
 PythonSyntax::PythonSyntax(std::string_view source, const PythonSyntax& previous, const std::vector<TextEdit>& edits)
-    : source_(source) {
+    : source_(source), elided_(elide_data_literals(source)) {
+  // The old tree describes what the parser read before: reuse it only when what it reads now is
+  // that text with the same edits, else parse afresh.
+  std::string_view old_read = previous.elided_.empty() ? previous.source_ : std::string_view(previous.elided_);
+  std::string_view new_read = elided_.empty() ? source_ : std::string_view(elided_);
+  bool same = new_read.size() == old_read.size() + [&] {
+    int64_t growth = 0;
+    for (const auto& e : edits) growth += static_cast<int64_t>(e.text.size()) - static_cast<int64_t>(e.end - e.start);
+    return growth;
+  }();
+  for (size_t k = 0, pos = 0, at = 0; same && k <= edits.size(); ++k) {
+    size_t stop = k < edits.size() ? edits[k].start : old_read.size();
+    same = old_read.substr(pos, stop - pos) == new_read.substr(at, stop - pos);
+    at += stop - pos;
+    if (k < edits.size()) {
+      same = same && new_read.substr(at, edits[k].text.size()) == edits[k].text;
+      at += edits[k].text.size();
+      pos = edits[k].end;
+    }
+  }
+  if (!same) {
+    parse(nullptr);
+    return;
+  }
   TSTree* old_tree = ts_tree_copy(previous.tree_);
   PointIndex old_points(previous.source_), new_points(source);
   int64_t delta = 0;
@@ -66,7 +99,8 @@ void PythonSyntax::parse(const TSTree* old_tree) {
     if (parser_) ts_parser_delete(parser_);
     throw std::runtime_error("tree-sitter could not load the Python grammar (ABI mismatch)");
   }
-  tree_ = ts_parser_parse_string(parser_, old_tree, source_.data(), static_cast<uint32_t>(source_.size()));
+  std::string_view read = elided_.empty() ? source_ : std::string_view(elided_);
+  tree_ = ts_parser_parse_string(parser_, old_tree, read.data(), static_cast<uint32_t>(read.size()));
   if (!tree_) {
     ts_parser_delete(parser_);
     throw std::runtime_error("tree-sitter failed to parse");

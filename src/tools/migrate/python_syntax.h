@@ -5,10 +5,13 @@
 // the buffer it was built from is unchanged. It is the only unit that knows tree-sitter's C API
 // lifetimes; the rewriter reads nodes through the small helpers below. Construction never throws
 // for bad Python: syntax errors show up as has_errors() (tree-sitter always yields a tree).
+// Large literal data is blanked before parsing (data_literals.h): offsets, lines and text() are
+// those of the source, the inside of such a bracket is one `0` node.
 #include <tree_sitter/api.h>
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -46,6 +49,7 @@ class PythonSyntax {
   void parse(const TSTree* old_tree);
 
   std::string_view source_;
+  std::string elided_;  // what the parser read when data literals were blanked; empty otherwise
   TSParser* parser_ = nullptr;
   TSTree* tree_ = nullptr;
 };

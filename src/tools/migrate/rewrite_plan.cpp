@@ -88,9 +88,14 @@ void PlanBuilder::find(const Rule& rule, TSNode node, std::string api, Target ta
 
 void PlanBuilder::replace_guard(const Rule& rule, TSNode node, std::string text, uint32_t body_start,
                                 uint32_t body_end) {
+  replace_guard(rule, node, std::move(text), std::vector<std::pair<uint32_t, uint32_t>>{{body_start, body_end}});
+}
+
+void PlanBuilder::replace_guard(const Rule& rule, TSNode node, std::string text,
+                                std::vector<std::pair<uint32_t, uint32_t>> bodies) {
   size_t index = candidates_.size();
   replace(rule, node, std::move(text), "");
-  if (candidates_.size() > index) guard_bodies_[index] = {body_start, body_end};
+  if (candidates_.size() > index) guard_bodies_[index] = std::move(bodies);
 }
 
 // A guard whose body keeps a flagged call must keep answering "CUDA only" (False elsewhere), and a
@@ -104,7 +109,10 @@ std::vector<Change> PlanBuilder::drop_unsafe(std::vector<Change> candidates) con
   std::vector<Change> kept;
   for (size_t i = 0; i < candidates.size(); ++i) {
     auto guard = guard_bodies_.find(i);
-    if (guard != guard_bodies_.end() && flagged_within(guard->second.first, guard->second.second)) continue;
+    if (guard != guard_bodies_.end() &&
+        std::any_of(guard->second.begin(), guard->second.end(),
+                    [&](const std::pair<uint32_t, uint32_t>& body) { return flagged_within(body.first, body.second); }))
+      continue;
     const Change& c = candidates[i];
     bool inside_kept = std::any_of(kept_.begin(), kept_.end(), [&](const std::pair<uint32_t, uint32_t>& span) {
       return c.start >= span.first && c.end <= span.second;

@@ -40,6 +40,8 @@ class PlanBuilder {
   // A rewrite of a test (`torch.cuda.is_available()`) that is dropped when the code it guards,
   // [body_start, body_end), keeps a finding that fails --check: the test then stays as written.
   void replace_guard(const Rule& rule, TSNode node, std::string text, uint32_t body_start, uint32_t body_end);
+  // The same for a test whose value is stored and tested elsewhere: it guards every span given.
+  void replace_guard(const Rule& rule, TSNode node, std::string text, std::vector<std::pair<uint32_t, uint32_t>> bodies);
   // A flagged call stays as written, arguments included: no rewrite is made inside `node`.
   void keep_as_written(TSNode node) { kept_.emplace_back(ts_node_start_byte(node), ts_node_end_byte(node)); }
 
@@ -63,7 +65,7 @@ class PlanBuilder {
   std::map<uint32_t, uint32_t> first_binding_end_;  // scope -> where `_accel_device` is first bound
   std::vector<Change> candidates_;
   std::vector<Finding> findings_;
-  std::map<size_t, std::pair<uint32_t, uint32_t>> guard_bodies_;  // candidate index -> guarded body
+  std::map<size_t, std::vector<std::pair<uint32_t, uint32_t>>> guard_bodies_;  // candidate index -> guarded code
   std::vector<std::pair<uint32_t, uint32_t>> kept_;                // spans of flagged calls
 };
 

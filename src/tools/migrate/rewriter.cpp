@@ -9,6 +9,7 @@ namespace crosstrain::migrate {
 
 void Matcher::run() {
   find_amp_references();
+  find_availability_names();
   walk_named(syntax_.root(), [&](TSNode node, const std::vector<TSNode>& ancestors) { visit(node, ancestors); });
 }
 
@@ -25,7 +26,12 @@ void Matcher::visit(TSNode node, const std::vector<TSNode>& ancestors) {
     plan_.note_entry_point();
   bool matchable = type == "attribute" || type == "call" || type == "string" || type == "binary_operator" ||
                    type == "identifier";
-  if (!matchable || guards_.guarded(node, ancestors)) return;
+  bool branches = type == "if_statement" || type == "conditional_expression";
+  if ((!matchable && !branches) || guards_.guarded(node, ancestors)) return;
+  if (branches) {
+    cuda_branch(node);
+    return;
+  }
   if (type == "attribute") on_attribute(node, ancestors);
   else if (type == "call") on_call(node);
   else if (type == "string") strings_.on_string(node, ancestors);
@@ -182,7 +188,8 @@ void Matcher::on_attribute(TSNode node, const std::vector<TSNode>& ancestors) {
     return;
   }
   if (rule->id == "torch.cuda.device_count" && (!is_function || !is_tested(parent, ancestors))) {
-    plan_.find(rule_by_id("device-count-number"), matched, std::string(is_function ? text(parent) : text(node)), target_);
+    if (is_function && ts_node_eq(matched, node)) device_count_number(parent, matched, ancestors);
+    else plan_.find(rule_by_id("device-count-number"), matched, std::string(is_function ? text(parent) : text(node)), target_);
     return;
   }
   if (rule->id == "torch.cuda.Event" && target_ != Target::Npu && is_function && times_events(parent)) {
@@ -211,8 +218,10 @@ void Matcher::on_attribute(TSNode node, const std::vector<TSNode>& ancestors) {
   }
   if (rule->id == "torch.cuda.is_available" && is_function && ts_node_eq(matched, node)) {
     uint32_t body_start = 0, body_end = 0;
-    if (guarded_body(ancestors, body_start, body_end)) {
-      plan_.replace_guard(*rule, matched, expand(replacement), body_start, body_end);
+    std::vector<std::pair<uint32_t, uint32_t>> guarded = stored_availability(ancestors);
+    if (guarded_body(ancestors, body_start, body_end)) guarded.emplace_back(body_start, body_end);
+    if (!guarded.empty()) {
+      plan_.replace_guard(*rule, matched, expand(replacement), std::move(guarded));
       return;
     }
   }

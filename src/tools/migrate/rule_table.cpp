@@ -176,9 +176,34 @@ const std::vector<Rule> kRules = {
      {"an int device means a CUDA index: write torch.device(_accel_device.type, i), or _accel_device",
       "an int device means an NPU index under torch_npu: write torch.device(\"npu\", i)",
       "an int device means a CUDA index: write \"cpu\""}, ""},
-    {"device-count-number", "device-api", "`torch.cuda.device_count()` used as a number (process counts, device lists)", R,
-     {"0 without an accelerator: use max(1, torch.accelerator.device_count()) for a process count",
-      "use torch.npu.device_count()", "0 on a CPU: use a process count from the command line (e.g. 1 or 2)"}, ""},
+    {"device-count-number", "device-api", "`torch.cuda.device_count()` used as a number that is not a process count "
+     "(device lists, batch arithmetic, a count stored in an attribute)", R,
+     {"0 without an accelerator: what it sizes is empty there (mp.spawn(nprocs=0) starts no worker and the program "
+      "ends having trained nothing); use max(1, torch.accelerator.device_count()) where it counts processes",
+      "0 where no NPU is visible: use max(1, torch.npu.device_count()) where it counts processes",
+      "0 on a CPU: what it sizes is empty (mp.spawn(nprocs=0) starts no worker and the program ends having trained "
+      "nothing); use a process count from the command line (e.g. 1 or 2)"}, ""},
+    {"process-count", "device-api", "`torch.cuda.device_count()` that becomes a process count: `nprocs=`, a world size, "
+     "`range()` of processes, a divisor (`rank % n`), directly or through a name of its scope", W,
+     {"max(1, {torch}.accelerator.device_count())", "max(1, {torch}.npu.device_count())", "max(1, {torch}.cuda.device_count())"},
+     "at least one process: unchanged wherever a device is visible; without one the program runs one process "
+     "instead of none (or a division by zero)"},
+    {"sync-batchnorm", "distributed", "`nn.SyncBatchNorm.convert_sync_batchnorm(m)` of a module named by a plain name "
+     "or attribute", W,
+     {"`(<call> if _accel_device.type != \"cpu\" else m)`", "{keep}", "`m`: plain BatchNorm"},
+     "SyncBatchNorm needs an accelerator: DDP over CPU modules raises \"SyncBatchNorm layers only work with GPU "
+     "modules\"; on the CPU the module keeps its BatchNorm layers"},
+    {"sync-batchnorm-unproven", "distributed", "`convert_sync_batchnorm(<expression>)` whose argument is not a plain name", R,
+     {"SyncBatchNorm raises under DDP on the CPU: convert only where `_accel_device.type != \"cpu\"`",
+      "not flagged on npu: torch_npu runs SyncBatchNorm",
+      "SyncBatchNorm raises under DDP on the CPU: drop the conversion"}, ""},
+    {"cuda-branch-cpu-tensors", "device-string", "a CUDA test (`x.is_cuda`, `x.device.type == \"cuda\"`) whose other branch "
+     "makes CPU tensors (`torch.FloatTensor`, a factory without device=, `.cpu()`)", R,
+     {"on another accelerator the test is False and the other branch puts CPU tensors next to x on that device: "
+      "build them on x's device (torch.zeros(..., device=x.device), x.new_zeros(...))",
+      "False on the NPU: the other branch puts CPU tensors next to x on the NPU: build them on x's device "
+      "(torch.zeros(..., device=x.device), x.new_zeros(...))",
+      "not flagged: on the CPU the other branch is the one meant to run"}, ""},
     {"event-timing", "stream", "`torch.cuda.Event(enable_timing=True)` and `elapsed_time`", R,
      {"CPU events do not time: measure with time.perf_counter() around torch.get_device_module(_accel_device).synchronize()",
       "not flagged on npu: torch.npu.Event(enable_timing=True) times on the NPU",

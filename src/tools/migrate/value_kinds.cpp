@@ -2,6 +2,7 @@
 
 #include "tools/migrate/argument_context.h"
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 
@@ -88,10 +89,21 @@ bool ValueKinds::kind_of(TSNode expr, uint32_t scope, bool want_int, int depth) 
     return kind_of(ts_node_named_child(expr, 0), scope, want_int, depth + 1) &&
            kind_of(ts_node_named_child(expr, 2), scope, want_int, depth + 1);
   }
+  if (type == "binary_operator") {
+    // `rank % n_devices`, `node * per_node + local_rank`: integer arithmetic stays an int.
+    std::string_view op = syntax_.text(field(expr, "operator"));
+    return want_int && (op == "%" || op == "//" || op == "+" || op == "-" || op == "*") &&
+           kind_of(field(expr, "left"), scope, true, depth + 1) && kind_of(field(expr, "right"), scope, true, depth + 1);
+  }
   if (type == "call") {
     std::string_view fn = last_segment(syntax_, field(expr, "function"));
-    if (want_int) return fn == "int" || fn == "get_rank" || fn == "get_local_rank" || fn == "current_device_index";
-    return fn == "device";
+    if (!want_int) return fn == "device";
+    if (fn == "max" || fn == "min") {
+      std::vector<TSNode> args = named_children(field(expr, "arguments"));
+      return !args.empty() && std::all_of(args.begin(), args.end(), [&](TSNode a) { return kind_of(a, scope, true, depth + 1); });
+    }
+    return fn == "int" || fn == "get_rank" || fn == "get_local_rank" || fn == "current_device_index" ||
+           fn == "device_count" || fn == "get_world_size";
   }
   if (type == "attribute") {
     std::string_view last = syntax_.text(field(expr, "attribute"));

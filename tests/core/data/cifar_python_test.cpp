@@ -89,10 +89,14 @@ TEST_F(CifarPython, NumpyScalarsAndFortranArrays) {
   namespace ts = crosstrain::torchsave;
   const std::string bytes = ct::read_bytes(dir_ + "/scalars.pkl");
   const ts::Pickle p = ts::read_pickle(bytes);
-  const auto& root = p.nodes[p.root];
-  ASSERT_EQ(root.kind, ts::NodeKind::Dict);
+  ASSERT_EQ(p.node(p.root).kind, ts::NodeKind::Dict);
   std::map<std::string, const ts::Node*> by_key;
-  for (size_t i = 0; i + 1 < root.items.size(); i += 2) by_key[p.nodes[root.items[i]].text] = &p.nodes[root.items[i + 1]];
+  uint32_t fortran = 0;
+  const auto& items = p.items(p.root);
+  for (size_t i = 0; i + 1 < items.size(); i += 2) {
+    by_key[std::string(p.text(items[i]))] = &p.node(items[i + 1]);
+    if (p.text(items[i]) == "fortran") fortran = items[i + 1];
+  }
   ASSERT_EQ(by_key.size(), 6u);
   EXPECT_EQ(by_key["f8"]->kind, ts::NodeKind::Float);
   EXPECT_EQ(by_key["f8"]->real, 0.25);
@@ -104,11 +108,11 @@ TEST_F(CifarPython, NumpyScalarsAndFortranArrays) {
   EXPECT_EQ(by_key["b"]->integer, 1);
   const ts::Node& f = *by_key["fortran"];
   ASSERT_EQ(f.kind, ts::NodeKind::Array);
-  EXPECT_TRUE(f.fortran);
-  EXPECT_EQ(f.sizes, (std::vector<int64_t>{2, 3}));
+  EXPECT_TRUE(f.flag);
+  EXPECT_EQ(p.array(fortran).sizes, (std::vector<int64_t>{2, 3}));
   std::vector<int32_t> values(6);
-  ASSERT_EQ(f.text.size(), sizeof(int32_t) * 6);
-  std::memcpy(values.data(), f.text.data(), f.text.size());
+  ASSERT_EQ(p.text(fortran).size(), sizeof(int32_t) * 6);
+  std::memcpy(values.data(), p.text(fortran).data(), p.text(fortran).size());
   EXPECT_EQ(values, (std::vector<int32_t>{0, 3, 1, 4, 2, 5}));  // column by column
 }
 

@@ -121,6 +121,51 @@ TEST(IdxDataset, WrongMagicMismatchAndTruncation) {
   EXPECT_NE(error_of([&] { open_dataset("idx:" + dir.string(), native_uint8()); }).find("no usable samples"), std::string::npos);
 }
 
+// What gzip writes for one file, as bytes (gzopen/gzwrite: the gzip tool's member format).
+std::vector<uint8_t> gzip_member(const std::vector<uint8_t>& raw, const fs::path& scratch) {
+  gzFile gz = gzopen(scratch.string().c_str(), "wb");
+  gzwrite(gz, raw.data(), static_cast<unsigned>(raw.size()));
+  gzclose(gz);
+  auto bytes = read_file(scratch);
+  fs::remove(scratch);
+  return bytes;
+}
+
+// `cat a.gz b.gz > c.gz`: one file of two members, which gzip -d and Python's gzip read whole.
+TEST(IdxDataset, ConcatenatedGzipMembersReadAsOneFile) {
+  const auto dir = scratch_dir("idx_members");
+  write_idx_pair(dir, "train", 100, 28, 28);
+  for (const char* kind : {"images-idx3", "labels-idx1"}) {
+    const fs::path raw_path = dir / (std::string("train-") + kind + "-ubyte");
+    const auto raw = read_file(raw_path);
+    // The cut falls inside record 46 of the images (and inside the label records).
+    const size_t cut = std::string(kind) == "images-idx3" ? 16 + 46 * 784 + 300 : 8 + 46;
+    auto joined = gzip_member({raw.begin(), raw.begin() + static_cast<std::ptrdiff_t>(cut)}, dir / "a.gz");
+    const auto second = gzip_member({raw.begin() + static_cast<std::ptrdiff_t>(cut), raw.end()}, dir / "b.gz");
+    joined.insert(joined.end(), second.begin(), second.end());
+    write_file(fs::path(raw_path.string() + ".gz"), joined);
+    fs::remove(raw_path);
+  }
+  auto d = open_dataset("idx:" + dir.string(), native_uint8());
+  ASSERT_EQ(d->size(), 100u);
+  EXPECT_TRUE(d->skipped().empty());
+  EXPECT_EQ(d->label(99), 9);
+  EXPECT_EQ(decode_u8(*d, 99), std::vector<uint8_t>(784, static_cast<uint8_t>(99 * 3 + 1)));
+  EXPECT_EQ(decode_u8(*d, 46), std::vector<uint8_t>(784, static_cast<uint8_t>(46 * 3 + 1)));
+
+  // Zero padding after the last member is ignored; other trailing bytes are named, not dropped.
+  const fs::path labels = dir / "train-labels-idx1-ubyte.gz";
+  auto bytes = read_file(labels);
+  bytes.resize(bytes.size() + 512, 0);
+  write_file(labels, bytes);
+  EXPECT_EQ(open_dataset("idx:" + dir.string(), native_uint8())->size(), 100u);
+  bytes.insert(bytes.end(), {'j', 'u', 'n', 'k'});
+  write_file(labels, bytes);
+  const std::string err = error_of([&] { open_dataset("idx:" + dir.string(), native_uint8()); });
+  EXPECT_NE(err.find("not another gzip member"), std::string::npos) << err;
+  fs::remove_all(dir);
+}
+
 TEST(IdxDataset, FashionMnistFromDebian) {
   const std::string dir = "/usr/share/datasets/fashion-mnist";
   if (!fs::exists(dir)) GTEST_SKIP() << "dataset-fashion-mnist is not installed";

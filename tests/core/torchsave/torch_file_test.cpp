@@ -43,8 +43,8 @@ bool TorchFileCases::ok_ = false;
 // The keys of the root dict, in order.
 std::vector<std::string> root_keys(const TorchFile& f) {
   std::vector<std::string> keys;
-  const Node& root = f.pickle.nodes[f.pickle.root];
-  for (size_t i = 0; i < root.items.size(); i += 2) keys.push_back(f.pickle.nodes[root.items[i]].text);
+  const auto& items = f.pickle.items(f.pickle.root);
+  for (size_t i = 0; i < items.size(); i += 2) keys.emplace_back(f.pickle.text(items[i]));
   return keys;
 }
 
@@ -88,13 +88,17 @@ TEST_F(TorchFileCases, ReadsModelStateDictAsTorchSaveWritesIt) {
   ASSERT_EQ(keys.size(), 122u);  // torchvision resnet18: 62 parameters, 60 buffers
   EXPECT_EQ(keys.front(), "conv1.weight");
   EXPECT_EQ(keys.back(), "fc.bias");
-  EXPECT_EQ(f.tensor_names.size(), 122u);
-  for (const auto& [i, name] : f.tensor_names) {
-    const Node& t = f.pickle.nodes[i];
-    const Node& s = f.pickle.nodes[t.storage];
+  EXPECT_EQ(f.tensors.size(), 122u);
+  EXPECT_EQ(f.records.size(), 122u);
+  for (uint32_t i : f.tensors) {
+    const std::string name = f.name_of(i);
+    const uint32_t storage = f.pickle.tensor(i).storage;
+    const Node& s = f.pickle.node(storage);
     const bool counter = name.find("num_batches_tracked") != std::string::npos;
     EXPECT_EQ(s.dtype, counter ? DType::Int64 : DType::Float32) << name;
-    EXPECT_EQ(f.storage_bytes.at(t.storage).size(), static_cast<size_t>(s.numel) * dtype_size(s.dtype)) << name;
+    EXPECT_EQ(f.read_storage(f.record_of(storage)).size(),
+              static_cast<size_t>(f.pickle.storage(storage).numel) * dtype_size(s.dtype))
+        << name;
   }
 }
 
@@ -103,7 +107,7 @@ TEST_F(TorchFileCases, NestedOrderedDictTensorsAreNamedByTheirKeys) {
   const std::string file = bytes("nested.pt");
   const TorchFile f = read_torch_file(file);
   std::set<std::string> names;
-  for (const auto& entry : f.tensor_names) names.insert(entry.second);
+  for (uint32_t i : f.tensors) names.insert(f.name_of(i));
   EXPECT_TRUE(names.count("['model']['fc.weight']"));
   EXPECT_TRUE(names.count("['model']['bn1.num_batches_tracked']"));
   EXPECT_EQ(root_keys(f), (std::vector<std::string>{"model", "epoch", "optimizer"}));
@@ -168,11 +172,11 @@ TEST(TorchFile, HostilePicklesAreRefusedWithTheirReason) {
   // An OrderedDict with attributes: the attributes are dropped, the items kept.
   const auto f = read_torch_file(zip_with_pickle(
       "\x80\x02" "ccollections\nOrderedDict\n)R(X\x01\x00\x00\x00" "aK\x05u}X\x09\x00\x00\x00_metadataK\x01sb."s));
-  const Node& root = f.pickle.nodes[f.pickle.root];
-  ASSERT_EQ(root.kind, NodeKind::Dict);
-  ASSERT_EQ(root.items.size(), 2u);
-  EXPECT_EQ(f.pickle.nodes[root.items[0]].text, "a");
-  EXPECT_EQ(f.pickle.nodes[root.items[1]].integer, 5);
+  ASSERT_EQ(f.pickle.node(f.pickle.root).kind, NodeKind::Dict);
+  const auto& items = f.pickle.items(f.pickle.root);
+  ASSERT_EQ(items.size(), 2u);
+  EXPECT_EQ(f.pickle.text(items[0]), "a");
+  EXPECT_EQ(f.pickle.node(items[1]).integer, 5);
 }
 
 namespace {
@@ -200,14 +204,13 @@ class LegacyTorchFile : public ::testing::Test {
   // Every tensor's name -> the bytes it covers (contiguous tensors: offset to offset + numel).
   static std::map<std::string, std::string> tensor_bytes(const TorchFile& f) {
     std::map<std::string, std::string> out;
-    for (const auto& [i, name] : f.tensor_names) {
-      const Node& t = f.pickle.nodes[i];
-      const Node& s = f.pickle.nodes[t.storage];
+    for (uint32_t i : f.tensors) {
+      const TensorLayout& t = f.pickle.tensor(i);
       int64_t n = 1;
       for (int64_t d : t.sizes) n *= d;
-      const size_t item = dtype_size(s.dtype);
-      out[name] = std::string(f.storage_bytes.at(t.storage).substr(static_cast<size_t>(t.offset) * item,
-                                                                   static_cast<size_t>(n) * item));
+      const size_t item = dtype_size(f.pickle.node(t.storage).dtype);
+      out[f.name_of(i)] = f.read_storage(f.record_of(t.storage)).substr(static_cast<size_t>(t.offset) * item,
+                                                                         static_cast<size_t>(n) * item);
     }
     return out;
   }
@@ -280,7 +283,7 @@ TEST_F(LegacyTorchFile, AnArgparseNamespaceIsRefusedOrListedAsUnread) {
   ASSERT_EQ(f.unread.size(), 1u);
   EXPECT_EQ(f.unread[0].name, "['args']");
   EXPECT_EQ(f.unread[0].class_name, "argparse.Namespace");
-  EXPECT_EQ(f.pickle.nodes[f.unread[0].node].kind, NodeKind::Object);
+  EXPECT_EQ(f.pickle.node(f.unread[0].node).kind, NodeKind::Object);
   EXPECT_EQ(tensor_bytes(f).size(), 7u);
   EXPECT_EQ(tensor_bytes(f).count("['model']['module.0.weight']"), 1u);
 }

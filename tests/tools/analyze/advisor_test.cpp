@@ -41,7 +41,7 @@ TEST(Advisor, RuleTableIsCompleteAndUnique) {
     EXPECT_TRUE(ids.insert(r.id).second) << r.id;
     EXPECT_GT(std::string(r.threshold_text).size(), 0u);
   }
-  for (auto id : {"data_loading", "dataloader_bound", "short_device_ops", "host_sync", "device_idle",
+  for (auto id : {"allocator", "data_loading", "dataloader_bound", "short_device_ops", "host_sync", "device_idle",
                   "host_bound_launch", "launch_delay", "communication", "comm_overlap", "fp32_matmul", "cpu_fallback",
                   "small_batch", "pageable_copy", "warmup_step", "online_compile", "ai_cpu_fallback"})
     EXPECT_EQ(ids.count(id), 1u) << id;
@@ -212,6 +212,24 @@ TEST(Advisor, CpuFallbackIgnoresViewsAndAutogradWrappers) {
   w.op("aten::expand", 200, 50).op("AddBackward0", 300, 50).op("autograd::engine::evaluate_function: AddBackward0", 400, 60);
   EXPECT_FALSE(fires(w, "cpu_fallback"));
   EXPECT_TRUE(fires(gpu_step().op("aten::exp", 200, 50), "cpu_fallback"));
+}
+
+TEST(Advisor, CpuFallbackIgnoresDropoutInEvalMode) {
+  // model.eval(): aten::dropout returns its input and launches nothing, by design (torch records
+  // it as an operator all the same); a dropout that does run launches its kernel.
+  auto w = gpu_step();
+  w.op("aten::dropout", 200, 40).op("aten::feature_dropout", 300, 40);
+  auto a = analyze_trace(parse_trace(w.json(), "eval.json"));
+  EXPECT_TRUE(a.cpu_fallback.empty()) << a.cpu_fallback.front().name;
+  EXPECT_FALSE(fires(w, "cpu_fallback"));
+  EXPECT_TRUE(fires(gpu_step().op("aten::gelu", 200, 50), "cpu_fallback"));
+}
+
+TEST(Advisor, Allocator) {
+  auto w = gpu_step();
+  for (int i = 0; i < 4; ++i) w.runtime("cudaMalloc", 100 + 200.0 * i, 20).runtime("cudaFree", 150 + 200.0 * i, 20);
+  EXPECT_TRUE(fires(w, "allocator"));  // 160 us of 1000
+  EXPECT_FALSE(fires(gpu_step().runtime("cudaMalloc", 100, 20).runtime("cudaFree", 200, 20), "allocator"));
 }
 
 TEST(Advisor, DeviceRulesSilentWithoutDeviceActivity) {

@@ -6,6 +6,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <map>
 
 using namespace crosstrain::analyze;
 namespace fs = std::filesystem;
@@ -87,5 +88,61 @@ TEST(AscendOutput, UnreadableSideFileIsANote) {
   EXPECT_FALSE(a.has_communication);
   ASSERT_EQ(a.notes.size(), 1u);
   EXPECT_NE(a.notes[0].find("communication.json"), std::string::npos);
+  fs::remove_all(dir);
+}
+
+// RFC 4180 as spreadsheets and Python's csv module write it: a quoted cell may hold commas, doubled
+// quotes and newlines; a quote inside an unquoted cell is an ordinary character. Numbers are plain
+// decimals: hex, inf, nan, a sign or text leave their row out, and the note names the cells.
+TEST(AscendOutput, CsvFollowsRfc4180AndNamesBadCells) {
+  auto dir = fs::temp_directory_path() / "crosstrain_ascend_rfc4180";
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  std::ofstream(dir / "kernel_details.csv", std::ios::binary)
+      << "Name,Type,Accelerator Core,Start Time(us),Duration(us),Input Shapes\r\n"
+      << "Mat\"Mul,MatMul,AI_CORE,1.0,10.5,\"8,8\"\r\n"               // a stray quote: literal
+      << "\"Add \"\"fused\"\"\",Add,AI_VECTOR_CORE,2.0,4.5,\"8,8;\n8,8\"\r\n"  // doubled quotes, newline in a cell
+      << "Relu,Relu,AI_VECTOR_CORE,3.0,0x10,\"8\"\n"                 // hex
+      << "Relu,Relu,AI_VECTOR_CORE,3.0,inf,\"8\"\n"
+      << "Relu,Relu,AI_VECTOR_CORE,3.0,-2.5,\"8\"\n"
+      << "Relu,Relu,AI_VECTOR_CORE,3.0,nan,\"8\"\n"
+      << "Relu,Relu,AI_VECTOR_CORE,3.0,1e999,\"8\"\n"
+      << "Relu,Relu,AI_VECTOR_CORE,3.0,2.0,\"8\"\n";
+  auto a = read_ascend_output(dir.string());
+  ASSERT_TRUE(a.has_kernel_details);
+  std::map<std::string, KernelStats> by_name;
+  for (const auto& k : a.kernels) by_name[k.name] = k;
+  ASSERT_EQ(by_name.size(), 3u);
+  EXPECT_DOUBLE_EQ(by_name["Mat\"Mul"].total_us, 10.5);
+  EXPECT_DOUBLE_EQ(by_name["Add \"fused\""].total_us, 4.5);
+  EXPECT_EQ(by_name["Relu"].count, 1);  // only the good row
+  EXPECT_DOUBLE_EQ(by_name["Relu"].total_us, 2.0);
+  ASSERT_NE(named(a.cores, "AI_VECTOR_CORE"), nullptr);
+  EXPECT_DOUBLE_EQ(named(a.cores, "AI_VECTOR_CORE")->total_us, 6.5);
+  ASSERT_EQ(a.notes.size(), 1u);
+  const std::string& note = a.notes[0];
+  EXPECT_NE(note.find("5 bad cell(s), those rows left out"), std::string::npos) << note;
+  EXPECT_NE(note.find("record 4 Duration(us) '0x10': not a decimal number"), std::string::npos) << note;
+  EXPECT_NE(note.find("record 5 Duration(us) 'inf'"), std::string::npos) << note;
+  EXPECT_NE(note.find("record 6 Duration(us) '-2.5': negative"), std::string::npos) << note;
+  fs::remove_all(dir);
+}
+
+// A quoted cell that never closes swallows the rest of the file; the note says where it opened.
+TEST(AscendOutput, UnterminatedQuoteIsNoted) {
+  auto dir = fs::temp_directory_path() / "crosstrain_ascend_unterminated";
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  std::ofstream(dir / "step_trace_time.csv") << "Step,Computing,Communication(Not Overlapped),Overlapped,Communication,Free\n"
+                                            << "1,100,20,5,25,3\n"
+                                            << "\"2,100,20,5,25,3\n"
+                                            << "3,100,20,5,25,3\n";
+  auto a = read_ascend_output(dir.string());
+  ASSERT_TRUE(a.has_step_trace);
+  ASSERT_EQ(a.steps.size(), 1u);
+  EXPECT_EQ(a.steps[0].step, "1");
+  ASSERT_EQ(a.notes.size(), 2u);  // where the quote opened, and the record it made unreadable
+  EXPECT_NE(a.notes[0].find("record 3 opens a quoted cell that never closes"), std::string::npos) << a.notes[0];
+  EXPECT_NE(a.notes[1].find("record 3 Computing '': empty"), std::string::npos) << a.notes[1];
   fs::remove_all(dir);
 }

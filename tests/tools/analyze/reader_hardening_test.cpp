@@ -5,9 +5,11 @@
 #include <zlib.h>
 
 #include <chrono>
+#include <cstdio>
 #include <filesystem>
 #include <string>
 
+#include "tools/analyze/analysis.h"
 #include "tools/analyze/op_names.h"
 #include "tools/analyze/trace_reader.h"
 
@@ -106,6 +108,59 @@ TEST(ReaderHardening, HugeNamesClassifyInBoundedTime) {
   t0 = std::chrono::steady_clock::now();
   EXPECT_EQ(parse_trace(doc, "huge.json").spans.size(), 1u);
   EXPECT_LT(seconds_since(t0), 10.0);
+}
+
+// Operators nested 50,000 deep on one thread, and 50,000 launches (ac2g flows) from points where
+// the innermost operators have already ended: each flow lands in an operator somewhere up the
+// stack. Walking up one parent at a time is quadratic (minutes at this size); the call-tree ladder
+// and bottom-up totals keep it to a fraction of a second. The answers are checked, not just the time.
+TEST(ReaderHardening, DeepNestingWithManyFlowsIsNotQuadratic) {
+  const int depth = 50000, flows = 50000;
+  std::string doc = R"({"traceEvents": [)";
+  doc.reserve(size_t{24} << 20);
+  doc += R"({"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#1", "pid": 1, "tid": 1, "ts": 0, "dur": )" +
+         std::to_string(4 * depth) + "}";
+  // Operator i spans [i, 2 * depth - i]; names alternate so no two nest as one redispatch.
+  for (int i = 0; i < depth; ++i)
+    doc += R"(, {"ph": "X", "cat": "cpu_op", "name": "aten::)" + std::string(i % 2 ? "a" : "b") +
+           R"(", "pid": 1, "tid": 1, "ts": )" + std::to_string(i) + R"(, "dur": )" + std::to_string(2 * depth - 2 * i) +
+           "}";
+  // Flow k leaves at t = depth + 1.5 + j (j spread over [0, depth - 3]), when operator
+  // depth - 2 - j (ending at depth + 2 + j) is the innermost one still running, and starts a 1 us
+  // kernel at 3 * depth + 2k.
+  std::vector<int> expected_op(flows);
+  for (int k = 0; k < flows; ++k) {
+    const int j = static_cast<int>(static_cast<int64_t>(k) * (depth - 3) / flows);
+    expected_op[static_cast<size_t>(k)] = depth - 2 - j;
+    const std::string id = std::to_string(k + 1), kts = std::to_string(3 * depth + 2 * k);
+    char ts[32];
+    std::snprintf(ts, sizeof ts, "%d.5", depth + 1 + j);
+    doc += R"(, {"ph": "s", "cat": "ac2g", "name": "ac2g", "id": )" + id + R"(, "pid": 1, "tid": 1, "ts": )" + ts + "}";
+    doc += R"(, {"ph": "f", "bp": "e", "cat": "ac2g", "name": "ac2g", "id": )" + id + R"(, "pid": 0, "tid": 7, "ts": )" +
+           kts + "}";
+    doc += R"(, {"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": )" + kts + R"(, "dur": 1})";
+  }
+  doc += "]}";
+  auto t0 = std::chrono::steady_clock::now();
+  auto a = analyze_trace(parse_trace(doc, "deep.json"));
+  const double seconds = seconds_since(t0);
+  EXPECT_EQ(a.kernel_count, flows);
+  // Every kernel charged to the operator its flow left from: operators take turns by name, so the
+  // two rows split the kernels by the parity of their operator.
+  int64_t odd = 0;
+  for (int op : expected_op) odd += op % 2;
+  double a_us = 0, b_us = 0, b_total = 0;
+  for (const auto& o : a.operators) {
+    if (o.name == "aten::a") a_us = o.device_self_us;
+    if (o.name == "aten::b") b_us = o.device_self_us, b_total = o.device_total_us;
+  }
+  EXPECT_DOUBLE_EQ(a_us, static_cast<double>(odd));
+  EXPECT_DOUBLE_EQ(b_us, static_cast<double>(flows - odd));
+  // Device totals add up the stack: operator j holds the kernels of every operator at or below it.
+  double expected_b_total = 0;
+  for (int op : expected_op) expected_b_total += static_cast<double>(op / 2 + 1);  // even ops 0, 2, ... <= op
+  EXPECT_DOUBLE_EQ(b_total, expected_b_total);
+  EXPECT_LT(seconds, 5.0) << "analysis took " << seconds << " s";
 }
 
 TEST(OperatorNames, WholeWordsAndAutogradWrappers) {

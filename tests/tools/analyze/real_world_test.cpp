@@ -118,8 +118,9 @@ TEST(AscendFolder, ReadsAscendProfilerOutputAndSkipsNonTraces) {
   auto traces = read_traces(kData + "ascend_pt/node0_1001_20240101_ascend_pt", {}, &notes);
   ASSERT_EQ(traces.size(), 1u);
   EXPECT_NE(traces[0].path.find("ASCEND_PROFILER_OUTPUT/trace_view.json"), std::string::npos);
-  ASSERT_EQ(notes.size(), 2u);  // communication.json and communication_matrix.json
-  for (const auto& n : notes) EXPECT_NE(n.find("not a trace"), std::string::npos) << n;
+  // communication.json and communication_matrix.json are the profiler's summaries (ascend_output
+  // reads them), not traces: nothing to skip.
+  EXPECT_TRUE(notes.empty()) << notes.front();
   auto cluster = read_traces(kData + "ascend_pt", {}, nullptr);
   ASSERT_EQ(cluster.size(), 2u);
   EXPECT_EQ(cluster[0].rank, 0);  // from profiler_info_<rank>.json next to ASCEND_PROFILER_OUTPUT/

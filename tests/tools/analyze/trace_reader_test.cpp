@@ -6,7 +6,7 @@
 #include <fstream>
 #include <string>
 
-#include "tools/analyze/json_scanner.h"
+#include "report/json_scanner.h"
 
 using namespace crosstrain::analyze;
 

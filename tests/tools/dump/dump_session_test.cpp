@@ -85,7 +85,7 @@ TEST(DumpSession, InjectedNaNIsFound) {
   ASSERT_TRUE(r.first_divergence.has_value());
   const auto& first = r.tensors[*r.first_divergence];
   EXPECT_EQ(first.name, "forward/layer1.1.bn1");
-  ASSERT_TRUE(first.b.has_value());
+  ASSERT_NE(first.b, nullptr);
   EXPECT_EQ(first.b->stats.nan_count, 1);
 }
 

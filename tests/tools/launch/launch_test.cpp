@@ -1,13 +1,18 @@
 #include <gtest/gtest.h>
+#include <signal.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
+#include <chrono>
 #include <fstream>
 #include <stdexcept>
+#include <thread>
 
 #include "test_support.h"
 #include "tools/launch/launcher.h"
 #include "tools/launch/line_prefixer.h"
 #include "tools/launch/nproc.h"
+#include "tools/launch/output_sink.h"
 #include "tools/launch/worker_env.h"
 
 using namespace crosstrain::launch;
@@ -111,6 +116,8 @@ TEST(NodeCount, StaticAndElastic) {
     EXPECT_THROW(parse_nnodes(bad), std::invalid_argument) << bad;
 }
 
+// `--` ends torchrun's options: a worker's flag it also knows (`--log` is an abbreviation of its
+// --log-dir) stays the worker's.
 TEST(Torchrun, ArgumentsRunTheProgramWithoutPython) {
   ElasticRequest r;
   r.nodes = parse_nnodes("2:4");
@@ -121,8 +128,8 @@ TEST(Torchrun, ArgumentsRunTheProgramWithoutPython) {
   Program program{"/opt/crosstrain", {"/opt/crosstrain", "train", "--steps", "5"}};
   const std::vector<std::string> expected{"/usr/bin/torchrun", "--nnodes=2:4", "--nproc-per-node=8",
                                           "--rdzv-backend=c10d", "--rdzv-endpoint=host:29400", "--rdzv-id=job",
-                                          "--max-restarts=2", "--no-python", "/opt/crosstrain", "train", "--steps",
-                                          "5"};
+                                          "--max-restarts=2", "--no-python", "--", "/opt/crosstrain", "train",
+                                          "--steps", "5"};
   EXPECT_EQ(torchrun_argv("/usr/bin/torchrun", r, program), expected);
 }
 
@@ -211,4 +218,59 @@ TEST(RdzvEndpoint, HostPortAndBracketedIpv6) {
   for (const char* bad : {"", ":29400", "node0:", "node0:0", "node0:65536", "node0:12x", "fe80::1", "[fe80::1", "[]:1",
                           "[::1]x", "[::1]:", "a b:1", "node0:123456"})
     EXPECT_THROW(parse_endpoint(bad, kDefaultRdzvPort), std::invalid_argument) << bad;
+}
+
+// A pipe nobody reads: writes return at once, what does not fit is dropped and counted by lines,
+// and everything kept arrives in order once the reader comes back.
+TEST(OutputSink, NeverBlocksAndDropsWhatDoesNotFit) {
+  int p[2];
+  ASSERT_EQ(::pipe(p), 0);
+  const size_t capacity = 256 * 1024;
+  std::string kept;
+  {
+    OutputSink sink(p[1], "stdout", capacity);
+    const std::string line(99, 'x');
+    size_t accepted = 0;
+    const auto t0 = std::chrono::steady_clock::now();
+    for (int i = 0; i < 10000; ++i)  // 1 MB, four times the capacity plus what the pipe holds
+      accepted += sink.write(line + "\n") ? 1 : 0;
+    EXPECT_LT(std::chrono::steady_clock::now() - t0, std::chrono::seconds(2));
+    EXPECT_EQ(accepted + sink.dropped_lines(), 10000u);
+    EXPECT_GT(sink.dropped_lines(), 5000u);
+    EXPECT_TRUE(sink.first_drop());
+    EXPECT_FALSE(sink.first_drop());  // said once
+    sink.write_always("the launcher's own line\n");  // queued even now
+    EXPECT_FALSE(sink.flush_until(std::chrono::steady_clock::now() + std::chrono::milliseconds(100)));
+    std::thread reader([&] {
+      char buf[65536];
+      ssize_t n;
+      while ((n = ::read(p[0], buf, sizeof buf)) > 0) kept.append(buf, static_cast<size_t>(n));
+    });
+    EXPECT_TRUE(sink.flush_until(std::chrono::steady_clock::now() + std::chrono::seconds(10)));
+    EXPECT_EQ(sink.pending_bytes(), 0u);
+    ::close(p[1]);  // the writer thread has nothing left to write
+    reader.join();
+    EXPECT_EQ(kept.size(), accepted * 100 + 24);
+    EXPECT_EQ(kept.substr(kept.size() - 24), "the launcher's own line\n");
+  }
+  ::close(p[0]);
+}
+
+// A reader that went away (EPIPE) fails the sink; further text is discarded, never waited for.
+TEST(OutputSink, AClosedReaderFailsTheSink) {
+  struct sigaction ign {}, saved {};
+  ign.sa_handler = SIG_IGN;
+  ::sigaction(SIGPIPE, &ign, &saved);
+  int p[2];
+  ASSERT_EQ(::pipe(p), 0);
+  ::close(p[0]);
+  {
+    OutputSink sink(p[1], "stderr");
+    sink.write("lost\n");
+    EXPECT_TRUE(sink.flush_until(std::chrono::steady_clock::now() + std::chrono::seconds(10)));
+    EXPECT_TRUE(sink.failed());
+    EXPECT_FALSE(sink.write("also lost\n"));
+  }
+  ::close(p[1]);
+  ::sigaction(SIGPIPE, &saved, nullptr);
 }

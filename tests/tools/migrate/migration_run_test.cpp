@@ -321,4 +321,28 @@ TEST_F(MigrationRun, ReportFilesHaveTheDocumentedColumns) {
   EXPECT_NE(console.find("syntax error"), std::string::npos) << console;
 }
 
+// A file that cannot be read as text is never a pass; one that declares its encoding is migrated
+// and written back in it, and its diff is UTF-8.
+TEST_F(MigrationRun, UndecodableFilesFailTheCheckAndDeclaredEncodingsRoundTrip) {
+  fs::remove(src / "broken.py");
+  fs::remove(src / "train.py");
+  MigrateOptions check = options(Target::Cpu);
+  check.check = true;
+  MigrationSummary refused = run_migration(check);  // latin.py: latin-1 bytes, no coding line
+  EXPECT_TRUE(refused.cuda_code_remains());
+  EXPECT_EQ(refused.files_unreadable, 1u);
+
+  spit(src / "latin.py", "# coding: latin-1\n" + kLatin1);
+  MigrateOptions copy = options(Target::Cpu);
+  copy.out_dir = (root / "out").string();
+  copy.keep_text = true;
+  MigrationSummary s = run_migration(copy);
+  EXPECT_EQ(s.files_migrated, 1u);
+  EXPECT_EQ(slurp(root / "out" / "latin.py"), "# coding: latin-1\ns = '\xe9'\nx.to(\"cpu\")\n");
+  std::string diff = migration_diff(s);
+  EXPECT_NE(diff.find(" s = '\xc3\xa9'\n"), std::string::npos) << diff;  // UTF-8 context line
+  check.inputs = {(root / "out" / "latin.py").string()};
+  EXPECT_FALSE(run_migration(check).cuda_code_remains());
+}
+
 }  // namespace

@@ -1,4 +1,4 @@
-# corpus: launch=torchrun expect=refused:device-count-number
+# corpus: launch=torchrun expect=runs
 """pytorch/examples elastic DDP: the device id is the rank modulo the GPU count."""
 import torch
 import torch.distributed as dist

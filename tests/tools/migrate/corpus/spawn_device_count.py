@@ -1,4 +1,4 @@
-# corpus: launch=python expect=refused:device-count-number
+# corpus: launch=python expect=runs
 """ImageNet multiprocessing-distributed style: one process per GPU found."""
 import torch
 import torch.multiprocessing as mp

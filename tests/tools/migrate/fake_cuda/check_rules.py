@@ -62,6 +62,11 @@ SNIPPETS = {
                     "dist.init_process_group(backend='NCCL' if torch.cuda.is_available() else 'GLOO')\n",
     "is_nccl_available": "import torch.distributed as dist\nrecord(dist.is_nccl_available())\n",
     "profiler-activity": "import torch\nfrom torch.profiler import ProfilerActivity\nrecord(ProfilerActivity.CUDA)\n",
+    "process-count": "import torch\ndef spawn(fn, args=(), nprocs=1):\n    record('spawn', nprocs)\n"
+                     "ngpus_per_node = torch.cuda.device_count()\nspawn(print, nprocs=ngpus_per_node)\n"
+                     "record(5 % torch.cuda.device_count())\n",
+    "sync-batchnorm": "import torch\nmodel = torch.nn.Sequential(torch.nn.Linear(2, 2), torch.nn.BatchNorm1d(2))\n"
+                      "model = torch.nn.SyncBatchNorm.convert_sync_batchnorm(model)\nrecord(type(model[1]).__name__)\n",
 }
 
 

@@ -1,7 +1,7 @@
 #pragma once
 // A validating pull scanner for one JSON document held in memory. It is what lets the trace
-// reader visit every byte once, pick out the few fields it needs and skip the rest without building
-// a DOM. Every failure throws TraceFormatError carrying the file and the byte offset, so a
+// reader and the dump index reader visit every byte once, pick out the few fields they need and
+// skip the rest without building a DOM. Every failure throws JsonFormatError carrying the file and the byte offset, so a
 // truncated or malformed trace produces "trace.json: byte 1234: expected ':' after object key".
 //
 // The buffer must end with at least one NUL byte past `size` (the reader guarantees it): NUL is
@@ -17,11 +17,11 @@
 #include <string>
 #include <string_view>
 
-namespace crosstrain::analyze {
+namespace crosstrain::report {
 
-class TraceFormatError : public std::runtime_error {
+class JsonFormatError : public std::runtime_error {
  public:
-  TraceFormatError(const std::string& file, uint64_t offset, const std::string& what);
+  JsonFormatError(const std::string& file, uint64_t offset, const std::string& what);
   uint64_t offset() const { return offset_; }
 
  private:
@@ -89,4 +89,4 @@ class JsonScanner {
   std::string compact_;
 };
 
-}  // namespace crosstrain::analyze
+}  // namespace crosstrain::report

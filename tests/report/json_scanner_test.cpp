@@ -1,11 +1,11 @@
-#include "tools/analyze/json_scanner.h"
+#include "report/json_scanner.h"
 
 #include <gtest/gtest.h>
 
 #include <string>
 
-using crosstrain::analyze::JsonScanner;
-using crosstrain::analyze::TraceFormatError;
+using crosstrain::report::JsonFormatError;
+using crosstrain::report::JsonScanner;
 
 namespace {
 
@@ -44,7 +44,7 @@ TEST(JsonScanner, SkipValidatesNestedValues) {
   for (std::string bad : {R"({"a": [1, 2})", R"({"a" 1})", R"([1,])", R"({"a": tru})", R"("abc)", "[01]",
                           R"("bad \q escape")", "[1 2]"}) {
     auto b = scan(bad);
-    EXPECT_THROW(b.skip_value(), TraceFormatError) << bad;
+    EXPECT_THROW(b.skip_value(), JsonFormatError) << bad;
   }
 }
 
@@ -54,7 +54,7 @@ TEST(JsonScanner, ErrorsCarryFileAndByteOffset) {
   try {
     js.skip_value();
     FAIL() << "no error";
-  } catch (const TraceFormatError& e) {
+  } catch (const JsonFormatError& e) {
     EXPECT_EQ(e.offset(), 20u);
     EXPECT_NE(std::string(e.what()).find("t.json: byte 20: expected ':'"), std::string::npos) << e.what();
   }
@@ -67,10 +67,10 @@ TEST(JsonScanner, SkipToleratesPythonNanAndInfinity) {
   EXPECT_TRUE(js.at_end());
   const std::string nan_typo = "[Nan]";
   auto bad = scan(nan_typo);
-  EXPECT_THROW(bad.skip_value(), TraceFormatError);
+  EXPECT_THROW(bad.skip_value(), JsonFormatError);
   const std::string nan = "NaN";
   auto num = scan(nan);
-  EXPECT_THROW(num.read_number(), TraceFormatError);  // never as a time
+  EXPECT_THROW(num.read_number(), JsonFormatError);  // never as a time
 }
 
 // torch 2.4 can write garbage bytes, control characters among them, into a python_function name
@@ -91,7 +91,7 @@ TEST(JsonScanner, RawControlBytesInsideStringsAreKept) {
   try {
     t.skip_value();
     FAIL() << "no error";
-  } catch (const TraceFormatError& e) {
+  } catch (const JsonFormatError& e) {
     EXPECT_NE(std::string(e.what()).find("truncated"), std::string::npos) << e.what();
   }
 }
@@ -99,7 +99,7 @@ TEST(JsonScanner, RawControlBytesInsideStringsAreKept) {
 TEST(JsonScanner, DeepNestingIsAnErrorNotAStackOverflow) {
   std::string doc(100000, '[');
   auto js = scan(doc);
-  EXPECT_THROW(js.skip_value(), TraceFormatError);
+  EXPECT_THROW(js.skip_value(), JsonFormatError);
 }
 
 TEST(JsonScanner, CompactValueDropsWhitespaceOutsideStrings) {

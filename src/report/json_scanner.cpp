@@ -1,10 +1,10 @@
-#include "tools/analyze/json_scanner.h"
+#include "report/json_scanner.h"
 
 #include <charconv>
 #include <cmath>
 #include <cstring>
 
-namespace crosstrain::analyze {
+namespace crosstrain::report {
 
 namespace {
 
@@ -42,7 +42,7 @@ void append_utf8(std::string& out, uint32_t cp) {
 
 }  // namespace
 
-TraceFormatError::TraceFormatError(const std::string& file, uint64_t offset, const std::string& what)
+JsonFormatError::JsonFormatError(const std::string& file, uint64_t offset, const std::string& what)
     : std::runtime_error(file + ": byte " + std::to_string(offset) + ": " + what), offset_(offset) {}
 
 JsonScanner::JsonScanner(const char* data, size_t size, std::string file)
@@ -50,7 +50,7 @@ JsonScanner::JsonScanner(const char* data, size_t size, std::string file)
 
 void JsonScanner::fail(const std::string& what) const { fail_at(offset(), what); }
 void JsonScanner::fail_at(uint64_t offset, const std::string& what) const {
-  throw TraceFormatError(file_, offset, what);
+  throw JsonFormatError(file_, offset, what);
 }
 
 void JsonScanner::skip_ws() {
@@ -272,8 +272,8 @@ JsonNumber JsonScanner::read_number_or_numeric_string() {
   JsonNumber n;
   try {
     n = inner.read_number();
-    if (!inner.at_end()) throw TraceFormatError(file_, at, "");
-  } catch (const TraceFormatError&) {
+    if (!inner.at_end()) throw JsonFormatError(file_, at, "");
+  } catch (const JsonFormatError&) {
     fail_at(at, "expected a number, got the string \"" + text.substr(0, 40) + "\"");
   }
   return n;
@@ -368,4 +368,4 @@ std::string_view JsonScanner::read_compact_value() {
   return compact_;
 }
 
-}  // namespace crosstrain::analyze
+}  // namespace crosstrain::report

@@ -1,0 +1,212 @@
+"""The agent's life in one process: armed at start-up, wired in when torch is imported, closed at
+exit. One agent per process; `crosstrain run` and `crosstrain.start()` both end up here.
+"""
+import atexit
+import functools
+import json
+import os
+import sys
+import threading
+
+from . import _lazy
+from ._config import AgentConfig, ConfigError
+from ._seed import Seeder
+from ._steps import StepTracker
+
+MIN_TORCH = (2, 1)
+_agent = None
+_lock = threading.Lock()
+
+
+def _say(text):
+    sys.stderr.write(f"crosstrain: {text}\n")
+    sys.stderr.flush()
+
+
+class Agent:
+    def __init__(self, cfg):
+        self.cfg = cfg
+        self.tracker = StepTracker()
+        self.seeder = Seeder(cfg.seed, cfg.deterministic) if cfg.seed >= 0 else None
+        self.recorder = None
+        self.profiler = None
+        self.torch_version = None
+        self.state = {"pid": os.getpid(), "run": {}}
+        self.closed = False
+        self.active = False
+
+    def arm(self):
+        if self.seeder is not None:
+            self.seeder.at_start()
+        _lazy.when_imported("torch", self._on_torch)
+
+    # -- torch is here --------------------------------------------------------------------------
+    def _on_torch(self, torch):
+        try:
+            self._wire(torch)
+        except Exception as e:  # the script must run whatever happens here
+            _say(f"the agent is off in this process: {type(e).__name__}: {e}")
+
+    def _wire(self, torch):
+        self.torch_version = torch.__version__
+        if _version_tuple(torch.__version__) < MIN_TORCH:
+            _say(f"torch {torch.__version__} is older than {'.'.join(map(str, MIN_TORCH))}: the agent is off "
+                 "in this process; the script runs as it would without crosstrain")
+            return
+        if self.seeder is not None:
+            self.seeder.at_torch(torch)
+        if self.cfg.records_anything:
+            from ._record import Recorder
+            self.recorder = Recorder(self.cfg, torch, self.state, self.stop_run, self._rank)
+            self.tracker.add_listener(self.recorder)
+            _patch_losses(torch, self.recorder)
+        if self.cfg.profile:
+            from ._profile import StepProfiler
+            self.profiler = StepProfiler(self.cfg, torch, self.state, self._rank)
+            self.tracker.add_listener(self.profiler)
+        self.tracker.install(torch, self.cfg.step_marker)
+        self.active = True
+        atexit.register(self.close)
+
+    def close(self):
+        if self.closed:
+            return
+        self.closed = True
+        self.state["steps"] = self.tracker.step
+        self.state["torch"] = self.torch_version
+        if self.seeder is not None:
+            self.state["seed"] = self.seeder.record
+        if self.profiler is not None:
+            self.profiler.close()
+        rank, world = self._rank()
+        if world > 1:
+            self.state["rank"] = rank
+        if self.recorder is not None:
+            self.state["run"] = {"steps_seen": self.tracker.step, "torch": self.torch_version,
+                                 "seed": self.state.get("seed"), "level": self.cfg.dump_level}
+            try:
+                self.recorder.close()
+            except Exception as e:
+                _say(f"could not finish the dump: {type(e).__name__}: {e}")
+            f = self.recorder.file
+            if f is not None:
+                self.state["dump"] = {"dir": f.dir, "records": f.records, "bytes": f.bytes, "note": f.note}
+        self._write_state()
+
+    def _rank(self):
+        """(rank, world size): torchrun's environment, else an initialised process group, else (0, 1)."""
+        env_rank, env_world = os.environ.get("RANK", ""), os.environ.get("WORLD_SIZE", "")
+        if env_rank.isdigit() and env_world.isdigit():
+            return int(env_rank), int(env_world)
+        dist = getattr(sys.modules.get("torch"), "distributed", None)
+        if dist is not None and dist.is_available() and dist.is_initialized():
+            return dist.get_rank(), dist.get_world_size()
+        return 0, 1
+
+    def _write_state(self):
+        if not self.cfg.state_dir or not self.active:
+            return
+        try:
+            path = os.path.join(self.cfg.state_dir, f"agent-{os.getpid()}.json")
+            with open(path + ".tmp", "w") as f:
+                json.dump(self.state, f)
+            os.replace(path + ".tmp", path)
+        except OSError:
+            pass
+
+    def stop_run(self, finding):
+        """--stop-on-nonfinite: say where, keep what was recorded, end the process."""
+        where = finding.get("user_source") or finding.get("source")
+        _say(f"first non-finite tensor: {finding['record']} at step {finding['step']} "
+             f"({finding['nan_count']} NaN, {finding['inf_count']} Inf)"
+             + (f", {where}: {finding.get('code', '')}" if where else "") + "; stopping the run")
+        self.close()
+        os._exit(1)
+
+
+def _version_tuple(text):
+    parts = []
+    for p in text.split("+")[0].split(".")[:2]:
+        digits = "".join(c for c in p if c.isdigit())
+        parts.append(int(digits or 0))
+    return tuple(parts)
+
+
+def _patch_losses(torch, recorder):
+    """The loss is the tensor backward() runs from; GradScaler.scale maps a scaled loss back."""
+    import torch.autograd as autograd
+    original = autograd.backward
+    if not getattr(original, "_crosstrain", False):
+        @functools.wraps(original)
+        def backward(tensors, *args, **kwargs):
+            recorder.on_backward(tensors)
+            return original(tensors, *args, **kwargs)
+        backward._crosstrain = True
+        autograd.backward = backward
+    for cls in _grad_scaler_classes():
+        if "scale" in cls.__dict__ and not getattr(cls.scale, "_crosstrain", False):
+            cls.scale = _wrap_scale(cls.scale, recorder)
+
+
+def _grad_scaler_classes():
+    import importlib
+    out = []
+    for path in ("torch.amp.grad_scaler", "torch.cuda.amp.grad_scaler"):
+        try:
+            out.append(importlib.import_module(path).GradScaler)
+        except (ImportError, AttributeError):
+            pass
+    return list(dict.fromkeys(out))
+
+
+def _wrap_scale(scale, recorder):
+    @functools.wraps(scale)
+    def wrapper(scaler, outputs):
+        result = scale(scaler, outputs)
+        if hasattr(result, "numel"):
+            recorder.on_scale(scaler, outputs, result)
+        return result
+    wrapper._crosstrain = True
+    return wrapper
+
+
+# -- public entry points ----------------------------------------------------------------------------
+def start(**options):
+    """Starts the agent in this process with `crosstrain run`'s options as keyword arguments
+    (dump="DIR", dump_steps="0", dump_level="module|op|both", dump_mode="stats|tensors", seed=N, ...).
+    Call it before the training loop; calling it again returns the running agent."""
+    global _agent
+    with _lock:
+        if _agent is not None:
+            return _agent
+        options.setdefault("producer", "crosstrain.start")
+        cfg = AgentConfig.from_mapping(options)
+        _agent = Agent(cfg)
+        _agent.arm()
+        return _agent
+
+
+def start_from_environment():
+    global _agent
+    try:
+        cfg = AgentConfig.from_environment()
+    except ConfigError as e:
+        _say(f"the agent is off: {e}")
+        return None
+    if cfg is None:
+        return None
+    with _lock:
+        if _agent is None:
+            _agent = Agent(cfg)
+            _agent.arm()
+    return _agent
+
+
+def stop():
+    """Writes what was recorded and stops recording (also done at exit)."""
+    if _agent is not None:
+        _agent.close()
+
+
+def current():
+    return _agent

@@ -1,0 +1,161 @@
+"""Writes crosstrain's dump format (docs/DUMP_FORMAT.md): index.jsonl, loss.jsonl, tensors/*.npy.
+
+Records are queued with their statistics still on the device and written when the step ends
+(`flush`), in the order they were queued (`seq`). The writer counts the bytes it writes and stops
+at max_bytes with a note in run.json: a dump never fills a disk.
+"""
+import json
+import math
+import os
+import re
+
+FORMAT_NAME = "crosstrain-dump"
+FORMAT_VERSION = 1
+NUMPY_DTYPES = {"float32": "<f4", "float64": "<f8", "float16": "<f2", "int64": "<i8", "int32": "<i4",
+                "uint8": "|u1", "bool": "|b1"}
+
+
+def json_number(v):
+    """JSON has no NaN/Inf: crosstrain writes them as strings."""
+    if math.isnan(v):
+        return "nan"
+    if math.isinf(v):
+        return "inf" if v > 0 else "-inf"
+    return v
+
+
+def _line(obj):
+    return json.dumps(obj, allow_nan=False, separators=(",", ":")) + "\n"
+
+
+def check_target(directory, overwrite):
+    """Refuses a folder that already holds a dump unless overwrite; clears it when allowed."""
+    index = os.path.join(directory, "index.jsonl")
+    if os.path.exists(index):
+        if not overwrite:
+            raise FileExistsError(f"{directory} already holds a dump (use --dump-overwrite to replace it)")
+        import shutil
+        for name in ("index.jsonl", "loss.jsonl", "run.json"):
+            try:
+                os.remove(os.path.join(directory, name))
+            except FileNotFoundError:
+                pass
+        shutil.rmtree(os.path.join(directory, "tensors"), ignore_errors=True)
+
+
+class DumpFile:
+    def __init__(self, directory, mode, producer, meta, max_bytes, overwrite=False):
+        os.makedirs(directory, exist_ok=True)
+        check_target(directory, overwrite)
+        self.dir = directory
+        self.mode = mode
+        self.max_bytes = int(max_bytes)
+        self.bytes = 0
+        self.full = False
+        self.note = ""
+        self.seq = 0
+        self.records = 0
+        self.inputs = 0
+        self._pending = []  # (record dict, stats vector)
+        self._names_step = None
+        self._names = {}
+        self._index = open(os.path.join(directory, "index.jsonl"), "w")
+        self._loss = open(os.path.join(directory, "loss.jsonl"), "w")
+        self._write(self._index, {"format": FORMAT_NAME, "version": FORMAT_VERSION, "mode": mode,
+                                  "producer": producer, "meta": meta})
+
+    def _write(self, f, obj):
+        text = _line(obj)
+        self.bytes += len(text)
+        f.write(text)
+
+    def unique(self, step, name):
+        """`name`, or `name#k` for its k-th repetition within the step."""
+        if step != self._names_step:
+            self._names_step, self._names = step, {}
+        n = self._names.get(name, 0)
+        self._names[name] = n + 1
+        return name if n == 0 else f"{name}#{n}"
+
+    def room_for(self, nbytes):
+        """False once writing nbytes more would pass max_bytes (then the dump stops, with a note)."""
+        if self.full:
+            return False
+        if self.bytes + nbytes > self.max_bytes:
+            self.full = True
+            self.note = (f"the dump stopped at {self.bytes} bytes: the next record would pass "
+                         f"--dump-max-bytes {self.max_bytes}")
+            return False
+        return True
+
+    def queue(self, record, vector):
+        """record: step, name, kind, dtype, shape (+ optional fields); vector: statistics (_stats)."""
+        record["seq"] = self.seq
+        self.seq += 1
+        self._pending.append((record, vector))
+
+    def save_input(self, step, label, tensor):
+        """An operator's input (for replay), named in-<n>-<label>.npy with a counter of its own."""
+        self.inputs += 1
+        return self._save(f"tensors/step{int(step)}/in-{self.inputs:06d}-", label, tensor)
+
+    def save_array(self, step, seq_hint, name, tensor):
+        """Tensors mode: the tensor as .npy (bfloat16 widened to float32); returns (file, stored dtype)
+        or (None, None) when the byte budget is spent."""
+        return self._save(f"tensors/step{int(step)}/{seq_hint:06d}-", name, tensor)
+
+    def _save(self, prefix, name, tensor):
+        import torch
+        t = tensor.detach()
+        stored = str(t.dtype).replace("torch.", "")
+        if t.dtype == torch.bfloat16:
+            t, stored = t.float(), "float32"
+        arr = t.cpu().contiguous().numpy()
+        if not self.room_for(arr.nbytes + 128):
+            return None, None
+        stem = re.sub(r"[^A-Za-z0-9._-]", "_", name)[:120]
+        rel = f"{prefix}{stem}.npy"
+        path = os.path.join(self.dir, rel)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        import numpy as np
+        np.save(path, arr, allow_pickle=False)
+        self.bytes += os.path.getsize(path)
+        return rel, stored
+
+    def flush(self):
+        if not self._pending:
+            return
+        from . import _stats
+        rows = _stats.resolve([v for _, v in self._pending])
+        for (record, _), row in zip(self._pending, rows):
+            record["stats"] = _stats.to_record_stats(row)
+            ordered = {k: record[k] for k in ("seq", "step", "name", "kind", "dtype", "shape", "stats") if k in record}
+            ordered.update({k: v for k, v in record.items() if k not in ordered})
+            text = _line(ordered)
+            if not self.room_for(len(text)):
+                break
+            self.bytes += len(text)
+            self._index.write(text)
+            self.records += 1
+        self._pending = []
+        self._index.flush()
+
+    def drop_pending(self):
+        self._pending = []
+
+    def log_loss(self, step, value):
+        self._write(self._loss, {"step": int(step), "loss": json_number(float(value))})
+        self._loss.flush()
+
+    def close(self, run_info):
+        self.flush()
+        for f in (self._index, self._loss):
+            if not f.closed:
+                f.close()
+        info = dict(run_info)
+        info["records"] = self.records
+        info["bytes"] = self.bytes
+        if self.note:
+            info["note"] = self.note
+        with open(os.path.join(self.dir, "run.json"), "w") as f:
+            f.write(json.dumps(info, indent=1, sort_keys=True) + "\n")

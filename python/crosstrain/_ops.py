@@ -1,0 +1,244 @@
+"""Operator-level recording: every aten operator of a dumped step, through a TorchDispatchMode.
+
+A record per tensor output, named `op_<phase>/<module path>/aten.<op>` (phase forward, backward or
+optimizer; "#k" for the k-th repetition in that module and step; "[i]" for the i-th output), with
+the operator's schema name and overload, its inputs' dtypes, shapes and devices, the module path it
+ran in and the source line that called it. Backward operators carry the module and source line of
+the forward operator whose gradient they compute: a forward output's autograd node is tagged when
+the next operator starts (the mode runs below autograd, so the node does not exist yet when the
+operator itself returns), and torch._C._current_autograd_node() names it during backward.
+
+Views and aliases compute nothing and are not recorded; operators that return uninitialised memory
+(empty, new_empty_strided, ...) are not either. In tensors mode the inputs are saved too (once per
+tensor version), with the arguments in schema order, so `crosstrain op-check --from-dump` can replay
+the operator in C++.
+"""
+import math
+import os
+
+from . import _source
+
+_TAG = "crosstrain"
+_NO_ORIGIN = ("", None, None)
+_DTYPE_NAMES = {}  # torch.dtype -> "float32", filled when torch is here
+_UNINITIALISED = {"empty", "empty_like", "empty_strided", "new_empty", "new_empty_strided", "resize_",
+                  "set_", "resize_as_", "_local_scalar_dense", "lift_fresh", "detach", "detach_"}
+
+
+def _dispatch_mode_base():
+    from torch.utils._python_dispatch import TorchDispatchMode
+    return TorchDispatchMode
+
+
+class _OpInfo:
+    __slots__ = ("skip", "name", "overload", "label", "random", "args")
+
+    def __init__(self, skip, name, overload, label, random, args):
+        self.skip, self.name, self.overload, self.label, self.random, self.args = \
+            skip, name, overload, label, random, args
+
+
+class OpMode(_dispatch_mode_base()):
+    def __init__(self, recorder):
+        super().__init__()
+        import torch
+        self.torch = torch
+        self.rec = recorder
+        self.pid = os.getpid()
+        self.pushed = False
+        self._pending = []            # forward outputs whose autograd node is not tagged yet
+        self._saved = {}              # id(tensor) -> (tensor weakref, version, file)
+        self._ops = {}                # OpOverload -> _OpInfo
+        self._random = torch.Tag.nondeterministic_seeded
+        for dt in (torch.float32, torch.float64, torch.float16, torch.bfloat16, torch.int64, torch.int32,
+                   torch.uint8, torch.bool, torch.int8, torch.int16):
+            _DTYPE_NAMES[dt] = str(dt)[6:]
+
+    def push(self):
+        if not self.pushed:
+            self.__enter__()
+            self.pushed = True
+
+    def pop(self):
+        if self.pushed:
+            from torch.utils._python_dispatch import _get_current_dispatch_mode
+            if _get_current_dispatch_mode() is self:
+                self.__exit__(None, None, None)
+            self.pushed = False
+        self._tag_pending()
+        self._saved.clear()
+
+    def _info(self, func):
+        """What the mode needs of an operator, worked out once per overload."""
+        info = self._ops.get(func)
+        if info is None:
+            schema = func._schema
+            short = schema.name.split("::")[-1]
+            info = _OpInfo(
+                skip=func.is_view or short in _UNINITIALISED or not schema.returns,
+                name=schema.name, overload=func._overloadname, label=schema.name.replace("::", "."),
+                random=self._random in func.tags,
+                args=[(a.name, a.kwarg_only) for a in schema.arguments])
+            self._ops[func] = info
+        return info
+
+    def _tag_pending(self):
+        for t, info in self._pending:
+            node = t.grad_fn
+            if node is not None and _TAG not in node.metadata:
+                node.metadata[_TAG] = info
+        self._pending = []
+
+    def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+        kwargs = kwargs or {}
+        if self._pending:
+            self._tag_pending()
+        rec = self.rec
+        if not rec.open and rec.armed and not rec.busy and self.torch.is_grad_enabled() \
+                and _any_requires_grad(self.torch, args, kwargs):
+            rec.open_at_operator()
+        if rec.busy or not rec.open or os.getpid() != self.pid:
+            return func(*args, **kwargs)
+        info = self._info(func)
+        node = self.torch._C._current_autograd_node()
+        if node is not None:
+            phase = "backward"
+            module, source, user = node.metadata.get(_TAG, _NO_ORIGIN)
+        else:
+            phase = "optimizer" if rec.in_optimizer else "forward"
+            if phase == "optimizer" and not rec.cfg.dump_optimizer_ops:
+                return func(*args, **kwargs)
+            module = rec.names.current_label()
+            source, user = _source.where(2)
+        if info.skip:
+            out = func(*args, **kwargs)
+            if phase == "forward":  # a view's autograd node still belongs to this module and line
+                for _, t in _tensor_outputs(self.torch, out):
+                    self._pending.append((t, (module, source, user)))
+            return out
+        saved_args = self._save_args(func, info, args, kwargs) if rec.tensors else None
+        out = func(*args, **kwargs)
+        op = {"name": info.name, "overload": info.overload, "phase": phase, "module": module,
+              "inputs": _inputs(self.torch, info, args, kwargs)}
+        if source:
+            op["source"] = source
+            op["code"] = _source.code_line(source)
+        if user:
+            op["user_source"] = user
+            op["user_code"] = _source.code_line(user)
+        if info.random:
+            op["random"] = True
+        if saved_args is not None:
+            op["args"] = saved_args
+        base = f"op_{phase}/{module}/{info.label}" if module else f"op_{phase}/{info.label}"
+        outs = _tensor_outputs(self.torch, out)
+        f = rec.dump_file() if rec.selected_step(rec.step) else None
+        name = f.unique(rec.step, base) if f is not None else base
+        kind = "op_" + phase
+        for i, t in outs:
+            rec.emit(name if len(outs) == 1 else f"{name}[{i}]", kind, t, extra={"op": op}, unique=False)
+            if phase == "forward":
+                self._pending.append((t, (module, source, user)))
+            if rec.tensors and rec.last_file:
+                self._remember(t, rec.last_file)
+        return out
+
+    # -- tensors mode: the inputs of a replay -------------------------------------------------------
+    def _remember(self, t, rel):
+        import weakref
+        try:
+            self._saved[id(t)] = (weakref.ref(t), t._version, rel)
+        except TypeError:
+            pass
+
+    def _save_input(self, t, label):
+        entry = self._saved.get(id(t))
+        if entry is not None and entry[0]() is t and entry[1] == t._version and entry[2]:
+            return entry[2]
+        f = self.rec.dump_file()
+        rel, _ = f.save_input(self.rec.step, label, t)
+        if rel:
+            self._remember(t, rel)
+        return rel
+
+    def _save_args(self, func, info, args, kwargs):
+        saved = []
+        short = info.label.split(".", 1)[-1]
+        for i, (name, kwarg_only) in enumerate(info.args):
+            if i < len(args) and not kwarg_only:
+                value = args[i]
+            elif name in kwargs:
+                value = kwargs[name]
+            else:
+                continue  # the schema's default
+            saved.append({"name": name, "value": self._encode(value, f"{short}.{name}")})
+        return saved
+
+    def _encode(self, v, label):
+        torch = self.torch
+        if isinstance(v, torch.Tensor):
+            if v.is_complex() or v.layout != torch.strided:
+                return {"unsupported": str(v.dtype)}
+            rel = self._save_input(v, label)
+            return {"tensor": rel, "dtype": str(v.dtype).replace("torch.", ""), "shape": list(v.shape),
+                    "device": str(v.device)} if rel else {"unsupported": "dump byte limit reached"}
+        if isinstance(v, bool) or v is None or isinstance(v, (int, str)):
+            return v
+        if isinstance(v, float):
+            return v if math.isfinite(v) else {"float": "nan" if math.isnan(v) else ("inf" if v > 0 else "-inf")}
+        if isinstance(v, (list, tuple)):
+            return [self._encode(x, f"{label}{i}") for i, x in enumerate(v)]
+        if isinstance(v, torch.dtype):
+            return {"dtype": str(v).replace("torch.", "")}
+        if isinstance(v, torch.device):
+            return {"device": str(v)}
+        if isinstance(v, torch.memory_format):
+            return {"memory_format": str(v).replace("torch.", "")}
+        if isinstance(v, torch.layout):
+            return {"layout": str(v).replace("torch.", "")}
+        if isinstance(v, (torch.SymInt, torch.SymFloat, torch.SymBool)):
+            return {"unsupported": "symbolic value"}
+        return {"unsupported": type(v).__name__}
+
+
+def _any_requires_grad(torch, args, kwargs):
+    for v in list(args) + list(kwargs.values()):
+        if isinstance(v, torch.Tensor) and v.requires_grad:
+            return True
+        if isinstance(v, (list, tuple)) and any(isinstance(x, torch.Tensor) and x.requires_grad for x in v):
+            return True
+    return False
+
+
+def _tensor_outputs(torch, out):
+    if isinstance(out, torch.Tensor):
+        return [(0, out)] if _dumpable(torch, out) else []
+    if isinstance(out, (tuple, list)):
+        return [(i, t) for i, t in enumerate(out) if isinstance(t, torch.Tensor) and _dumpable(torch, t)]
+    return []
+
+
+def _dumpable(torch, t):
+    from ._stats import dumpable
+    return dumpable(t)
+
+
+def _describe(t):
+    return {"dtype": _DTYPE_NAMES.get(t.dtype) or str(t.dtype)[6:], "shape": list(t.shape), "device": str(t.device)}
+
+
+def _inputs(torch, info, args, kwargs):
+    """Each tensor argument's name, dtype, shape and device (a list argument: its tensors)."""
+    out = []
+    names = info.args
+    items = list(zip(names, args))
+    if kwargs:
+        items += [((k, True), v) for k, v in kwargs.items()]
+    for (name, _), v in items:
+        if isinstance(v, torch.Tensor):
+            d = _describe(v)
+            d["arg"] = name
+            out.append(d)
+        elif isinstance(v, (list, tuple)) and v and isinstance(v[0], torch.Tensor):
+            out.append({"arg": name, "tensors": [_describe(x) for x in v if isinstance(x, torch.Tensor)]})
+    return out

@@ -1,0 +1,353 @@
+"""What the agent records on a dumped step: module outputs, output and parameter gradients, the
+loss and the loss scale (module level), every aten operator in forward, backward and the optimizer
+(operator level, `_ops.OpMode`).
+
+A step's window opens at its first module call, or in a script that calls no module at its first
+operator on a tensor that requires gradients with gradients enabled (so the model's construction,
+its initialisation under no_grad and the data loading before the forward are not part of step 0),
+and closes when the step ends; on steps that are not
+dumped nothing is installed. Every tensor goes through `emit`, which names it, applies the filter,
+the test disturbance and the non-finite check, and queues it with its statistics.
+"""
+import os
+import re
+import weakref
+
+from . import _stats
+from ._dumpfile import DumpFile
+from ._names import ModuleNames
+
+
+def flatten(value, label):
+    """(label, tensor) pairs of a module output: tensors, tuples/lists ([i]) and mappings ([key])."""
+    import torch
+    if isinstance(value, torch.Tensor):
+        return [(label, value)]
+    out = []
+    if isinstance(value, (tuple, list)):
+        if len(value) == 1:
+            return flatten(value[0], label)
+        for i, v in enumerate(value):
+            out.extend(flatten(v, f"{label}[{i}]"))
+    elif isinstance(value, dict):
+        for k, v in value.items():
+            out.extend(flatten(v, f"{label}[{k}]"))
+    return out
+
+
+class Recorder:
+    def __init__(self, cfg, torch, state, on_stop, rank_of):
+        self.cfg = cfg
+        self.torch = torch
+        self.rank_of = rank_of                  # () -> (rank, world size)
+        self.state = state                      # the agent's report (nonfinite finding, notes)
+        self.on_stop = on_stop                  # --stop-on-nonfinite: called with the finding
+        self.names = ModuleNames()
+        self.selected_step = _parse(cfg.dump_steps)
+        self.last_step = _last(cfg.dump_steps)
+        self.selected_rank = _parse(cfg.dump_ranks)
+        self.filter = re.compile(cfg.dump_filter) if cfg.dump_filter else None
+        # What goes into the dump, and what runs: --stop-on-nonfinite watches every operator (the first
+        # NaN is an operator's output) whatever the dump records.
+        self.dump_modules = bool(cfg.dump) and cfg.dump_level in ("module", "both")
+        self.dump_ops = bool(cfg.dump) and cfg.dump_level in ("op", "both")
+        self.modules = self.dump_modules
+        self.ops = self.dump_ops or cfg.stop_on_nonfinite
+        self.tensors = cfg.dump_mode == "tensors"
+        self.perturb = _parse_perturb(cfg.test_perturb)
+        self.pid = os.getpid()
+        self.file = None
+        self.step = 0
+        self.armed = False          # this step is recorded; waiting for its first module call
+        self.open = False           # the window is open: hooks record
+        self.finished = False       # past the last dumped step (no stop_on_nonfinite)
+        self.in_optimizer = False
+        self._hooks = []
+        self._mode = None
+        self._losses = []           # this step's losses (for loss.jsonl)
+        self._loss_log = []         # (step, mean loss tensor or float) not yet written
+        self._scaled = {}           # id(scaled loss) -> (loss, scale)
+        self._fp16_note = None
+        self.last_file = None
+        self.busy = False
+        self._seen = {}             # id(tensor) -> (weakref, version, statistics) within a step
+        # A forked child (a DataLoader worker) inherits the hooks and the dispatch mode: it records
+        # nothing and must not pay for the mode.
+        os.register_at_fork(after_in_child=self._forget_in_child)
+
+    # -- step events (StepTracker listener) -------------------------------------------------------
+    def on_step_begin(self, step):
+        self.step = step
+        self.armed = False
+        if self.finished:
+            return
+        if self.cfg.stop_on_nonfinite or self.selected_step(step):
+            self.armed = True
+            self._install_module_hooks()
+            if self.ops:  # watches for a step that calls no module (_ops.OpMode opens the window)
+                self._op_mode().push()
+
+    def on_optimizer(self, optimizer):
+        if self.open and self.modules:
+            for gi, group in enumerate(optimizer.param_groups):
+                for pi, p in enumerate(group["params"]):
+                    if p.grad is not None:
+                        name = self.names.param_name(p, f"param_group{gi}.{pi}")
+                        self.emit(f"param_grad/{name}", "param_grad", p.grad)
+        self.in_optimizer = True
+
+    def on_skipped_optimizer(self, optimizer):
+        self.on_optimizer(optimizer)
+
+    def on_step_end(self, step):
+        self.in_optimizer = False
+        self._close_window()
+        self._log_step_loss(step)
+        if self.file is not None:
+            self.file.flush()
+        if self.last_step is not None and step >= self.last_step and not self.cfg.stop_on_nonfinite:
+            self.finished = True
+
+    # -- window -------------------------------------------------------------------------------------
+    def _install_module_hooks(self):
+        if self._hooks:
+            return
+        import torch.nn.modules.module as mm
+        self._hooks = [mm.register_module_forward_pre_hook(self._pre_forward),
+                       mm.register_module_forward_hook(self._post_forward)]
+
+    def _remove_module_hooks(self):
+        for h in self._hooks:
+            h.remove()
+        self._hooks = []
+
+    def _open_window(self):
+        if not self.selected_rank(self.rank_of()[0]) and not self.cfg.stop_on_nonfinite:
+            self.armed = False
+            self.finished = True
+            self._remove_module_hooks()
+            return
+        self.open = True
+        if self.ops:
+            self._op_mode().push()
+
+    def _forget_in_child(self):
+        self.armed = self.open = False
+        self.finished = True
+        if self._mode is not None:
+            self._mode.pop()
+
+    def _op_mode(self):
+        if self._mode is None:
+            from ._ops import OpMode
+            self._mode = OpMode(self)
+        return self._mode
+
+    def open_at_operator(self):
+        """A recorded step of a script that calls no module: its window opens at the first operator
+        that runs with gradients on a tensor that requires them (its forward)."""
+        if self.armed and not self.open:
+            self._open_window()
+
+    def _close_window(self):
+        self._seen.clear()
+        if self._mode is not None:
+            self._mode.pop()
+        self.open = False
+        self.armed = False
+        self._remove_module_hooks()
+        self.names.stack().clear()
+
+    def _pre_forward(self, module, args):
+        if os.getpid() != self.pid:
+            return None
+        path, is_root, _ = self.names.enter(module)
+        if is_root and self.armed and not self.open:
+            self._open_window()
+        return None
+
+    def _post_forward(self, module, args, output):
+        if os.getpid() != self.pid:
+            return None
+        s = self.names.stack()
+        path = s[-1][1] if s else ""
+        transparent = id(module) in self.names._transparent
+        self.names.exit()
+        if not self.open or not self.modules or transparent:
+            return None
+        label = self.names.label(path, module)
+        replaced = None
+        for sub, t in flatten(output, label):
+            if not _stats.dumpable(t):
+                continue
+            name = self.emit(f"forward/{sub}", "forward", t, replaceable=True)
+            if isinstance(name, tuple):  # the test disturbance returned a replacement
+                name, replaced = name
+                t = replaced
+            if name is not None and t.requires_grad:
+                t.register_hook(self._grad_hook(self.step, name[len("forward/"):]))
+        if replaced is not None and isinstance(output, self.torch.Tensor):
+            return replaced
+        return None
+
+    def _grad_hook(self, step, label):
+        def hook(grad):
+            if self.open and self.step == step:
+                self.emit(f"grad_output/{label}", "grad_output", grad, unique=False)
+        return hook
+
+    # -- losses -------------------------------------------------------------------------------------
+    def on_scale(self, scaler, loss, scaled):
+        self._scaled[id(scaled)] = (loss, scaler)
+
+    def on_backward(self, tensors):
+        t = tensors[0] if isinstance(tensors, (tuple, list)) and len(tensors) == 1 else tensors
+        if not isinstance(t, self.torch.Tensor) or t.numel() != 1 or not t.is_floating_point():
+            return
+        loss, scaler = self._scaled.pop(id(t), (t, None))
+        self._scaled.clear()
+        self._losses.append(loss.detach().reshape(()).float())
+        if self.open and self.modules:
+            self.emit("loss", "loss", loss.detach().reshape(()))
+            if scaler is not None and getattr(scaler, "_scale", None) is not None:
+                self.emit("loss_scale", "loss_scale", scaler._scale.detach().reshape(()).float())
+
+    def _log_step_loss(self, step):
+        if self._losses:
+            mean = self.torch.stack(self._losses).mean() if len(self._losses) > 1 else self._losses[0]
+            self._loss_log.append((step, mean))
+            self._losses = []
+        if self._loss_log and (self._loss_log[0][1].device.type == "cpu" or len(self._loss_log) >= 32):
+            self.write_losses()
+
+    def write_losses(self):
+        if not self._loss_log or not self.cfg.dump:
+            self._loss_log = []
+            return
+        values = self.torch.stack([v.to("cpu") for _, v in self._loss_log]).tolist()
+        f = self.dump_file()
+        if f is not None:
+            for (step, _), v in zip(self._loss_log, values):
+                f.log_loss(step, v)
+        self._loss_log = []
+
+    # -- records ------------------------------------------------------------------------------------
+    def dump_file(self):
+        if self.file is None and self.cfg.dump:
+            directory = self.cfg.dump
+            rank, world = self.rank_of()
+            if world > 1:
+                directory = os.path.join(directory, f"rank{rank}")
+            meta = dict(self.cfg.meta)
+            meta.setdefault("level", self.cfg.dump_level)
+            self.file = DumpFile(directory, self.cfg.dump_mode, self.cfg.producer, meta,
+                                 self.cfg.dump_max_bytes, overwrite=self.cfg.dump_overwrite)
+        return self.file
+
+    def emit(self, base, kind, tensor, extra=None, unique=True, replaceable=False):
+        """Names, filters, disturbs (test aid), checks and queues one tensor; returns its name."""
+        self.busy = True  # the operators run here are the agent's, not the script's
+        try:
+            return self._emit(base, kind, tensor, extra, unique, replaceable)
+        finally:
+            self.busy = False
+
+    def _emit(self, base, kind, tensor, extra, unique, replaceable):
+        f = self.dump_file() if self.selected_step(self.step) else None
+        name = f.unique(self.step, base) if (f is not None and unique) else base
+        replaced = None
+        self.last_file = None
+        if self.perturb and self.perturb[0] == name:
+            replaced = _disturb(self.torch, tensor, self.perturb[1], in_place=not replaceable)
+            tensor = replaced if replaceable else tensor
+        vector = self._statistics(tensor)
+        if self.cfg.stop_on_nonfinite:
+            self._check_finite(name, kind, tensor, vector, extra)
+        wanted = self.dump_ops if kind.startswith("op_") else self.dump_modules
+        if f is not None and wanted and not f.full and (self.filter is None or self.filter.search(name)):
+            record = {"step": self.step, "name": name, "kind": kind, "dtype": _stats.dtype_name(tensor),
+                      "shape": list(tensor.shape)}
+            if tensor.device.type != "cpu":
+                record["device"] = str(tensor.device)
+            if self.tensors:
+                rel, stored = f.save_array(self.step, f.seq, name, tensor)
+                if rel is not None:
+                    self.last_file = rel
+                    record["file"] = rel
+                    record["stored_dtype"] = stored
+            if extra:
+                record.update(extra)
+            f.queue(record, vector)
+        if replaced is not None and replaceable:
+            return name, replaced
+        return name
+
+    def _statistics(self, tensor):
+        """The tensor's statistics, computed once per step: a block returns its last child's output
+        and an Identity passes its input on, so a third of a step's records can be one tensor."""
+        key = id(tensor)
+        seen = self._seen.get(key)
+        if seen is not None and seen[0]() is tensor and seen[1] == tensor._version:
+            return seen[2]
+        with self.torch.no_grad():
+            vector = _stats.device_vector(tensor)
+        try:
+            self._seen[key] = (weakref.ref(tensor), tensor._version, vector)
+        except TypeError:
+            pass
+        return vector
+
+    def _check_finite(self, name, kind, tensor, vector, extra):
+        row = _stats.resolve([vector])[0]
+        where = (extra or {}).get("op", {})
+        if _stats.has_nonfinite(row):
+            finding = {"record": name, "kind": kind, "step": self.step, "dtype": _stats.dtype_name(tensor),
+                       "shape": list(tensor.shape), "nan_count": int(row[4]), "inf_count": int(row[5]),
+                       "module": where.get("module", ""), "source": where.get("source"),
+                       "user_source": where.get("user_source"), "code": where.get("code", "")}
+            self.state["nonfinite"] = finding
+            self.on_stop(finding)  # does not return
+        if self._fp16_note is None and tensor.dtype == self.torch.float32 and row[6]:
+            peak = max(abs(row[0]), abs(row[1]))
+            if peak > 65504.0:
+                self._fp16_note = {"record": name, "step": self.step, "max_abs": peak,
+                                   "module": where.get("module", ""), "source": where.get("source"),
+                                   "code": where.get("code", "")}
+                self.state["fp16_overflow"] = self._fp16_note
+
+    def close(self):
+        self._close_window()
+        if self._losses:
+            self._log_step_loss(self.step)
+        self.write_losses()
+        if self.file is not None:
+            self.file.close(self.state.get("run", {}))
+
+
+def _parse(text):
+    from ._config import parse_int_list
+    return parse_int_list(text, "list")
+
+
+def _last(text):
+    from ._config import last_of_int_list
+    return last_of_int_list(text)
+
+
+def _parse_perturb(text):
+    if not text:
+        return None
+    name, _, scale = text.rpartition("=")
+    return name, float(scale)
+
+
+def _disturb(torch, tensor, scale, in_place):
+    """Test aid: relative noise of scale x mean|t| from a fixed seed, in place or as a new tensor."""
+    g = torch.Generator().manual_seed(1234)
+    with torch.no_grad():
+        noise = torch.randn(tensor.shape, generator=g, dtype=torch.float32).to(tensor.device, tensor.dtype)
+        delta = noise * (scale * tensor.detach().abs().float().mean()).to(tensor.dtype)
+        if in_place:
+            tensor.add_(delta)
+            return tensor
+    return tensor + delta

@@ -1,0 +1,39 @@
+#pragma once
+// What the agent reported from each process of a run (one JSON file per process that imported
+// torch, written at its exit into the run's private state folder), and the lines `run` prints.
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace crosstrain::run {
+
+struct ProcessReport {
+  int64_t pid = 0;
+  std::optional<int64_t> rank;
+  int64_t steps = 0;
+  std::string torch_version;
+  std::string dump_dir;
+  int64_t records = 0, bytes = 0;
+  std::string dump_note;
+  std::vector<std::string> seeded;   // what --seed set
+  std::string nonfinite;             // the first non-finite tensor, described in one line
+  std::string fp16_overflow;         // the first float32 output beyond float16's range
+  bool profiled = false;             // the process ran the profiler
+  std::vector<std::string> traces;   // trace files (or torch_npu folders) it wrote, one per cycle
+};
+
+// What the profiler was asked, for the summary's hint when nothing was recorded.
+struct ProfileSchedule {
+  int wait = 1, warmup = 1, active = 3, repeat = 1;
+};
+
+// Reads every agent-*.json in dir; unreadable files are skipped (a process killed mid-write).
+std::vector<ProcessReport> read_reports(const std::string& dir);
+
+// The summary: a line per process that ran steps (by rank), then notes. `python`: whether the command
+// looked like Python before it ran (a different hint when no process reported).
+std::vector<std::string> summary_lines(const std::vector<ProcessReport>& reports, bool python,
+                                       const ProfileSchedule* schedule = nullptr);
+
+}  // namespace crosstrain::run

@@ -1,0 +1,174 @@
+"""What the agent writes: the dump format, its statistics, its limits, and that it changes nothing
+the script computes."""
+import math
+import os
+import unittest
+
+import numpy as np
+
+from agent_test_support import MLP, load_json, read_index, read_losses, run_under_agent, scratch
+
+
+def losses_printed(result):
+    return [float(l) for l in result.stdout.split()]
+
+
+class DumpTest(unittest.TestCase):
+    def run_mlp(self, config, steps=3, d=None):
+        d = d or scratch()
+        r = run_under_agent(MLP.format(steps=steps), config, d)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        return d, r
+
+    def test_two_runs_give_identical_dumps(self):
+        cfg = {"dump": "dump", "dump_level": "both", "dump_steps": "0-1"}
+        a, _ = self.run_mlp(cfg)
+        b, _ = self.run_mlp(cfg)
+        for name in ("index.jsonl", "loss.jsonl"):
+            with open(os.path.join(a, "dump", name)) as fa, open(os.path.join(b, "dump", name)) as fb:
+                self.assertEqual(fa.read(), fb.read(), name)
+
+    def test_recording_leaves_every_loss_bitwise_equal(self):
+        _, plain = self.run_mlp(None, steps=4)
+        for level in ("module", "op", "both"):
+            _, dumped = self.run_mlp({"dump": "dump", "dump_level": level, "dump_steps": "", "dump_mode": "tensors"},
+                                     steps=4)
+            self.assertEqual(losses_printed(plain), losses_printed(dumped), level)
+
+    def test_records_in_execution_order_with_kinds_and_losses(self):
+        d, r = self.run_mlp({"dump": "dump", "dump_level": "both", "dump_steps": "1", "dump_optimizer_ops": True})
+        header, records = read_index(os.path.join(d, "dump"))
+        self.assertEqual(header["format"], "crosstrain-dump")
+        self.assertEqual([rec["seq"] for rec in records], list(range(len(records))))
+        self.assertEqual({rec["step"] for rec in records}, {1})
+        names = [rec["name"] for rec in records]
+        for expected in ("forward/fc1", "forward/act", "grad_output/fc2", "param_grad/fc1.weight", "loss",
+                         "op_forward/fc1/aten.addmm", "op_backward/fc1/aten.mm", "op_optimizer/aten.add_"):
+            self.assertIn(expected, names)
+        # forward before backward before the optimizer
+        self.assertLess(names.index("forward/fc2"), names.index("grad_output/fc2"))
+        self.assertLess(names.index("grad_output/fc1"), names.index("param_grad/fc1.weight"))
+        self.assertLess(names.index("param_grad/fc2.bias"), names.index("op_optimizer/aten.add_"))
+        op = next(rec for rec in records if rec["name"] == "op_backward/fc1/aten.mm")["op"]
+        self.assertEqual((op["name"], op["phase"], op["module"]), ("aten::mm", "backward", "fc1"))
+        forward_line = MLP.splitlines().index("        return self.fc2(self.act(self.fc1(x)))") + 1
+        self.assertEqual(op["source"], f"prog.py:{forward_line}")  # the forward line whose gradient this is
+        # every step's loss is logged, the dumped one included, and equals what the script printed
+        self.assertEqual([l["loss"] for l in read_losses(os.path.join(d, "dump"))], losses_printed(r))
+        loss = next(rec for rec in records if rec["name"] == "loss")
+        self.assertAlmostEqual(loss["stats"]["mean"], losses_printed(r)[1], places=6)
+
+    def test_statistics_match_the_saved_tensors(self):
+        d, _ = self.run_mlp({"dump": "dump", "dump_level": "both", "dump_mode": "tensors"})
+        _, records = read_index(os.path.join(d, "dump"))
+        self.assertTrue(records)
+        for rec in records:
+            a = np.load(os.path.join(d, "dump", rec["file"])).astype(np.float64)
+            self.assertEqual(list(a.shape), rec["shape"], rec["name"])
+            s = rec["stats"]
+            self.assertAlmostEqual(s["max"], a.max(), places=6)
+            self.assertAlmostEqual(s["min"], a.min(), places=6)
+            self.assertTrue(math.isclose(s["norm"], float(np.sqrt((a * a).sum())), rel_tol=1e-9, abs_tol=1e-12))
+            self.assertTrue(math.isclose(s["mean"], float(a.mean()), rel_tol=1e-9, abs_tol=1e-12))
+
+    def test_statistics_of_tensors_holding_nan_and_inf_cover_the_finite_elements(self):
+        d = scratch()
+        r = run_under_agent("""
+import torch
+from crosstrain import _stats
+x = torch.tensor([1.0, float('nan'), -3.0, float('inf'), 2.0, float('-inf')])
+for t in (x, x.bfloat16(), torch.tensor([float('nan')] * 3), torch.tensor([True, False, True]),
+          torch.arange(6, dtype=torch.int32)):
+    print(_stats.to_record_stats(_stats.resolve([_stats.device_vector(t)])[0]))
+""", {}, d)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        rows = [eval(l) for l in r.stdout.splitlines()]
+        for row in rows[:2]:
+            self.assertEqual((row["max"], row["min"], row["nan_count"], row["inf_count"]), (2.0, -3.0, 1, 2))
+            self.assertAlmostEqual(row["mean"], 0.0)
+            self.assertAlmostEqual(row["norm"], math.sqrt(14))
+        self.assertEqual((rows[2]["max"], rows[2]["mean"], rows[2]["nan_count"]), (None, None, 3))
+        self.assertEqual((rows[3]["max"], rows[3]["min"]), (1.0, 0.0))
+        self.assertAlmostEqual(rows[3]["mean"], 2 / 3)
+        self.assertEqual((rows[4]["max"], rows[4]["mean"]), (5.0, 2.5))
+
+    def test_filter_and_byte_limit(self):
+        d, _ = self.run_mlp({"dump": "dump", "dump_level": "both", "dump_filter": "^op_backward/"})
+        _, records = read_index(os.path.join(d, "dump"))
+        self.assertTrue(records)
+        self.assertTrue(all(rec["name"].startswith("op_backward/") for rec in records))
+        d, _ = self.run_mlp({"dump": "dump", "dump_level": "both", "dump_mode": "tensors", "dump_steps": "",
+                             "dump_max_bytes": 20000})
+        total = sum(os.path.getsize(os.path.join(root, f))
+                    for root, _, files in os.walk(os.path.join(d, "dump")) for f in files if f != "run.json")
+        self.assertLessEqual(total, 20000)
+        run = load_json(os.path.join(d, "dump", "run.json"))
+        self.assertIn("--dump-max-bytes 20000", run["note"])
+        _, records = read_index(os.path.join(d, "dump"))
+        self.assertTrue(all(os.path.exists(os.path.join(d, "dump", rec["file"])) for rec in records))
+
+    def test_an_existing_dump_is_kept_unless_overwrite(self):
+        d, _ = self.run_mlp({"dump": "dump"})
+        before = open(os.path.join(d, "dump", "index.jsonl")).read()
+        r = run_under_agent(MLP.format(steps=1), {"dump": "dump", "dump_steps": "0"}, d)
+        self.assertIn("already holds a dump", r.stderr)
+        self.assertEqual(open(os.path.join(d, "dump", "index.jsonl")).read(), before)
+        r = run_under_agent(MLP.format(steps=1), {"dump": "dump", "dump_overwrite": True, "dump_level": "op"}, d)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        _, records = read_index(os.path.join(d, "dump"))
+        self.assertTrue(all(rec["kind"].startswith("op_") for rec in records))
+
+
+class NonFiniteTest(unittest.TestCase):
+    def test_the_first_nan_names_its_operator_and_line(self):
+        d = scratch()
+        state = os.path.join(d, "state")
+        os.makedirs(state)
+        r = run_under_agent("""
+import torch, torch.nn as nn
+torch.manual_seed(0)
+class Head(nn.Module):
+    def forward(self, x):
+        return torch.log(x)
+model = nn.Sequential(nn.Linear(4, 4), Head())
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+for step in range(3):
+    loss = model(torch.randn(8, 4)).sum()
+    loss.backward(); opt.step(); opt.zero_grad()
+print("finished")
+""", {"stop_on_nonfinite": True, "state_dir": state}, d)
+        self.assertEqual(r.returncode, 1)
+        self.assertNotIn("finished", r.stdout)
+        report = load_json(os.path.join(state, os.listdir(state)[0]))
+        finding = report["nonfinite"]
+        self.assertEqual(finding["record"], "op_forward/1/aten.log")
+        self.assertEqual(finding["source"], "prog.py:6")  # the program starts with an empty line
+        self.assertEqual(finding["step"], 0)
+        self.assertGreater(finding["nan_count"], 0)
+        self.assertIn("prog.py:6", r.stderr)
+
+    def test_a_float32_output_beyond_float16s_range_is_named_without_stopping(self):
+        d = scratch()
+        state = os.path.join(d, "state")
+        os.makedirs(state)
+        r = run_under_agent("""
+import torch
+w = torch.nn.Parameter(torch.ones(4))
+opt = torch.optim.SGD([w], lr=0.0)
+for step in range(2):
+    big = w * 1.0e5
+    loss = (big / 1.0e5).sum()
+    loss.backward(); opt.step(); opt.zero_grad()
+print("finished")
+""", {"stop_on_nonfinite": True, "state_dir": state}, d)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("finished", r.stdout)
+        report = load_json(os.path.join(state, os.listdir(state)[0]))
+        note = report["fp16_overflow"]
+        self.assertEqual((note["record"], note["source"], note["step"]), ("op_forward/aten.mul", "prog.py:6", 0))
+        self.assertEqual(note["max_abs"], 1.0e5)
+        self.assertNotIn("nonfinite", report)
+
+
+if __name__ == "__main__":
+    unittest.main()

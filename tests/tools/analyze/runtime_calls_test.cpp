@@ -1,0 +1,121 @@
+// Runtime calls that set the pace (tests/data/traces/make_allocator_traces.py): an MI300X run with
+// the caching allocator off, where 1,360 hipFree calls take ~98.6% of the steps, and an A100 run
+// calling torch.cuda.empty_cache() each step, where 3 cudaFree calls take ~49%. The analysis names
+// the calls, counts the frees as the device syncs they are, and the advisor blames the allocator.
+#include <gtest/gtest.h>
+
+#include "tools/analyze/advisor.h"
+#include "tools/analyze/analysis.h"
+#include "tools/analyze/kineto_trace_writer.h"
+#include "tools/analyze/trace_reader.h"
+
+using namespace crosstrain::analyze;
+using crosstrain::analyze::testing::KinetoTraceWriter;
+
+namespace {
+
+const std::string kData = std::string(CROSSTRAIN_SOURCE_DIR) + "/tests/data/traces/";
+
+TraceAnalysis analyzed(const std::string& file) {
+  auto a = analyze_trace(read_trace_file(kData + file));
+  a.findings = run_advisor(a);
+  return a;
+}
+
+const NamedTotal* named(const std::vector<NamedTotal>& v, const std::string& n) {
+  for (const auto& e : v)
+    if (e.name == n) return &e;
+  return nullptr;
+}
+
+}  // namespace
+
+TEST(RuntimeCalls, HipFreeWithoutTheCachingAllocatorIsNamed) {
+  auto a = analyzed("rocm_mi300x_hipfree.json.gz");
+  ASSERT_FALSE(a.runtime_calls.empty());
+  EXPECT_EQ(a.runtime_calls[0].name, "hipFree");
+  EXPECT_EQ(a.runtime_calls[0].count, 1360);
+  EXPECT_NEAR(a.share(a.runtime_calls[0].total_us), 0.986, 0.005);
+  ASSERT_NE(named(a.allocator_calls, "hipMalloc"), nullptr);
+  EXPECT_EQ(named(a.allocator_calls, "hipMalloc")->count, 120);
+  EXPECT_GT(a.share(a.allocator_us), 0.98);
+  // Every hipFree waits for the device: a sync, and the sync time stays inside the steps.
+  ASSERT_NE(named(a.host_syncs, "hipFree"), nullptr);
+  EXPECT_EQ(named(a.host_syncs, "hipFree")->count, 1360);
+  EXPECT_LE(a.host_sync_us, a.total.duration_us);
+  // The allocator comes first: the data-loading and launch findings are its symptoms.
+  ASSERT_FALSE(a.findings.empty());
+  EXPECT_EQ(a.findings[0].rule, "allocator");
+  EXPECT_NE(a.findings[0].evidence.find("hipFree x1,360"), std::string::npos) << a.findings[0].evidence;
+  // The DataLoader's __next__ is slow because it frees the previous batch: its finding says so.
+  EXPECT_GT(a.allocator_in_data_loading_us, 0.95 * a.total.data_wait_us);
+  for (const auto& f : a.findings)
+    if (f.rule == "data_loading") EXPECT_NE(f.evidence.find("in memory allocation calls"), std::string::npos) << f.evidence;
+}
+
+TEST(RuntimeCalls, EmptyCacheEveryStepIsNamed) {
+  auto a = analyzed("a100_cudafree.json.gz");
+  ASSERT_FALSE(a.runtime_calls.empty());
+  EXPECT_EQ(a.runtime_calls[0].name, "cudaFree");
+  EXPECT_EQ(a.runtime_calls[0].count, 3);
+  EXPECT_NEAR(a.share(a.runtime_calls[0].total_us), 0.49, 0.01);
+  ASSERT_NE(named(a.host_syncs, "cudaFree"), nullptr);
+  EXPECT_EQ(a.host_sync_count, 3);
+  bool allocator = false;
+  for (const auto& f : a.findings) allocator = allocator || f.rule == "allocator";
+  EXPECT_TRUE(allocator);
+}
+
+// Stream-ordered frees return at once: neither syncs nor a reason for the allocator rule.
+TEST(RuntimeCalls, AsyncFreesAreNotSyncs) {
+  KinetoTraceWriter w;
+  w.step("ProfilerStep#1", 0, 1000).op("aten::mm", 0, 10);
+  w.launch(1, 2, "gemm", 5, 900);
+  for (int i = 0; i < 20; ++i) w.runtime("cudaFreeAsync", 20 + 40.0 * i, 30);
+  auto a = analyze_trace(parse_trace(w.json(), "t.json"));
+  EXPECT_EQ(a.host_sync_count, 0);
+  EXPECT_TRUE(a.allocator_calls.empty());
+  ASSERT_FALSE(a.runtime_calls.empty());
+  EXPECT_EQ(a.runtime_calls[0].name, "cudaFreeAsync");
+  for (const auto& f : run_advisor(a)) EXPECT_NE(f.rule, "allocator");
+}
+
+// Syncs on two threads at the same time: their time is a union, not a sum.
+TEST(RuntimeCalls, ConcurrentSyncsNeverExceedTheStep) {
+  auto t = parse_trace(R"({"traceEvents": [
+    {"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#1", "pid": 1, "tid": 1, "ts": 0, "dur": 1000},
+    {"ph": "X", "cat": "cpu_op", "name": "aten::item", "pid": 1, "tid": 1, "ts": 100, "dur": 800},
+    {"ph": "X", "cat": "cpu_op", "name": "aten::item", "pid": 1, "tid": 2, "ts": 100, "dur": 800},
+    {"ph": "X", "cat": "cuda_runtime", "name": "cudaStreamSynchronize", "pid": 1, "tid": 3, "ts": 150, "dur": 800},
+    {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": 10, "dur": 5,
+     "args": {"correlation": 1}},
+    {"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 20, "dur": 900, "args": {"correlation": 1}}]})",
+                       "t.json");
+  auto a = analyze_trace(t);
+  EXPECT_EQ(a.host_sync_count, 3);
+  EXPECT_DOUBLE_EQ(a.host_sync_us, 850);  // [100, 950)
+  EXPECT_LE(a.host_sync_us, a.total.duration_us);
+}
+
+// The Ascend profiler records CANN calls in a process of their own under the thread id of the
+// Python thread that made them: loss.item()'s aclrtSynchronizeStream is inside that aten::item,
+// one wait (it used to count twice: 2 syncs and 2x the time).
+TEST(RuntimeCalls, ASyncOnAnotherProcessOfTheSameThreadCountsOnce) {
+  auto t = parse_trace(R"([
+    {"name": "process_name", "ph": "M", "pid": 100, "tid": 0, "args": {"name": "Python"}},
+    {"name": "process_name", "ph": "M", "pid": 200, "tid": 0, "args": {"name": "CANN"}},
+    {"name": "process_name", "ph": "M", "pid": 300, "tid": 0, "args": {"name": "Ascend Hardware"}},
+    {"name": "ProfilerStep#1", "ph": "X", "pid": 100, "tid": 7, "ts": "0.000", "dur": 1000, "cat": "cpu_op"},
+    {"name": "aten::add", "ph": "X", "pid": 100, "tid": 7, "ts": "10.000", "dur": 20, "cat": "cpu_op"},
+    {"name": "AscendCL@aclnnAdd", "ph": "X", "pid": 200, "tid": 7, "ts": "12.000", "dur": 10},
+    {"name": "Add", "ph": "X", "pid": 300, "tid": 2, "ts": "40.000", "dur": 700, "args": {"Task Type": "AI_VECTOR_CORE"}},
+    {"name": "aten::item", "ph": "X", "pid": 100, "tid": 7, "ts": "100.000", "dur": 800, "cat": "cpu_op"},
+    {"name": "aten::_local_scalar_dense", "ph": "X", "pid": 100, "tid": 7, "ts": "105.000", "dur": 790, "cat": "cpu_op"},
+    {"name": "AscendCL@aclrtSynchronizeStream", "ph": "X", "pid": 200, "tid": 7, "ts": "110.000", "dur": 700}])",
+                       "ascend.json");
+  auto a = analyze_trace(t);
+  EXPECT_EQ(a.host_sync_count, 1);
+  ASSERT_EQ(a.host_syncs.size(), 1u);
+  EXPECT_EQ(a.host_syncs[0].name, "aten::item");
+  EXPECT_DOUBLE_EQ(a.host_sync_us, 800);
+}
