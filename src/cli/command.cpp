@@ -19,6 +19,15 @@ void exit_with(int status) {
   if (status != 0) throw ExitStatus{status};
 }
 
+std::vector<const CLI::Option*> command_options(const CLI::App& cmd) {
+  std::vector<const CLI::Option*> options = cmd.get_options();
+  for (const CLI::App* group : cmd.get_subcommands([](const CLI::App* sub) { return sub->get_name().empty(); })) {
+    const auto inner = command_options(*group);
+    options.insert(options.end(), inner.begin(), inner.end());
+  }
+  return options;
+}
+
 namespace {
 // libtorch's errors carry a C++ backtrace after the message; users need the message. The engine
 // strips it where it catches c10::Error (tools/commands/torch_errors.h); this catches any that
@@ -116,13 +125,19 @@ bool check_command_word(const CLI::App& app, int argc, char** argv) {
   return false;
 }
 
-// The deepest command named on the command line (the app itself when none was).
+// The deepest command named on the command line (the app itself when none was); option groups,
+// nameless subcommands, are part of their command.
 const CLI::App* named_command(const CLI::App& app) {
   const CLI::App* target = &app;
   for (;;) {
-    auto subs = target->get_subcommands();
-    if (subs.empty()) return target;
-    target = subs.front();
+    const CLI::App* next = nullptr;
+    for (const CLI::App* sub : target->get_subcommands())
+      if (!sub->get_name().empty()) {
+        next = sub;
+        break;
+      }
+    if (!next) return target;
+    target = next;
   }
 }
 
@@ -139,7 +154,7 @@ bool looks_like_flag(const std::string& word) {
 std::string unexpected_arguments(const CLI::App& app) {
   const CLI::App* cmd = named_command(app);
   std::vector<std::string> flags;  // the command's visible long flags, without dashes
-  for (const CLI::Option* opt : cmd->get_options())
+  for (const CLI::Option* opt : command_options(*cmd))
     if (!opt->get_group().empty())
       for (const auto& name : opt->get_lnames()) flags.push_back(name);
   std::vector<std::string> unknown, strays;

@@ -51,6 +51,10 @@ TEST(Cli, UnknownFlagNamesTheSimilarFlags) {
                                 "--checkpoint-every-epochs or --checkpoint-keep?"},
       {"train --stepz 3 --batchsize 4", "unknown flag --stepz; did you mean --steps?; unknown flag --batchsize; "
                                         "did you mean --batch-size?"},
+      // Flags in a command's option groups (run's dump and profiling flags) are among the hints.
+      {"run --dump-step 0 -- python3 train.py", "unknown flag --dump-step; did you mean --dump-steps?"},
+      {"run --profile-activ 2 -- python3 train.py", "unknown flag --profile-activ; did you mean --profile-active?"},
+      {"align --a-envs X=1 -- python3 train.py", "unknown flag --a-envs; did you mean --a-env?"},
       {"models extra", "unexpected argument: extra (see crosstrain models --help)"},
       {"benhc", "unknown command 'benhc'; did you mean bench?"},
   };

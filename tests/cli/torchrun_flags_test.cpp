@@ -35,7 +35,7 @@ std::vector<Flag> worker_flags() {
   crosstrain::cli::add_doctor_command(app);
   std::vector<Flag> flags;
   for (const CLI::App* cmd : app.get_subcommands([](const CLI::App*) { return true; }))
-    for (const CLI::Option* opt : cmd->get_options()) {
+    for (const CLI::Option* opt : crosstrain::cli::command_options(*cmd)) {
       if (opt == cmd->get_help_ptr() || opt->get_lnames().empty()) continue;
       Flag f{cmd->get_name(), {}, opt->get_type_size() != 0};
       for (const auto& n : opt->get_lnames()) f.names.push_back("--" + n);
