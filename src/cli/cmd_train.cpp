@@ -35,7 +35,10 @@ void add_train_command(CLI::App& app) {
       ->check(int_range(0, lim::kMaxSteps))->group(run);
   cmd->add_option("--precision", c.precision, "fp32 | tf32 | fp16 | bf16")->capture_default_str()
       ->check(CLI::IsMember({"fp32", "tf32", "fp16", "bf16"}))->group(run);
-  cmd->add_option("--log", c.log_path, "Per-step JSON lines (step, loss, lr, loss_scale, step_ms)")->type_name("PATH")->group("Reporting");
+  // --log abbreviates torchrun's --log-dir and --logs-specs, so torchrun refuses it on a worker's
+  // command line (docs/DISTRIBUTED.md): --step-log is the spelling that works everywhere.
+  cmd->add_option("--step-log,--log", c.log_path, "Per-step JSON lines (step, loss, lr, loss_scale, step_ms)")
+      ->type_name("PATH")->group("Reporting");
   const char* data = "Data";
   cmd->add_option("--data", c.data, "KIND:PATH: synthetic[:N], idx:DIR, cifar:DIR, imagefolder:ROOT "
                                     "(default: fixed synthetic batches)")->group(data);

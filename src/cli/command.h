@@ -16,6 +16,7 @@
 #include <CLI/CLI.hpp>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 namespace crosstrain::cli {
 
@@ -45,6 +46,10 @@ void add_run_command(CLI::App& app);               // the user's own command und
 // Parses argv, runs the chosen subcommand's callback, maps exceptions to exit codes. A first word
 // that names no command is a usage error that lists the commands.
 int run_cli(CLI::App& app, int argc, char** argv);
+
+// Every option of a command, those in its option groups included (CLI11 2.1's get_options() leaves
+// out the options of add_option_group()).
+std::vector<const CLI::Option*> command_options(const CLI::App& cmd);
 
 // `--json PATH` option shared by every reporting command ("-" = stdout).
 CLI::Option* add_json_option(CLI::App* cmd, std::string& path);

@@ -1,5 +1,6 @@
 #include "tools/bench.h"
 
+#include <algorithm>
 #include <iostream>
 
 #include "core/device.h"
@@ -43,12 +44,18 @@ std::vector<TrainResult> run_bench(const BenchOptions& o, std::ostream* messages
   for (const auto& note : notes) out << "note: " << note << "\n";
   std::vector<std::string> precisions = o.precisions;
   if (precisions.empty()) precisions = {"fp32", default_amp_precision(dev)};
-  // Reject every bad precision before the first (long) run starts.
+  std::vector<std::string> said;
+  // Reject every bad precision before the first (long) run starts, and say which ones this CPU
+  // emulates: the comparison is then one of emulation, not of mixed precision.
   for (const auto& p : precisions) {
     TrainConfig check = c;
     check.precision = p;
     validate_config(check);
-    plan_precision(p, c.loss_scale, dev);
+    const auto plan = plan_precision(p, c.loss_scale, dev);
+    if (!plan.emulation_note.empty() && std::find(said.begin(), said.end(), plan.emulation_note) == said.end()) {
+      out << "note: " << plan.emulation_note << "\n";
+      said.push_back(plan.emulation_note);
+    }
   }
   std::vector<TrainResult> results;
   for (const auto& p : precisions) {
@@ -59,6 +66,7 @@ std::vector<TrainResult> run_bench(const BenchOptions& o, std::ostream* messages
                             << run.image_size << "px, " << run.steps << " steps on " << run.device << std::endl;
     TrainHooks hooks;
     hooks.messages = &out;
+    hooks.notes_said = said;
     results.push_back(run_training(run, hooks));
     results.back().notes.insert(results.back().notes.begin(), notes.begin(), notes.end());
   }

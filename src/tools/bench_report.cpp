@@ -1,5 +1,6 @@
 #include "tools/bench_report.h"
 
+#include <algorithm>
 #include <cctype>
 
 #include "report/output.h"
@@ -10,6 +11,15 @@
 namespace crosstrain::tools {
 
 namespace {
+
+// Every run's notes once each, in the order they first appear (bench's own come first in each run).
+std::vector<std::string> distinct_notes(const std::vector<TrainResult>& runs) {
+  std::vector<std::string> notes;
+  for (const auto& r : runs)
+    for (const auto& n : r.notes)
+      if (std::find(notes.begin(), notes.end(), n) == notes.end()) notes.push_back(n);
+  return notes;
+}
 
 std::optional<double> as_double(const std::optional<int64_t>& v) {
   if (!v) return std::nullopt;
@@ -54,13 +64,21 @@ std::string render_comparison(const std::vector<TrainResult>& runs) {
       [](D v) { return report::format_fixed(v, 3); });
   row("utilization", [](const TrainResult& r) -> D { return r.utilization; },
       [](D v) { return report::format_percent(v); });
-  return t.render();
+  std::string out = t.render();
+  for (const auto& note : distinct_notes(runs)) out += "note: " + note + "\n";
+  return out;
 }
 
 nlohmann::json bench_to_json(const std::vector<TrainResult>& runs) {
   nlohmann::json out = {{"schema_version", report::kJsonSchemaVersion}, {"kind", "bench"}};
   out["runs"] = nlohmann::json::array();
-  for (const auto& r : runs) out["runs"].push_back(train_result_to_json(r));
+  nlohmann::json emulated = nlohmann::json::array();
+  for (const auto& r : runs) {
+    out["runs"].push_back(train_result_to_json(r));
+    if (r.precision_native == false) emulated.push_back(r.precision);
+  }
+  out["emulated_precisions"] = emulated;  // precisions this CPU emulates (core/cpu_features.h)
+  out["notes"] = distinct_notes(runs);
   if (runs.size() >= 2) {
     const auto& a = runs.front();
     const auto& b = runs.back();

@@ -10,9 +10,11 @@
 namespace crosstrain::tools {
 
 // Rows: throughput, peak memory, batch time (median, p90), first step, final loss, skipped steps,
-// achieved TFLOP/s, utilization; columns: one per run plus a change column vs the first run.
+// achieved TFLOP/s, utilization; columns: one per run plus a change column vs the first run. The
+// runs' notes (a precision this CPU emulates, a lowered warm-up) follow the table, once each.
 std::string render_comparison(const std::vector<TrainResult>& runs);
-// Every run's train_result_to_json() and the ratios of the last run to the first.
+// Every run's train_result_to_json(), the ratios of the last run to the first, the precisions this
+// CPU emulates ("emulated_precisions") and the runs' notes once each ("notes").
 nlohmann::json bench_to_json(const std::vector<TrainResult>& runs);
 
 }  // namespace crosstrain::tools

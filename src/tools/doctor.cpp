@@ -47,6 +47,36 @@ bool kineto_linked() { return dlsym(RTLD_DEFAULT, "_ZN9libkineto3apiEv") != null
 
 bool command_succeeds(const std::string& cmd) { return std::system((cmd + " >/dev/null 2>&1").c_str()) == 0; }
 
+std::string listed(const std::vector<std::string>& words, const char* sep) {
+  std::string out;
+  for (const auto& w : words) out += (out.empty() ? "" : sep) + w;
+  return out;
+}
+
+// "native (avx512_bf16)" or "emulated (avx2, no avx512_bf16 or amx_bf16)".
+DoctorCheck precision_check(const core::CpuFeatures& cpu, const std::string& precision) {
+  const core::NativeSupport& s = *core::native_support(cpu, precision);
+  DoctorCheck c;
+  c.name = precision + " on the CPU";
+  if (s.native) {
+    c.value = "native (" + listed(s.present, ", ") + ")";
+    c.status = CheckStatus::Ok;
+    return c;
+  }
+  c.status = CheckStatus::Warn;
+  if (!s.capped_by.empty())
+    c.value = "emulated (" + s.capped_by + " turns off " + listed(s.present, ", ") + ")";
+  else
+    c.value = "emulated (" + (cpu.simd.empty() ? cpu.arch : cpu.simd) + ", no " + listed(s.deciding, " or ") + ")";
+  c.hint = "autocast " + precision + " runs several times slower than fp32 here: train and bench in fp32 on this CPU";
+  return c;
+}
+
+nlohmann::json support_json(const core::NativeSupport& s) {
+  return {{"native", s.native}, {"flags", s.present}, {"deciding_flags", s.deciding},
+          {"capped_by", s.capped_by.empty() ? nlohmann::json(nullptr) : nlohmann::json(s.capped_by)}};
+}
+
 }  // namespace
 
 bool DoctorReport::ok() const {
@@ -62,6 +92,18 @@ DoctorReport run_doctor(const DoctorOptions& o) {
   };
   const std::string config = at::show_config();
   add("libtorch", core::compat::torch_version(), CheckStatus::Ok, true);
+  r.cpu.capability = at::get_cpu_capability();
+  r.cpu.features = core::read_cpu_features();
+  const auto& cpu = r.cpu.features;
+  add("CPU", (cpu.model.empty() ? cpu.arch : cpu.model) + (cpu.simd.empty() ? "" : ", " + cpu.simd) +
+                 "; libtorch kernels: " + r.cpu.capability,
+      CheckStatus::Info);
+  if (cpu.arch != "unknown") {
+    r.checks.push_back(precision_check(cpu, "bf16"));
+    r.checks.push_back(precision_check(cpu, "fp16"));
+  } else {
+    add("bf16/fp16 on the CPU", "unknown: no CPU flags in " + cpu.source, CheckStatus::Info);
+  }
   add("intra-op threads", std::to_string(at::get_num_threads()) + " (interop " + std::to_string(at::get_num_interop_threads()) + ")",
       CheckStatus::Info);
 
@@ -156,7 +198,16 @@ nlohmann::json doctor_to_json(const DoctorReport& report) {
   for (const auto& c : report.checks)
     checks.push_back({{"name", c.name}, {"value", c.value}, {"status", status_name(c.status)},
                       {"required", c.required}, {"hint", c.hint}});
-  return {{"schema_version", report::kJsonSchemaVersion}, {"kind", "doctor"}, {"ok", report.ok()}, {"checks", checks}};
+  const auto& f = report.cpu.features;
+  const nlohmann::json cpu = {{"model", f.model},
+                              {"arch", f.arch},
+                              {"simd", f.simd},
+                              {"capability", report.cpu.capability},
+                              {"cpuinfo", f.source},
+                              {"bf16", support_json(f.bf16)},
+                              {"fp16", support_json(f.fp16)}};
+  return {{"schema_version", report::kJsonSchemaVersion}, {"kind", "doctor"}, {"ok", report.ok()}, {"cpu", cpu},
+          {"checks", checks}};
 }
 
 }  // namespace crosstrain::tools

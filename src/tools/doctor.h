@@ -6,6 +6,8 @@
 #include <string>
 #include <vector>
 
+#include "core/cpu_features.h"
+
 namespace crosstrain::tools {
 
 enum class CheckStatus { Ok, Info, Warn, Missing };
@@ -18,7 +20,16 @@ struct DoctorCheck {
   std::string hint;      // how to fix, when status is Warn or Missing
 };
 
+// The CPU as libtorch and the kernel see it: the instruction set libtorch's kernels were picked for
+// (at::get_cpu_capability(): DEFAULT, AVX2, AVX512, ...; ATEN_CPU_CAPABILITY lowers it) and whether
+// bf16 and fp16 are native, from the flags that decide it (core/cpu_features.h).
+struct DoctorCpu {
+  std::string capability;
+  core::CpuFeatures features;
+};
+
 struct DoctorReport {
+  DoctorCpu cpu;
   std::vector<DoctorCheck> checks;
   bool ok() const;       // no required check is Missing
 };

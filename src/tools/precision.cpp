@@ -6,6 +6,8 @@
 #include <cstdlib>
 #include <stdexcept>
 
+#include "core/cpu_features.h"
+
 namespace crosstrain::tools {
 
 Precision parse_precision(const std::string& name) {
@@ -60,6 +62,16 @@ PrecisionPlan plan_precision(const std::string& precision, const std::string& lo
       p.use_scaler = true;
       p.static_scale = ls.value;
       break;
+  }
+  if (device.is_cpu()) {
+    const auto cpu = core::read_cpu_features();
+    const core::NativeSupport* s = core::native_support(cpu, precision);
+    if (!s) {
+      p.native_on_cpu = true;  // fp32
+    } else if (!s->deciding.empty()) {  // else an architecture whose flags cannot tell: nothing said
+      p.native_on_cpu = s->native;
+      p.emulation_note = core::emulated_precision_note(cpu, precision);
+    }
   }
   return p;
 }

@@ -1,7 +1,9 @@
 #pragma once
 // From `--precision` and `--loss-scale` to what the loop does: which autocast dtype, whether a
 // loss scaler runs (and with which scale), and which math mode (TF32) is on. Unsupported
-// combinations are rejected here with std::invalid_argument, before any work starts.
+// combinations are rejected here with std::invalid_argument, before any work starts. On the CPU
+// the plan also says whether the compute dtype is native there (core/cpu_features.h) and, when it
+// is emulated, the one-line note every command prints before it runs.
 #include <ATen/ATen.h>
 
 #include <optional>
@@ -27,6 +29,10 @@ struct PrecisionPlan {
   bool tf32 = false;
   bool use_scaler = false;
   std::optional<double> static_scale;
+  // CPU plans: whether this CPU computes the dtype natively (fp32 always); nullopt on other devices
+  // and where the CPU's flags cannot tell.
+  std::optional<bool> native_on_cpu;
+  std::string emulation_note;  // non-empty when native_on_cpu is false
   at::ScalarType compute_dtype() const { return autocast_dtype.value_or(at::kFloat); }
 };
 

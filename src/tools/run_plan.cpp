@@ -195,6 +195,7 @@ RunPlan resolve(const TrainConfig& asked, const core::DeviceContext& device, con
   // With --epochs the step count was not known when the flags were given: lowered, not refused.
   if (!c.profile.dir.empty()) fit_profile_schedule(c.profile, c.steps, /*explicit_fits=*/c.epochs == 0, p.notes);
   p.precision = plan_precision(c.precision, c.loss_scale, device);
+  if (!p.precision.emulation_note.empty()) p.notes.push_back(p.precision.emulation_note);
   p.optimizer = core::optimizer_kind_from_name(c.optimizer);
   p.schedule = core::schedule_kind_from_name(c.schedule);
   p.optimizer_kernels = c.optimizer_kernels == "fused"     ? core::OptimizerKernels::Fused

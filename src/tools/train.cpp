@@ -6,6 +6,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <csignal>
 #include <cstdlib>
 #include <filesystem>
@@ -277,7 +278,9 @@ TrainResult run_training(const TrainConfig& config, const TrainHooks& hooks) {
   const RunPlan plan = resolve(asked, dev, data.facts);
   const TrainConfig& c = plan.resolved;
   apply_math_mode(plan.precision, dev);
-  for (const auto& note : plan.notes) notes << "note: " << note << "\n";
+  for (const auto& note : plan.notes)
+    if (std::find(hooks.notes_said.begin(), hooks.notes_said.end(), note) == hooks.notes_said.end())
+      notes << "note: " << note << "\n";
 
   TrainResult r;
   r.config = c;
@@ -286,6 +289,7 @@ TrainResult run_training(const TrainConfig& config, const TrainHooks& hooks) {
   r.device = dev.name();
   r.device_description = dev.info().description;
   r.precision = c.precision;
+  r.precision_native = plan.precision.native_on_cpu;
   r.data = data.facts ? c.data : "synthetic";
   r.rank = c.rank;
   r.world_size = c.world_size;

@@ -31,6 +31,9 @@ struct TrainHooks {
   std::vector<TrainObserver*> train_observers;
   // Where loss-scaler messages, notes and warnings are printed as they happen (default: stderr).
   std::ostream* messages = nullptr;
+  // Notes the caller has already printed (bench and align say a precision's emulation once, before
+  // their first run): not printed again, still in the result's notes.
+  std::vector<std::string> notes_said;
 };
 
 TrainResult run_training(const TrainConfig& config, const TrainHooks& hooks = {});

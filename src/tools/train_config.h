@@ -135,6 +135,7 @@ struct TrainResult {
   std::string device;               // resolved, e.g. "cpu", "cuda:0"
   std::string device_description;
   std::string precision;
+  std::optional<bool> precision_native;  // CPU runs: false when this CPU emulates it (a note says so)
   int64_t parameters = 0;
   double gflops_per_image = 0;      // forward, 2 x MACs
   std::vector<StepRecord> steps;

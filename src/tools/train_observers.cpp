@@ -40,7 +40,7 @@ void StepStatistics::on_run_end(TrainResult& r) {
 }
 
 JsonLinesLog::JsonLinesLog(const std::string& path) : path_(path), out_(path, std::ios::trunc) {
-  if (!out_) throw std::runtime_error("cannot write --log file " + path);
+  if (!out_) throw std::runtime_error("cannot write --step-log file " + path);
 }
 
 void JsonLinesLog::on_step_end(const StepRecord& rec) {
@@ -48,12 +48,12 @@ void JsonLinesLog::on_step_end(const StepRecord& rec) {
                       {"skipped", rec.skipped}};
   j["loss_scale"] = rec.loss_scale ? nlohmann::json(*rec.loss_scale) : nlohmann::json(nullptr);
   out_ << j.dump() << "\n" << std::flush;
-  if (!out_) throw std::runtime_error("cannot write --log file " + path_ + " (disk full?)");
+  if (!out_) throw std::runtime_error("cannot write --step-log file " + path_ + " (disk full?)");
 }
 
 void JsonLinesLog::on_run_end(TrainResult&) {
   out_.close();
-  if (!out_) throw std::runtime_error("cannot write --log file " + path_ + " (disk full?)");
+  if (!out_) throw std::runtime_error("cannot write --step-log file " + path_ + " (disk full?)");
 }
 
 void ProgressObserver::on_step_end(const StepRecord& rec) {

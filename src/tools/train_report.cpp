@@ -46,6 +46,7 @@ nlohmann::json train_result_to_json(const TrainResult& r) {
       {"lr", c.lr},
       {"num_classes", c.num_classes},
       {"precision", r.precision},
+      {"precision_native", opt(r.precision_native)},
       {"device", r.device},
       {"device_description", r.device_description},
       {"model", c.model},

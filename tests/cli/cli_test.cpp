@@ -34,6 +34,43 @@ TEST(Cli, HelpAndUnknownCommand) {
   EXPECT_EQ(bad.output.rfind("crosstrain: error:", 0), 0u);
 }
 
+// A mistyped command or flag is named with the names of a similar spelling, on one line (CLI11
+// alone said "The following arguments were not expected: bf16 --precision").
+TEST(Cli, UnknownFlagNamesTheSimilarFlags) {
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"bench --precision bf16", "unknown flag --precision; did you mean --precisions?"},
+      {"train --precisions bf16", "unknown flag --precisions; did you mean --precision?"},
+      {"train --batchsize 4", "unknown flag --batchsize; did you mean --batch-size?"},
+      {"train --warmup 2", "unknown flag --warmup; did you mean --warmup-steps?"},
+      {"comm-bench --max-byte=1M", "unknown flag --max-byte; did you mean --max-bytes?"},
+      {"doctor --dist-timout 3", "unknown flag --dist-timout; did you mean --dist-timeout?"},
+      {"analyze trace.json --jsno out.json", "unknown flag --jsno; did you mean --json?"},
+      {"train --frobnicate 1", "unknown flag --frobnicate (see crosstrain train --help)"},
+      {"train -x 1", "unknown flag -x (see crosstrain train --help)"},
+      {"train --checkpoint ck", "unknown flag --checkpoint; did you mean --checkpoint-dir, --checkpoint-every, "
+                                "--checkpoint-every-epochs or --checkpoint-keep?"},
+      {"train --stepz 3 --batchsize 4", "unknown flag --stepz; did you mean --steps?; unknown flag --batchsize; "
+                                        "did you mean --batch-size?"},
+      // Flags in a command's option groups (run's dump and profiling flags) are among the hints.
+      {"run --dump-step 0 -- python3 train.py", "unknown flag --dump-step; did you mean --dump-steps?"},
+      {"run --profile-activ 2 -- python3 train.py", "unknown flag --profile-activ; did you mean --profile-active?"},
+      {"align --a-envs X=1 -- python3 train.py", "unknown flag --a-envs; did you mean --a-env?"},
+      {"models extra", "unexpected argument: extra (see crosstrain models --help)"},
+      {"benhc", "unknown command 'benhc'; did you mean bench?"},
+  };
+  for (const auto& [args, expected] : cases) {
+    auto r = run_command(binary() + " " + args);
+    EXPECT_EQ(r.exit_code, 2) << args << "\n" << r.output;
+    EXPECT_EQ(line_count(r.output), 1u) << args << "\n" << r.output;
+    EXPECT_EQ(r.output.rfind("crosstrain: error: ", 0), 0u) << r.output;
+    EXPECT_NE(r.output.find(expected), std::string::npos) << args << "\n" << r.output;
+  }
+  for (const std::string far : {"train --frobnicate 1", "train -x 1", "bench --colour blue"}) {
+    auto r = run_command(binary() + " " + far);  // nothing near: the flag is named, nothing guessed
+    EXPECT_EQ(r.output.find("did you mean"), std::string::npos) << far << "\n" << r.output;
+  }
+}
+
 // The front answers --help of every command, with or without libtorch in the build.
 TEST(Cli, EveryCommandHasHelp) {
   for (const char* cmd : {"train", "bench", "doctor", "models"}) {

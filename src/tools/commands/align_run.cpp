@@ -13,6 +13,7 @@
 #include "core/models.h"
 #include "tools/commands/align_ranks.h"
 #include "tools/dist/worker_env.h"
+#include "tools/precision.h"
 #include "tools/train.h"
 #include "tools/trainer.h"
 
@@ -81,11 +82,13 @@ std::string side_name(const std::string& side, const std::string& spec) {
 
 // The side's device must open before either side trains: a typo in B must not cost A's run. A
 // side that loads a backend library is checked when it runs: loading it early would change the
-// process A trains in (a backend's generators join every manual_seed).
-void open_side_device(const tools::TrainConfig& c, const std::string& name) {
-  if (!c.backend_libs.empty()) return;
+// process A trains in (a backend's generators join every manual_seed). Returns the note for a
+// precision this CPU emulates ("" otherwise), said before either side runs.
+std::string open_side_device(const tools::TrainConfig& c, const std::string& name) {
+  if (!c.backend_libs.empty()) return "";
   try {
-    (void)core::DeviceContext::open(c.device);
+    const auto dev = core::DeviceContext::open(c.device);
+    return tools::plan_precision(c.precision, c.loss_scale, dev).emulation_note;
   } catch (const std::invalid_argument& e) {
     throw std::invalid_argument(name + ": " + first_line(e.what()));
   } catch (const c10::Error& e) {
@@ -99,9 +102,10 @@ void open_side_device(const tools::TrainConfig& c, const std::string& name) {
 // dump: returns why ("" when it finished). Any other failure is AlignSideFailed (or, for a caller
 // mistake only found now, std::invalid_argument), naming the side.
 std::string run_side(const AlignOptions& o, const tools::TrainConfig& c, const std::string& dir, bool disturbed,
-                     const std::string& name, std::ostream& log) {
+                     const std::string& name, std::ostream& log, const std::vector<std::string>& notes_said = {}) {
   tools::TrainHooks hooks;
   hooks.messages = &log;
+  hooks.notes_said = notes_said;
   DumpOptions d = o.dump;
   d.overwrite = true;
   if (!disturbed) {
@@ -225,10 +229,11 @@ AlignRun run_as_rank(AlignOptions o, const AlignWorkerRole& role, std::ostream& 
 
 // Trains one side, in this process or as its ranks; returns why it stopped early ("" if it did not).
 std::string train_side(const AlignOptions& o, const AlignSide& side, const std::string& letter,
-                       const std::string& name, const std::string& out, std::ostream& log) {
+                       const std::string& name, const std::string& out, std::ostream& log,
+                       const std::vector<std::string>& notes_said) {
   const std::string dir = (fs::path(out) / letter).string();
   const bool disturbed = letter == "b";
-  if (side.nproc == 1) return run_side(o, side.config, dir, disturbed, name, log);
+  if (side.nproc == 1) return run_side(o, side.config, dir, disturbed, name, log, notes_said);
   log << "align: " << name << " trains as " << side.nproc << " processes; rank 0's dump is compared\n";
   const int status = run_side_ranks(letter, side.nproc, out);
   if (status == 0) return "";
@@ -255,8 +260,13 @@ AlignRun run_align(const AlignOptions& options, std::ostream& log) {
   tools::check_threads_fit_machine(sb);
   align::StepSelection::parse(o.dump.steps);  // a malformed selection fails before anything runs
   const std::string name_a = side_name("A", o.a), name_b = side_name("B", o.b);
-  open_side_device(sa, name_a);
-  open_side_device(sb, name_b);
+  std::vector<std::string> notes_said;
+  for (const auto& [config, name] : {std::pair{&sa, &name_a}, std::pair{&sb, &name_b}}) {
+    const std::string note = open_side_device(*config, *name);
+    if (note.empty()) continue;
+    log << "note: " << *name << ": " << note << "\n";
+    notes_said.push_back(note);
+  }
   AlignRun run;
   run.out_dir_generated = o.out.empty();
   run.out_dir = run.out_dir_generated ? fresh_out_dir() : o.out;
@@ -277,9 +287,9 @@ AlignRun run_align(const AlignOptions& options, std::ostream& log) {
   log << "align: dumps in " << run.out_dir
       << (run.out_dir_generated ? " (a new directory under the current one; --out to choose)" : "") << "\n";
   log << "align: running A (" << o.a << ")\n";
-  const std::string stopped_a = train_side(o, s.a, "a", name_a, run.out_dir, log);
+  const std::string stopped_a = train_side(o, s.a, "a", name_a, run.out_dir, log, notes_said);
   log << "align: running B (" << o.b << ")\n";
-  const std::string stopped_b = train_side(o, s.b, "b", name_b, run.out_dir, log);
+  const std::string stopped_b = train_side(o, s.b, "b", name_b, run.out_dir, log, notes_said);
 
   align::CompareOptions compare;
   compare.strict = o.strict;

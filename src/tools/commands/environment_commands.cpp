@@ -63,7 +63,7 @@ int models_body(const ModelsArgs& args) {
 }
 
 int op_check_replay_body(const OpCheckArgs& args) {
-  const auto r = opcheck::run_replay(args.options);
+  const auto r = opcheck::run_replay(args.options, &std::cerr);
   if (!args.json.empty()) report::write_json(report::with_envelope("op-check", opcheck::replay_to_json(r)), args.json);
   (report::json_to_stdout(args.json) ? std::cerr : std::cout) << opcheck::render_replay_console(r, args.options.top);
   return r.all_pass() ? 0 : 1;
@@ -71,7 +71,7 @@ int op_check_replay_body(const OpCheckArgs& args) {
 
 int op_check_body(const OpCheckArgs& args) {
   if (!args.options.from_dump.empty()) return op_check_replay_body(args);
-  const auto r = opcheck::run_op_check(args.options);
+  const auto r = opcheck::run_op_check(args.options, &std::cerr);
   if (!args.json.empty()) report::write_json(report::with_envelope("op-check", opcheck::op_check_to_json(r)), args.json);
   (report::json_to_stdout(args.json) ? std::cerr : std::cout) << opcheck::render_op_check_console(r);
   return r.all_pass() ? 0 : 1;

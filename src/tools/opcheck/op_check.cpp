@@ -246,7 +246,7 @@ ErrorMetrics measure_error(const at::Tensor& target, const at::Tensor& reference
   return m;
 }
 
-OpCheckResult run_op_check(const OpCheckOptions& o) {
+OpCheckResult run_op_check(const OpCheckOptions& o, std::ostream* messages) {
   if (!o.filter.empty()) {
     const auto names = op_check_names();
     if (std::none_of(names.begin(), names.end(), [&](const std::string& n) { return n.find(o.filter) != std::string::npos; })) {
@@ -263,6 +263,8 @@ OpCheckResult run_op_check(const OpCheckOptions& o) {
   OpCheckResult r;
   r.device = dev.name();
   r.precision = o.precision;
+  r.emulation_note = plan.emulation_note;
+  if (messages && !r.emulation_note.empty()) *messages << "note: " << r.emulation_note << std::endl;
   const Run target{false, dev.device()};
   const Run reference{true, c10::Device(c10::kCPU)};
   size_t index = 0;

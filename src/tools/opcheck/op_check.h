@@ -18,6 +18,7 @@
 #include <cstdint>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -42,6 +43,7 @@ struct OpCheckRow {
 struct OpCheckResult {
   std::string device;    // resolved, e.g. "cpu"
   std::string precision;
+  std::string emulation_note;  // the precision is emulated on this CPU (tools/precision.h); else empty
   std::vector<OpCheckRow> rows;
   int64_t passed = 0, failed = 0;
   bool all_pass() const { return failed == 0 && !rows.empty(); }
@@ -66,8 +68,9 @@ struct ErrorMetrics {
 };
 ErrorMetrics measure_error(const at::Tensor& target, const at::Tensor& reference);
 
-// std::invalid_argument for an unknown precision or a filter that matches no op.
-OpCheckResult run_op_check(const OpCheckOptions& options);
+// std::invalid_argument for an unknown precision or a filter that matches no op. `messages` hears
+// the emulation note, before the first case runs.
+OpCheckResult run_op_check(const OpCheckOptions& options, std::ostream* messages = nullptr);
 
 // Renderers (op_check_report.cpp).
 std::string render_op_check_console(const OpCheckResult& r);

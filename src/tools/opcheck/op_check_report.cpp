@@ -44,6 +44,7 @@ std::string render_op_check_console(const OpCheckResult& r) {
   }
   std::string out = "op-check on " + r.device + " in " + r.precision + " against the CPU in float64\n\n" + t.render();
   out += "\n" + std::to_string(r.passed) + " passed, " + std::to_string(r.failed) + " failed\n";
+  if (!r.emulation_note.empty()) out += "note: " + r.emulation_note + "\n";
   return out;
 }
 
@@ -63,6 +64,7 @@ nlohmann::json op_check_to_json(const OpCheckResult& r) {
                         {"kind", "op_check"},
                         {"device", r.device},
                         {"precision", r.precision},
+                        {"emulation_note", r.emulation_note.empty() ? nlohmann::json(nullptr) : nlohmann::json(r.emulation_note)},
                         {"passed", r.passed},
                         {"failed", r.failed},
                         {"rows", rows}};

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <ctime>
 #include <limits>
+#include <ostream>
 #include <set>
 #include <stdexcept>
 #include <unordered_map>
@@ -299,7 +300,7 @@ double replay_rank(const ReplayRow& row) {
   return std::isnan(ratio) ? HUGE_VAL : ratio;
 }
 
-ReplayResult run_replay(const OpCheckOptions& o) {
+ReplayResult run_replay(const OpCheckOptions& o, std::ostream* messages) {
   if (o.perf) throw std::invalid_argument("--perf does not apply to --from-dump (the replay reports operators/s)");
   if (o.top < 0) throw std::invalid_argument("--top must be >= 0");
   const DumpedOps dump = read_dumped_ops(o.from_dump);
@@ -313,6 +314,7 @@ ReplayResult run_replay(const OpCheckOptions& o) {
   auto dev = core::DeviceContext::open(o.device);
   const tools::PrecisionPlan plan = tools::plan_precision(o.precision_given ? o.precision : "fp32", "off", dev);
   tools::apply_math_mode(plan, dev);
+  if (messages && !plan.emulation_note.empty()) *messages << "note: " << plan.emulation_note << std::endl;
 
   ReplayResult r;
   r.dump = o.from_dump;

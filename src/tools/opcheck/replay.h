@@ -18,6 +18,7 @@
 // throws, or a replay that does not reproduce the recorded output's shape. A call that throws on
 // the target fails with the message. Each .npy is read once and freed after its last use.
 #include <cstdint>
+#include <iosfwd>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -66,7 +67,7 @@ struct ReplayResult {
 
 // std::invalid_argument for a filter that matches no call, a dump without operator records or
 // --perf; std::runtime_error when the dump cannot be read.
-ReplayResult run_replay(const OpCheckOptions& options);
+ReplayResult run_replay(const OpCheckOptions& options, std::ostream* messages = nullptr);  // messages: the emulation note
 
 // Sorting key of a row: replayed rows by max_rel / tolerance of their worst output, highest first.
 double replay_rank(const ReplayRow& row);
