@@ -6,8 +6,10 @@
 // recording's also pass. On a CPU with no recording of its own the check says so and falls back to
 // what holds across ISAs: training amplifies a rounding difference step after step (measured
 // between an AMX and an AVX-512 machine: fp32 within 4e-6 for three steps, 5e-2 by the seventh;
-// bf16 2e-4 at the first step), so the first steps are compared closely and the rest only for a
-// run that has gone wrong.
+// bf16 2e-4 at the first step; kept to AVX2 kernels, fp32 1.2e-3 at the third step), so the first
+// steps are compared closely and the rest only for a run that has gone wrong. CROSSTRAIN_CPUINFO
+// presents another CPU's flags, as it does to crosstrain.
+#include <cstdlib>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -19,8 +21,10 @@ namespace ct = crosstrain::testing;
 
 namespace {
 
+// The flags of this CPU, or of the file CROSSTRAIN_CPUINFO names (as crosstrain reads them).
 std::set<std::string> cpu_isa() {
-  std::ifstream in("/proc/cpuinfo");
+  const char* override_path = std::getenv("CROSSTRAIN_CPUINFO");
+  std::ifstream in(override_path && *override_path ? override_path : "/proc/cpuinfo");
   std::string line;
   std::set<std::string> have, out;
   while (std::getline(in, line))
@@ -47,7 +51,7 @@ std::set<std::string> isa_of(const nlohmann::json& recording) {
 double cross_isa_bound(const std::string& name, size_t i) {
   const bool bf16 = name.find("bf16") != std::string::npos;
   if (i == 0) return bf16 ? 2e-3 : 1e-5;
-  if (i < 3 && !bf16) return 1e-4;
+  if (i < 3 && !bf16) return 5e-3;  // AVX2 kernels against AVX-512's: 1.2e-3 at step 2
   return 0.15;
 }
 
