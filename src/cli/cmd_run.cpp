@@ -26,8 +26,10 @@ Examples:
   crosstrain run --seed 0 --dump dump_cpu --dump-level both -- python train.py --device cpu
   crosstrain run --seed 0 --dump d --dump-mode tensors --dump-steps 0 -- torchrun --nproc-per-node 2 train.py
   crosstrain run --stop-on-nonfinite -- python train.py --amp
+  crosstrain run --seed 0 --dump ops --dump-level op --dump-mode tensors -- python train.py
+  crosstrain op-check --from-dump ops --precision bf16              # each recorded operator replayed in C++
   crosstrain run --profile prof -- python train.py                 # steps 2-4 recorded, then:
-  crosstrain analyze prof/cycle0 --html prof.html
+  crosstrain analyze prof --html prof.html                         # every cycle and rank, your source lines
   crosstrain compare dump_cpu dump_npu                              # the first divergence, by operator
 
 The agent loads into every Python process of the command through PYTHONPATH (a sitecustomize that
