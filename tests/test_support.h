@@ -72,6 +72,22 @@ inline CommandResult run_python_script(const std::string& script, const std::str
   return run_command(python() + " " + source_dir() + "/tests/python/" + script + " " + args);
 }
 
+// An installed Chromium for rendering HTML pages headless, or "" when there is none.
+inline std::string chromium() {
+  for (const char* c : {"/usr/bin/chromium", "/usr/bin/chromium-browser", "/usr/bin/google-chrome"})
+    if (std::filesystem::exists(c)) return c;
+  return "";
+}
+
+// The DOM `browser` builds from `page` after layout (--dump-dom); its state goes to state_dir.
+inline std::string rendered_dom(const std::string& browser, const std::filesystem::path& page,
+                                const std::filesystem::path& state_dir) {
+  return run_command(browser + " --headless --no-sandbox --disable-gpu --no-first-run --disable-background-networking"
+                               " --user-data-dir=" + state_dir.string() + " --dump-dom file://" + page.string(),
+                     /*merge_stderr=*/false)
+      .output;
+}
+
 // The whole file as bytes; empty when it cannot be opened.
 inline std::string read_bytes(const std::filesystem::path& path) {
   std::ifstream in(path, std::ios::binary);

@@ -14,6 +14,8 @@
 #include <string>
 #include <sys/wait.h>
 
+#include "test_support.h"
+
 namespace {
 
 const std::string kData = std::string(CROSSTRAIN_SOURCE_DIR) + "/tests/data/traces/";
@@ -179,22 +181,10 @@ TEST(CliAnalyze, HtmlRendersChartsInHeadlessChromium) {
     EXPECT_NE(page.find(id), std::string::npos) << id;
   EXPECT_EQ(page.find("<script"), std::string::npos);  // zoom is CSS-only
 
-  std::string chromium;
-  for (auto c : {"/usr/bin/chromium", "/usr/bin/chromium-browser", "/usr/bin/google-chrome"})
-    if (fs::exists(c)) chromium = c;
-  if (chromium.empty()) GTEST_SKIP() << "chromium not installed";
+  const std::string browser = crosstrain::testing::chromium();
+  if (browser.empty()) GTEST_SKIP() << "chromium not installed";
   // --dump-dom prints the DOM after layout; the charts must survive parsing with their marks.
-  std::string cmd = chromium +
-                    " --headless --no-sandbox --disable-gpu --no-first-run --disable-background-networking "
-                    "--user-data-dir=" + (dir / "profile").string() + " --dump-dom file://" + html.string() +
-                    " 2>/dev/null";
-  std::string dom;
-  FILE* p = popen(cmd.c_str(), "r");
-  ASSERT_NE(p, nullptr);
-  std::array<char, 4096> buf{};
-  size_t n;
-  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) dom.append(buf.data(), n);
-  pclose(p);
+  const std::string dom = crosstrain::testing::rendered_dom(browser, html, dir / "profile");
   ASSERT_FALSE(dom.empty()) << "chromium printed no DOM";
   for (auto cls : {"chart chart-stacked", "chart chart-hbar", "chart chart-pie", "chart chart-line", "chart chart-timeline"})
     EXPECT_NE(dom.find(cls), std::string::npos) << cls;

@@ -180,21 +180,9 @@ TEST(RunProfile, TheRunsPageRendersInHeadlessChromiumWithItsLines) {
   const std::string html = read_bytes(page);
   EXPECT_EQ(html.find("<script"), std::string::npos);
   EXPECT_EQ(html.find("http://"), std::string::npos);
-  std::string chromium;
-  for (auto c : {"/usr/bin/chromium", "/usr/bin/chromium-browser", "/usr/bin/google-chrome"})
-    if (fs::exists(c)) chromium = c;
-  if (chromium.empty()) GTEST_SKIP() << "chromium not installed";
-  const std::string cmd = chromium +
-                          " --headless --no-sandbox --disable-gpu --no-first-run --disable-background-networking "
-                          "--user-data-dir=" + (page.parent_path() / "chromium").string() + " --dump-dom file://" +
-                          page.string() + " 2>/dev/null";
-  std::string dom;
-  FILE* p = popen(cmd.c_str(), "r");
-  ASSERT_NE(p, nullptr);
-  std::array<char, 4096> buf{};
-  size_t n;
-  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) dom.append(buf.data(), n);
-  pclose(p);
+  const std::string browser = crosstrain::testing::chromium();
+  if (browser.empty()) GTEST_SKIP() << "chromium not installed";
+  const std::string dom = crosstrain::testing::rendered_dom(browser, page, page.parent_path() / "chromium");
   ASSERT_FALSE(dom.empty()) << "chromium printed no DOM";
   auto section = [&](const std::string& id) {
     const size_t at = dom.find("id=\"" + id + "\"");
