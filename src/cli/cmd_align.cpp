@@ -126,7 +126,7 @@ void add_align_command(CLI::App& app) {
   auto cf = std::make_shared<CommandFlags>();
   auto& f = args->options;
   auto& c = f.base;
-  namespace lim = tools::limits;
+  namespace lim = train::limits;
   c.steps = 3;
   c.warmup_steps = 0;
   f.dump.mode = "tensors";

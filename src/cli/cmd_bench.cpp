@@ -11,7 +11,7 @@ namespace crosstrain::cli {
 void add_bench_command(CLI::App& app) {
   auto args = std::make_shared<commands::BenchArgs>();
   auto& o = args->options;
-  namespace lim = tools::limits;
+  namespace lim = train::limits;
   CLI::App* cmd = app.add_subcommand(
       "bench", "Train the same model once per precision and compare throughput, peak memory and batch time");
   cmd->add_option("--model", o.model, "Model (default: resnet50)");

@@ -13,7 +13,7 @@ namespace crosstrain::cli {
 void add_train_command(CLI::App& app) {
   auto args = std::make_shared<commands::TrainArgs>();
   auto& c = args->config;
-  namespace lim = tools::limits;
+  namespace lim = train::limits;
   CLI::App* cmd = app.add_subcommand("train", "Train a ResNet (synthetic or real data) and report speed, memory and accuracy");
   const char* model = "Model";
   cmd->add_option("--model", c.model, "resnet18 | resnet34 | resnet50 | resnet101 | resnet152")->capture_default_str()->group(model);

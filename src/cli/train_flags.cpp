@@ -4,16 +4,16 @@
 
 namespace crosstrain::cli {
 
-void add_common_train_flags(CLI::App* cmd, tools::TrainConfig& c) {
-  constexpr double kReal = tools::limits::kMaxReal;
-  constexpr double kSteps = tools::limits::kMaxSteps;
+void add_common_train_flags(CLI::App* cmd, train::TrainConfig& c) {
+  constexpr double kReal = train::limits::kMaxReal;
+  constexpr double kSteps = train::limits::kMaxSteps;
   const char* dev = "Device";
   cmd->add_option("--device", c.device, "auto | cpu | cuda | cuda:N | <backend>[:N]")->capture_default_str()->group(dev);
   cmd->add_option("--backend-lib", c.backend_libs,
                   "Load an out-of-tree backend library (e.g. torch_npu's) before parsing --device; repeatable")
       ->type_name("PATH")->group(dev);
   cmd->add_option("--threads", c.threads, "Intra-op CPU threads (0: libtorch default; at most the machine's hardware threads)")
-      ->check(int_range(0, tools::limits::kMaxThreads))->group(dev);
+      ->check(int_range(0, train::limits::kMaxThreads))->group(dev);
   cmd->add_option("--cpu-allocator", c.cpu_allocator,
                   "caching: reuse freed blocks >= 256 KiB by size class (no page faults per step); system: malloc")
       ->check(CLI::IsMember({"caching", "system"}))
@@ -22,18 +22,18 @@ void add_common_train_flags(CLI::App* cmd, tools::TrainConfig& c) {
 
   const char* model = "Model";
   cmd->add_option("--num-classes", c.num_classes, "Classifier outputs (default: the dataset's classes; 1000 synthetic)")
-      ->check(int_range(1, tools::limits::kMaxNumClasses))->group(model);
+      ->check(int_range(1, train::limits::kMaxNumClasses))->group(model);
   cmd->add_flag("--small-stem", c.small_stem, "3x3 stride-1 stem without max-pool, for 28-64 px images")->group(model);
   cmd->add_flag("--zero-init-residual", c.zero_init_residual, "Zero-init the last BN of each block")->group(model);
   cmd->add_option("--base-width", c.base_width,
                   "Channels of the first stage (64 = torchvision; narrower nets are faster, not torchvision-compatible)")
-      ->capture_default_str()->check(int_range(tools::limits::kMinBaseWidth, tools::limits::kMaxBaseWidth))->group(model);
+      ->capture_default_str()->check(int_range(train::limits::kMinBaseWidth, train::limits::kMaxBaseWidth))->group(model);
 
   const char* num = "Numerics";
   cmd->add_option("--loss-scale", c.loss_scale,
                   "auto (dynamic for fp16) | dynamic | off | a static scale, e.g. 1024")->capture_default_str()->group(num);
   cmd->add_option("--scale-growth-interval", c.scale_growth_interval, "Clean steps before the dynamic scale doubles")
-      ->capture_default_str()->check(int_range(1, tools::limits::kMaxSteps))->group(num);
+      ->capture_default_str()->check(int_range(1, train::limits::kMaxSteps))->group(num);
   cmd->add_option("--scaler-kernels", c.scaler_kernels, "auto | fused | portable")
       ->capture_default_str()->check(CLI::IsMember({"auto", "fused", "portable"}))->group(num);
   cmd->add_flag("--channels-last", c.channels_last, "NHWC memory format for activations and weights")->group(num);

@@ -6,7 +6,7 @@
 
 #include "tools/ascend/doctor_ascend.h"
 
-namespace crosstrain::tools::ascend {
+namespace crosstrain::ascend {
 
 void check_toolkit(const AscendEnvironment& e, std::vector<DoctorCheck>& out);
 void check_driver(const AscendEnvironment& e, std::vector<DoctorCheck>& out);
@@ -25,4 +25,4 @@ std::string read_key_value(const std::string& file, const std::string& key);
 
 std::vector<std::string> split_list(const std::string& s, char sep);
 
-}  // namespace crosstrain::tools::ascend
+}  // namespace crosstrain::ascend

@@ -7,7 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
-namespace crosstrain::tools::ascend {
+namespace crosstrain::ascend {
 
 CommandOutput run_with_env(const std::vector<std::string>& argv, const std::map<std::string, std::string>& env,
                            int timeout_s) {
@@ -132,4 +132,4 @@ std::string import_torch_error(const std::string& python, const std::map<std::st
   return nl == std::string::npos ? text : text.substr(nl + 1);
 }
 
-}  // namespace crosstrain::tools::ascend
+}  // namespace crosstrain::ascend

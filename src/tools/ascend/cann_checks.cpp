@@ -8,7 +8,7 @@
 #include "tools/ascend/ascend_checks.h"
 #include "tools/ascend/ascend_probe.h"
 
-namespace crosstrain::tools::ascend {
+namespace crosstrain::ascend {
 
 namespace fs = std::filesystem;
 
@@ -239,4 +239,4 @@ void check_variables(const AscendEnvironment& e, std::vector<DoctorCheck>& out) 
                  unknown.empty() ? "" : "name an interface of this host: " + known});
 }
 
-}  // namespace crosstrain::tools::ascend
+}  // namespace crosstrain::ascend

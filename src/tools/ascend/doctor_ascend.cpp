@@ -10,7 +10,7 @@
 
 extern char** environ;
 
-namespace crosstrain::tools {
+namespace crosstrain::ascend {
 
 namespace fs = std::filesystem;
 
@@ -62,4 +62,4 @@ std::vector<DoctorCheck> run_ascend_checks(const AscendEnvironment& e) {
   return checks;
 }
 
-}  // namespace crosstrain::tools
+}  // namespace crosstrain::ascend

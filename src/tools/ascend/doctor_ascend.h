@@ -18,9 +18,13 @@
 #include <string>
 #include <vector>
 
-#include "tools/doctor.h"
+#include "tools/doctor/check.h"
 
-namespace crosstrain::tools {
+namespace crosstrain::ascend {
+
+// Ascend findings are doctor findings.
+using doctor::CheckStatus;
+using doctor::DoctorCheck;
 
 struct AscendEnvironment {
   std::map<std::string, std::string> env;  // the environment the checks judge (and child processes get)
@@ -48,4 +52,4 @@ std::string release_of(const std::string& version);
 // The exact torch version a torch_npu METADATA file requires ("2.11.0+cpu"), if it names one.
 std::optional<std::string> required_torch(const std::string& metadata_text);
 
-}  // namespace crosstrain::tools
+}  // namespace crosstrain::ascend

@@ -9,7 +9,7 @@
 #include "tools/ascend/ascend_checks.h"
 #include "tools/ascend/ascend_probe.h"
 
-namespace crosstrain::tools::ascend {
+namespace crosstrain::ascend {
 
 namespace fs = std::filesystem;
 
@@ -161,4 +161,4 @@ void check_torch_npu(const AscendEnvironment& e, std::vector<DoctorCheck>& out) 
   }
 }
 
-}  // namespace crosstrain::tools::ascend
+}  // namespace crosstrain::ascend

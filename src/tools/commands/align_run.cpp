@@ -13,9 +13,9 @@
 #include "core/models.h"
 #include "tools/commands/align_ranks.h"
 #include "tools/dist/worker_env.h"
-#include "tools/precision.h"
-#include "tools/train.h"
-#include "tools/trainer.h"
+#include "tools/train/precision.h"
+#include "tools/train/train.h"
+#include "tools/train/trainer.h"
 
 namespace crosstrain::commands {
 
@@ -60,7 +60,7 @@ std::string fresh_out_dir() {
 std::string initial_weights_path(const std::string& out) { return (fs::path(out) / "initial_weights.pt").string(); }
 
 // The initial weights both sides load, from the shared configuration's seed.
-std::string write_initial_weights(const tools::TrainConfig& base, const std::string& out) {
+std::string write_initial_weights(const train::TrainConfig& base, const std::string& out) {
   core::ModelOptions mo;
   mo.num_classes = base.num_classes;
   mo.small_stem = base.small_stem;
@@ -84,11 +84,11 @@ std::string side_name(const std::string& side, const std::string& spec) {
 // side that loads a backend library is checked when it runs: loading it early would change the
 // process A trains in (a backend's generators join every manual_seed). Returns the note for a
 // precision this CPU emulates ("" otherwise), said before either side runs.
-std::string open_side_device(const tools::TrainConfig& c, const std::string& name) {
+std::string open_side_device(const train::TrainConfig& c, const std::string& name) {
   if (!c.backend_libs.empty()) return "";
   try {
     const auto dev = core::DeviceContext::open(c.device);
-    return tools::plan_precision(c.precision, c.loss_scale, dev).emulation_note;
+    return train::plan_precision(c.precision, c.loss_scale, dev).emulation_note;
   } catch (const std::invalid_argument& e) {
     throw std::invalid_argument(name + ": " + first_line(e.what()));
   } catch (const c10::Error& e) {
@@ -101,9 +101,9 @@ std::string open_side_device(const tools::TrainConfig& c, const std::string& nam
 // Trains one side with its dump attached. A NaN or infinite loss stops the side but keeps its
 // dump: returns why ("" when it finished). Any other failure is AlignSideFailed (or, for a caller
 // mistake only found now, std::invalid_argument), naming the side.
-std::string run_side(const AlignOptions& o, const tools::TrainConfig& c, const std::string& dir, bool disturbed,
+std::string run_side(const AlignOptions& o, const train::TrainConfig& c, const std::string& dir, bool disturbed,
                      const std::string& name, std::ostream& log, const std::vector<std::string>& notes_said = {}) {
-  tools::TrainHooks hooks;
+  train::TrainHooks hooks;
   hooks.messages = &log;
   hooks.notes_said = notes_said;
   DumpOptions d = o.dump;
@@ -116,8 +116,8 @@ std::string run_side(const AlignOptions& o, const tools::TrainConfig& c, const s
   try {
     DumpAttachment attachment = attach_dump(d, dir, c, hooks, /*host_batches=*/c.data.empty());
     try {
-      tools::run_training(c, hooks);
-    } catch (const tools::NonFiniteLoss& e) {
+      train::run_training(c, hooks);
+    } catch (const train::NonFiniteLoss& e) {
       stopped = e.what();
     }
     attachment.close();
@@ -135,9 +135,9 @@ std::string run_side(const AlignOptions& o, const tools::TrainConfig& c, const s
 
 }  // namespace
 
-AlignSide parse_align_side(const tools::TrainConfig& base, const std::string& side, const std::string& spec) {
+AlignSide parse_align_side(const train::TrainConfig& base, const std::string& side, const std::string& spec) {
   AlignSide r;
-  tools::TrainConfig& c = r.config;
+  train::TrainConfig& c = r.config;
   c = base;
   std::istringstream in(spec);
   std::string token;
@@ -152,17 +152,17 @@ AlignSide parse_align_side(const tools::TrainConfig& base, const std::string& si
     else if (key == "loss_scale") c.loss_scale = value;
     else if (key == "backend_lib") c.backend_libs.push_back(value);
     else if (key == "channels_last") c.channels_last = parse_bool(where, value);
-    else if (key == "threads") c.threads = static_cast<int>(parse_count(where, value, 0, tools::limits::kMaxThreads));
+    else if (key == "threads") c.threads = static_cast<int>(parse_count(where, value, 0, train::limits::kMaxThreads));
     else if (key == "nproc") r.nproc = static_cast<int>(parse_count(where, value, 1, max_align_processes()));
     else if (key == "accumulate_steps") {
-      c.accumulate_steps = parse_count(where, value, 1, tools::limits::kMaxSteps);
+      c.accumulate_steps = parse_count(where, value, 1, train::limits::kMaxSteps);
       r.accumulate_set = true;
     } else
       throw std::invalid_argument("--" + side + ": unknown key '" + key +
                                   "' (valid: device, precision, threads, channels_last, backend_lib, loss_scale, "
                                   "nproc, accumulate_steps)");
   }
-  tools::validate_config(c);
+  train::validate_config(c);
   return r;
 }
 
@@ -187,8 +187,8 @@ void match_align_sides(AlignSide& a, AlignSide& b, std::ostream* log) {
   // One sharded dataset, generated on the host, with exactly the samples of every step.
   const int64_t samples = a.config.steps * want * a.config.batch_size;
   a.config.data = b.config.data = "synthetic:" + std::to_string(samples);
-  tools::validate_config(a.config);
-  tools::validate_config(b.config);
+  train::validate_config(a.config);
+  train::validate_config(b.config);
 }
 
 namespace {
@@ -212,7 +212,7 @@ Sides resolve_sides(AlignOptions& o, std::ostream* log) {
 AlignRun run_as_rank(AlignOptions o, const AlignWorkerRole& role, std::ostream& log) {
   Sides s = resolve_sides(o, nullptr);
   const bool is_b = role.side == "b";
-  tools::TrainConfig c = (is_b ? s.b : s.a).config;
+  train::TrainConfig c = (is_b ? s.b : s.a).config;
   if (o.base.weights_in.empty()) c.weights_in = initial_weights_path(role.out);
   const auto env = dist::WorkerEnv::from_environment();
   const int rank = env ? env->rank : 0;
@@ -254,10 +254,10 @@ AlignRun run_align(const AlignOptions& options, std::ostream& log) {
   AlignOptions o = options;
   if (const auto role = align_worker_role()) return run_as_rank(o, *role, log);
   Sides s = resolve_sides(o, &log);
-  tools::TrainConfig& sa = s.a.config;
-  tools::TrainConfig& sb = s.b.config;
-  tools::check_threads_fit_machine(sa);
-  tools::check_threads_fit_machine(sb);
+  train::TrainConfig& sa = s.a.config;
+  train::TrainConfig& sb = s.b.config;
+  train::check_threads_fit_machine(sa);
+  train::check_threads_fit_machine(sb);
   align::StepSelection::parse(o.dump.steps);  // a malformed selection fails before anything runs
   const std::string name_a = side_name("A", o.a), name_b = side_name("B", o.b);
   std::vector<std::string> notes_said;

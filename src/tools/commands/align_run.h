@@ -26,12 +26,12 @@
 
 #include "tools/align/dump_compare.h"
 #include "tools/commands/dump_attachment.h"
-#include "tools/train_config.h"
+#include "tools/train/train_config.h"
 
 namespace crosstrain::commands {
 
 struct AlignOptions {
-  tools::TrainConfig base;  // what both sides share
+  train::TrainConfig base;  // what both sides share
   std::string a, b;         // each side's changes: "device=cpu precision=bf16 threads=2"
   std::string out;          // directory for OUT/a and OUT/b; "" = a new align-<time> here
   DumpOptions dump;         // steps and mode; the disturbances (test aids) apply to B only
@@ -56,11 +56,11 @@ struct AlignRun {
 // nproc, accumulate_steps. std::invalid_argument naming the side and key for a malformed spec or an
 // invalid configuration.
 struct AlignSide {
-  tools::TrainConfig config;
+  train::TrainConfig config;
   int nproc = 1;                // processes the side trains as
   bool accumulate_set = false;  // the spec set accumulate_steps
 };
-AlignSide parse_align_side(const tools::TrainConfig& base, const std::string& side, const std::string& spec);
+AlignSide parse_align_side(const train::TrainConfig& base, const std::string& side, const std::string& spec);
 
 // Makes both sides see the same samples per step when their process counts differ: the side with
 // fewer processes accumulates micro-batches unless its spec set accumulate_steps, and both read

@@ -16,29 +16,29 @@
 #include <cstdint>
 #include <string>
 
-#include "tools/bench.h"
+#include "tools/bench/bench.h"
 #include "tools/commands/align_run.h"
 #include "tools/commands/dump_attachment.h"
 #include "tools/dist/comm_bench.h"
-#include "tools/doctor.h"
+#include "tools/doctor/doctor.h"
 #include "tools/opcheck/op_check_options.h"
-#include "tools/train_config.h"
+#include "tools/train/train_config.h"
 
 namespace crosstrain::commands {
 
 struct TrainArgs {
-  tools::TrainConfig config;
+  train::TrainConfig config;
   std::string json;  // --json PATH ('-' = stdout)
   DumpOptions dump;
 };
 
 struct BenchArgs {
-  tools::BenchOptions options;
+  bench::BenchOptions options;
   std::string json;
 };
 
 struct DoctorArgs {
-  tools::DoctorOptions options;
+  doctor::DoctorOptions options;
   std::string json;
 };
 

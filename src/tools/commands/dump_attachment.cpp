@@ -4,7 +4,7 @@
 
 #include "tools/dump/dump_session.h"
 #include "tools/dump/shared_batches.h"
-#include "tools/train.h"
+#include "tools/train/train.h"
 
 namespace crosstrain::commands {
 
@@ -41,8 +41,8 @@ std::unique_ptr<dump::ModuleDisturbance> parse_perturbation(const std::string& s
 
 }  // namespace
 
-DumpAttachment attach_dump(const DumpOptions& f, const std::string& dir, const tools::TrainConfig& c,
-                           tools::TrainHooks& hooks, bool host_batches) {
+DumpAttachment attach_dump(const DumpOptions& f, const std::string& dir, const train::TrainConfig& c,
+                           train::TrainHooks& hooks, bool host_batches) {
   DumpAttachment a;
   if (!dir.empty()) {
     dump::DumpSessionOptions o;

@@ -4,19 +4,19 @@
 // DumpOptions without seeing libtorch; only dump_attachment.cpp knows the dump session.
 //
 //   DumpOptions o; o.dir = "dump"; o.steps = "0-1";
-//   tools::TrainHooks hooks;
+//   train::TrainHooks hooks;
 //   DumpAttachment dump = attach_dump(o, o.dir, config, hooks, /*host_batches=*/false);
-//   tools::run_training(config, hooks);
+//   train::run_training(config, hooks);
 //   dump.close();
 #include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
 
-namespace crosstrain::tools {
+namespace crosstrain::train {
 struct TrainConfig;
 struct TrainHooks;
-}  // namespace crosstrain::tools
+}  // namespace crosstrain::train
 namespace crosstrain::dump {
 class DumpSession;
 class ModuleDisturbance;
@@ -50,8 +50,8 @@ class DumpAttachment {
   int64_t records_written() const;   // 0 when not dumping
 
  private:
-  friend DumpAttachment attach_dump(const DumpOptions&, const std::string&, const tools::TrainConfig&,
-                                    tools::TrainHooks&, bool);
+  friend DumpAttachment attach_dump(const DumpOptions&, const std::string&, const train::TrainConfig&,
+                                    train::TrainHooks&, bool);
   std::unique_ptr<dump::DumpSession> session_;
   std::vector<std::unique_ptr<dump::ModuleDisturbance>> disturbances_;
 };
@@ -60,7 +60,7 @@ class DumpAttachment {
 // batch source when one is named; otherwise, with `host_batches`, synthetic batches generated on
 // the host (identical whatever the device). std::invalid_argument for malformed options,
 // std::runtime_error when the directory is unusable.
-DumpAttachment attach_dump(const DumpOptions& options, const std::string& dir, const tools::TrainConfig& config,
-                           tools::TrainHooks& hooks, bool host_batches);
+DumpAttachment attach_dump(const DumpOptions& options, const std::string& dir, const train::TrainConfig& config,
+                           train::TrainHooks& hooks, bool host_batches);
 
 }  // namespace crosstrain::commands

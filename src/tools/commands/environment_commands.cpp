@@ -9,8 +9,8 @@
 #include "report/units.h"
 #include "tools/commands/commands.h"
 #include "tools/commands/torch_errors.h"
-#include "tools/doctor.h"
-#include "tools/model_catalog.h"
+#include "tools/doctor/doctor.h"
+#include "tools/train/model_catalog.h"
 #include "tools/opcheck/op_check.h"
 #include "tools/opcheck/replay.h"
 
@@ -20,29 +20,29 @@ namespace {
 
 int doctor_body(const DoctorArgs& args) {
   if (args.options.distributed) {  // rank 0 reports for the job; another rank only what stopped it alone
-    const auto r = tools::run_distributed_doctor(args.options);
+    const auto r = doctor::run_distributed_doctor(args.options);
     if (r.rank != 0 && r.joined) return r.ok() ? 0 : 1;
-    if (!report::json_to_stdout(args.json)) std::cout << tools::render_distributed_doctor(r);
+    if (!report::json_to_stdout(args.json)) std::cout << doctor::render_distributed_doctor(r);
     if (!args.json.empty())
-      report::write_json(report::with_envelope("doctor", tools::distributed_doctor_to_json(r)), args.json);
+      report::write_json(report::with_envelope("doctor", doctor::distributed_doctor_to_json(r)), args.json);
     std::cout.flush();
-    if (tools::tell_rank0(r, args.options)) std::cerr << "doctor: rank 0 was told that this rank will not join\n";
+    if (doctor::tell_rank0(r, args.options)) std::cerr << "doctor: rank 0 was told that this rank will not join\n";
     return r.ok() ? 0 : 1;
   }
-  const auto r = tools::run_doctor(args.options);
-  if (!report::json_to_stdout(args.json)) std::cout << tools::render_doctor(r);
-  if (!args.json.empty()) report::write_json(report::with_envelope("doctor", tools::doctor_to_json(r)), args.json);
+  const auto r = doctor::run_doctor(args.options);
+  if (!report::json_to_stdout(args.json)) std::cout << doctor::render_doctor(r);
+  if (!args.json.empty()) report::write_json(report::with_envelope("doctor", doctor::doctor_to_json(r)), args.json);
   return r.ok() ? 0 : 1;
 }
 
 int models_body(const ModelsArgs& args) {
-  namespace lim = tools::limits;
+  namespace lim = train::limits;
   if (args.num_classes < 1 || args.num_classes > lim::kMaxNumClasses)
     throw std::invalid_argument("--num-classes must be between 1 and " + std::to_string(lim::kMaxNumClasses));
   if (args.image_size < lim::kMinImageSize || args.image_size > lim::kMaxImageSize)
     throw std::invalid_argument("--image-size must be between " + std::to_string(lim::kMinImageSize) + " and " +
                                 std::to_string(lim::kMaxImageSize));
-  const auto models = tools::list_models(args.num_classes, args.image_size, args.small_stem);
+  const auto models = train::list_models(args.num_classes, args.image_size, args.small_stem);
   if (!report::json_to_stdout(args.json)) {
     report::Table t({"model", "parameters", "GFLOPs/img (fwd)"});
     for (const auto& m : models)

@@ -4,13 +4,13 @@
 
 #include "report/envelope.h"
 #include "report/output.h"
-#include "tools/bench.h"
-#include "tools/bench_report.h"
+#include "tools/bench/bench.h"
+#include "tools/bench/bench_report.h"
 #include "tools/commands/commands.h"
 #include "tools/commands/torch_errors.h"
 #include "tools/dist/worker_env.h"
-#include "tools/train.h"
-#include "tools/train_report.h"
+#include "tools/train/train.h"
+#include "tools/train/train_report.h"
 
 namespace crosstrain::commands {
 
@@ -18,9 +18,9 @@ namespace {
 
 int train(const TrainArgs& args) {
   const bool quiet = report::json_to_stdout(args.json);
-  tools::TrainHooks hooks;
+  train::TrainHooks hooks;
   hooks.messages = &std::cerr;
-  tools::validate_config(args.config);
+  train::validate_config(args.config);
   // A typo in an output path must not cost the run: every output location is checked first.
   for (const auto* path : {&args.json, &args.config.weights_out, &args.config.log_path})
     if (!path->empty()) report::check_writable(*path);
@@ -29,28 +29,28 @@ int train(const TrainArgs& args) {
   if (const auto env = dist::WorkerEnv::from_environment(); env && env->world_size > 1 && !dump_dir.empty())
     dump_dir = (std::filesystem::path(dump_dir) / ("rank" + std::to_string(env->rank))).string();
   DumpAttachment dump = attach_dump(args.dump, dump_dir, args.config, hooks, /*host_batches=*/false);
-  const auto result = tools::run_training(args.config, hooks);
+  const auto result = train::run_training(args.config, hooks);
   if (dump.dumping()) {
     dump.close();
     std::cerr << "dump: " << dump.dir() << " (" << dump.records_written() << " records)\n";
   }
   if (result.rank != 0) return result.stop_signal ? 128 + result.stop_signal : 0;  // rank 0 reports the job
-  if (!quiet) std::cout << tools::render_train_summary(result);
-  if (!args.json.empty()) report::write_json(report::with_envelope("train", tools::train_result_to_json(result)), args.json);
+  if (!quiet) std::cout << train::render_train_summary(result);
+  if (!args.json.empty()) report::write_json(report::with_envelope("train", train::train_result_to_json(result)), args.json);
   // Preempted: the checkpoint is written; 128 + the signal, as if the signal had ended the process.
   return result.stop_signal ? 128 + result.stop_signal : 0;
 }
 
 int bench(const BenchArgs& args) {
-  const auto runs = tools::run_bench(args.options, &std::cerr);
+  const auto runs = bench::run_bench(args.options, &std::cerr);
   if (!report::json_to_stdout(args.json)) {
     const auto& f = runs.front();
     std::cout << f.config.model << ", batch " << f.config.batch_size << " x " << f.config.image_size << "px, "
               << f.config.steps << " steps (" << f.measured_steps << " measured) on " << f.device << " ("
               << f.device_description << ")\n\n"
-              << tools::render_comparison(runs);
+              << bench::render_comparison(runs);
   }
-  if (!args.json.empty()) report::write_json(report::with_envelope("bench", tools::bench_to_json(runs)), args.json);
+  if (!args.json.empty()) report::write_json(report::with_envelope("bench", bench::bench_to_json(runs)), args.json);
   return 0;
 }
 

@@ -35,7 +35,7 @@ std::pair<align::DType, at::Tensor> to_host(const at::Tensor& t) {
 
 }  // namespace
 
-nlohmann::json dump_meta_for(const tools::TrainConfig& c) {
+nlohmann::json dump_meta_for(const train::TrainConfig& c) {
   return {{"model", c.model},         {"precision", c.precision},   {"device", c.device},
           {"seed", c.seed},           {"batch_size", c.batch_size}, {"image_size", c.image_size},
           {"threads", c.threads},     {"channels_last", c.channels_last},
@@ -115,7 +115,7 @@ void DumpSession::on_loss(int64_t step, const at::Tensor& loss, std::optional<do
   }
 }
 
-void DumpSession::on_param_grads(int64_t step, bool scaled, const tools::NamedTensors& grads) {
+void DumpSession::on_param_grads(int64_t step, bool scaled, const train::NamedTensors& grads) {
   if (scaled) saw_scaled_ = true;
   if (!dumping_) return;
   // Without a scaler the only report is the (unscaled) gradient, recorded as param_grad; with one,
@@ -124,7 +124,7 @@ void DumpSession::on_param_grads(int64_t step, bool scaled, const tools::NamedTe
   for (const auto& [name, g] : grads) write(step, name, kind, g);
 }
 
-void DumpSession::on_step_end(const tools::StepRecord& record) {
+void DumpSession::on_step_end(const train::StepRecord& record) {
   std::lock_guard<std::mutex> lock(mutex_);
   if (writer_.is_open()) writer_.log_loss(record.step, record.loss);
   dumping_ = false;

@@ -1,11 +1,11 @@
 #pragma once
 // Records a training run into a crosstrain dump (docs/DUMP_FORMAT.md) by watching the loop through
-// tools::TrainObserver; the trainer itself knows nothing about dumps.
+// train::TrainObserver; the trainer itself knows nothing about dumps.
 //
 //   DumpSessionOptions o; o.dir = "dump_a"; o.mode = align::DumpMode::Stats; o.steps = StepSelection::parse("0-1");
 //   DumpSession dump(o);                          // opens the dump now: a bad directory fails early
-//   tools::TrainHooks hooks; hooks.train_observers.push_back(&dump);
-//   tools::run_training(config, hooks);
+//   train::TrainHooks hooks; hooks.train_observers.push_back(&dump);
+//   train::run_training(config, hooks);
 //   dump.close();
 //
 // Per dumped step, in execution order: every module's forward output (block and leaf), the loss and
@@ -27,7 +27,7 @@
 #include "core/models.h"
 #include "tools/align/dump_format.h"
 #include "tools/align/dump_writer.h"
-#include "tools/train_observer.h"
+#include "tools/train/train_observer.h"
 
 namespace crosstrain::dump {
 
@@ -40,9 +40,9 @@ struct DumpSessionOptions {
 };
 
 // The dump's meta block for a run configuration (model, precision, device, seed, batch, ...).
-nlohmann::json dump_meta_for(const tools::TrainConfig& config);
+nlohmann::json dump_meta_for(const train::TrainConfig& config);
 
-class DumpSession final : public tools::TrainObserver {
+class DumpSession final : public train::TrainObserver {
  public:
   explicit DumpSession(const DumpSessionOptions& options);  // std::runtime_error if `dir` is unusable
   ~DumpSession() override;
@@ -52,8 +52,8 @@ class DumpSession final : public tools::TrainObserver {
   void on_step_begin(int64_t step) override;
   void on_micro_batch(int64_t step, int64_t micro, int64_t count) override;
   void on_loss(int64_t step, const at::Tensor& loss, std::optional<double> loss_scale) override;
-  void on_param_grads(int64_t step, bool scaled, const tools::NamedTensors& grads) override;
-  void on_step_end(const tools::StepRecord& record) override;
+  void on_param_grads(int64_t step, bool scaled, const train::NamedTensors& grads) override;
+  void on_step_end(const train::StepRecord& record) override;
   bool wants_module_events() const override { return true; }
   bool reads_module_outputs() const override { return true; }
   bool wants_param_grads() const override { return true; }
@@ -80,7 +80,7 @@ class DumpSession final : public tools::TrainObserver {
 // standard-normal noise: it changes the direction, which batch norm would not undo as it undoes a
 // scale), or a NaN in its first element. Register it after any DumpSession so the dump records
 // the changed output.
-class ModuleDisturbance final : public tools::TrainObserver {
+class ModuleDisturbance final : public train::TrainObserver {
  public:
   enum class Kind { Noise, NaN };
   ModuleDisturbance(std::string module, Kind kind, double relative = 1e-2);

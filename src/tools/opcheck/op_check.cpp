@@ -9,7 +9,7 @@
 #include "core/amp.h"
 #include "core/device.h"
 #include "core/optim.h"
-#include "tools/precision.h"
+#include "tools/train/precision.h"
 
 namespace crosstrain::opcheck {
 
@@ -258,8 +258,8 @@ OpCheckResult run_op_check(const OpCheckOptions& o, std::ostream* messages) {
   if (o.perf_iterations < 1) throw std::invalid_argument("perf iterations must be >= 1");
   core::load_backend_libraries(o.backend_libs);
   auto dev = core::DeviceContext::open(o.device);
-  const tools::PrecisionPlan plan = tools::plan_precision(o.precision, "off", dev);
-  tools::apply_math_mode(plan, dev);
+  const train::PrecisionPlan plan = train::plan_precision(o.precision, "off", dev);
+  train::apply_math_mode(plan, dev);
   OpCheckResult r;
   r.device = dev.name();
   r.precision = o.precision;

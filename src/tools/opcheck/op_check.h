@@ -43,7 +43,7 @@ struct OpCheckRow {
 struct OpCheckResult {
   std::string device;    // resolved, e.g. "cpu"
   std::string precision;
-  std::string emulation_note;  // the precision is emulated on this CPU (tools/precision.h); else empty
+  std::string emulation_note;  // the precision is emulated on this CPU (tools/train/precision.h); else empty
   std::vector<OpCheckRow> rows;
   int64_t passed = 0, failed = 0;
   bool all_pass() const { return failed == 0 && !rows.empty(); }

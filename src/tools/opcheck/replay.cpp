@@ -16,7 +16,7 @@
 #include "tools/opcheck/dumped_ops.h"
 #include "tools/opcheck/op_check.h"
 #include "tools/opcheck/replay_args.h"
-#include "tools/precision.h"
+#include "tools/train/precision.h"
 
 namespace crosstrain::opcheck {
 
@@ -312,8 +312,8 @@ ReplayResult run_replay(const OpCheckOptions& o, std::ostream* messages) {
   if (!o.filter.empty()) check_filter(dump, o.filter);
   core::load_backend_libraries(o.backend_libs);
   auto dev = core::DeviceContext::open(o.device);
-  const tools::PrecisionPlan plan = tools::plan_precision(o.precision_given ? o.precision : "fp32", "off", dev);
-  tools::apply_math_mode(plan, dev);
+  const train::PrecisionPlan plan = train::plan_precision(o.precision_given ? o.precision : "fp32", "off", dev);
+  train::apply_math_mode(plan, dev);
   if (messages && !plan.emulation_note.empty()) *messages << "note: " << plan.emulation_note << std::endl;
 
   ReplayResult r;

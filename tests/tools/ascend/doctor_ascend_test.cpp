@@ -11,7 +11,7 @@
 
 #include "test_support.h"
 
-namespace crosstrain::tools {
+namespace crosstrain::ascend {
 namespace {
 
 namespace fs = std::filesystem;
@@ -252,4 +252,4 @@ TEST(AscendDoctorTorchNpu, PythonWithTheWheelOnItsPath) {
 }
 
 }  // namespace
-}  // namespace crosstrain::tools
+}  // namespace crosstrain::ascend

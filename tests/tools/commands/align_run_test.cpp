@@ -7,7 +7,7 @@
 #include <sstream>
 
 #include "test_support.h"
-#include "tools/tiny_train_config.h"
+#include "tools/train/tiny_train_config.h"
 
 namespace fs = std::filesystem;
 using crosstrain::commands::AlignSideFailed;

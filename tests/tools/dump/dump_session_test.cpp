@@ -4,9 +4,9 @@
 #include <algorithm>
 
 #include "test_support.h"
-#include "tools/tiny_train_config.h"
+#include "tools/train/tiny_train_config.h"
 #include "tools/align/dump_compare.h"
-#include "tools/train.h"
+#include "tools/train/train.h"
 
 using namespace crosstrain;
 using crosstrain::dump::DumpSession;
@@ -14,10 +14,10 @@ using crosstrain::dump::ModuleDisturbance;
 
 namespace {
 
-tools::TrainConfig tiny() { return crosstrain::testing::tiny_train_config(/*batch_size=*/2, /*steps=*/2, /*warmup_steps=*/0); }
+train::TrainConfig tiny() { return crosstrain::testing::tiny_train_config(/*batch_size=*/2, /*steps=*/2, /*warmup_steps=*/0); }
 
 // One run dumped into `dir` (step 0, tensors); `disturb` is applied after the dump observer.
-void dumped_run(const tools::TrainConfig& c, const std::string& dir, ModuleDisturbance* disturb = nullptr,
+void dumped_run(const train::TrainConfig& c, const std::string& dir, ModuleDisturbance* disturb = nullptr,
                 bool expect_failure = false) {
   dump::DumpSessionOptions o;
   o.dir = dir;
@@ -25,13 +25,13 @@ void dumped_run(const tools::TrainConfig& c, const std::string& dir, ModuleDistu
   o.steps = align::StepSelection::parse("0");
   o.meta = dump::dump_meta_for(c);
   DumpSession dump(o);
-  tools::TrainHooks hooks;
+  train::TrainHooks hooks;
   hooks.train_observers.push_back(&dump);
   if (disturb) hooks.train_observers.push_back(disturb);
   if (expect_failure) {
-    EXPECT_THROW(tools::run_training(c, hooks), std::runtime_error);
+    EXPECT_THROW(train::run_training(c, hooks), std::runtime_error);
   } else {
-    tools::run_training(c, hooks);
+    train::run_training(c, hooks);
   }
   dump.close();
 }
