@@ -162,7 +162,10 @@ void compute_operators(const Trace& t, const SpanLinks& L, const AnalyzeOptions&
 // Outermost syncs inside steps. A sync counts once: `item` calling `_local_scalar_dense` calling
 // cudaMemcpyAsync, and an Ascend aclrtSynchronizeStream on the CANN process inside an `aten::item`
 // of the same thread, are one wait. Their time is the union of the calls clipped to the steps, so
-// concurrent syncs on several threads never add up past the step.
+// concurrent syncs on several threads never add up past the step. A value read (`item`) of a host
+// tensor waits for nothing: in a trace that records runtime calls, a read with none under it (an
+// optimizer's step counter on the CPU, as AdamW reads it every step) is not a sync. A trace without
+// runtime calls cannot tell them apart, and counts every read.
 void compute_host_syncs(const Trace& t, const SpanLinks& L, const std::vector<StepWindow>& windows,
                         NameInfoCache& names, TraceAnalysis& out, ConcernSpans* concerns) {
   const size_t n = t.spans.size();
@@ -198,6 +201,7 @@ void compute_host_syncs(const Trace& t, const SpanLinks& L, const std::vector<St
   for (size_t i = 0; i < n; ++i) {
     const Span& s = t.spans[i];
     if (!is_host_tree(s.kind) || !names(s.name).host_sync) continue;
+    if (names(s.name).value_read && !L.over_runtime(i)) continue;  // a host tensor's value
     if (sync_at_or_above(up(i))) continue;  // nested in another sync
     int k = window_of(windows, s.ts);
     if (k < 0) continue;

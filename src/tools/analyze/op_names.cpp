@@ -94,9 +94,10 @@ bool is_synchronizing_free_name(std::string_view n) {
 
 }  // namespace
 
+bool is_value_read_name(std::string_view n) { return n == "aten::item" || n == "aten::_local_scalar_dense"; }
+
 bool is_host_sync_name(std::string_view n) {
-  return n == "aten::item" || n == "aten::_local_scalar_dense" || contains_ci(n, "synchronize") ||
-         is_synchronizing_free_name(n);
+  return is_value_read_name(n) || contains_ci(n, "synchronize") || is_synchronizing_free_name(n);
 }
 
 bool is_allocator_call_name(std::string_view n) {
@@ -206,6 +207,7 @@ const NameInfo& NameInfoCache::operator()(uint32_t id) {
     }
     i.communication = is_communication_name(n);
     i.host_sync = is_host_sync_name(n);
+    i.value_read = is_value_read_name(n);
     i.data_loading = is_data_loading_name(n);
     i.autograd_wrapper = is_autograd_wrapper_name(n);
     i.online_compile = is_online_compile_name(n);

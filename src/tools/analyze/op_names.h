@@ -30,6 +30,9 @@ bool is_communication_name(std::string_view name);   // NCCL/HCCL/gloo collectiv
 // wait for all work first (cudaFree, hipFree, cudaFreeHost ...; not cudaFreeAsync). cudaEventQuery
 // and cudaStreamQuery only poll and return at once: not syncs.
 bool is_host_sync_name(std::string_view name);
+// The syncs that read a tensor's value to the host (aten::item, aten::_local_scalar_dense): they
+// wait for the device only when the tensor is on it, which the runtime copy under them shows.
+bool is_value_read_name(std::string_view name);
 // Runtime calls that allocate or release device or pinned host memory (cudaMalloc, cudaFree,
 // hipMalloc, hipFree, cudaHostAlloc, aclrtMalloc, aclrtFree ...): with PyTorch's caching
 // allocator working they are rare; every step paying for them means it is off or thrashing.
@@ -68,6 +71,7 @@ bool is_fp32_input(std::string_view dtypes_json);
 struct NameInfo {
   bool communication = false;
   bool host_sync = false;
+  bool value_read = false;       // see is_value_read_name
   bool data_loading = false;
   bool profiler_step = false;
   bool autograd_wrapper = false;

@@ -36,6 +36,27 @@ void mark_first_of_launch(const Trace& t, SpanLinks& L) {
 
 }  // namespace
 
+namespace {
+
+// Each runtime call marks the spans above it, up its parents and callers; a walk stops at a span
+// marked before, whose own spans above are marked too, so each span is visited about once.
+void mark_over_runtime_calls(const Trace& t, SpanLinks& L) {
+  constexpr int kMaxNesting = 4096;  // bounds a cycle of callers; far deeper than real call stacks
+  for (size_t r = 0; r < t.spans.size(); ++r) {
+    if (t.spans[r].kind != SpanKind::Runtime) continue;
+    if (L.over_runtime_call.empty()) L.over_runtime_call.assign(t.spans.size(), 0);
+    int32_t x = L.parent[r] != kNoSpan ? L.parent[r] : L.caller[r];
+    for (int hops = 0; x != kNoSpan && hops < kMaxNesting; ++hops) {
+      const auto u = static_cast<size_t>(x);
+      if (L.over_runtime_call[u]) break;
+      L.over_runtime_call[u] = 1;
+      x = L.parent[u] != kNoSpan ? L.parent[u] : L.caller[u];
+    }
+  }
+}
+
+}  // namespace
+
 SpanLinks link_spans(const Trace& t) {
   const size_t n = t.spans.size();
   SpanLinks L;
@@ -181,6 +202,7 @@ SpanLinks link_spans(const Trace& t) {
   for (const auto& list : device) L.device_order.insert(L.device_order.end(), list.begin(), list.end());
   sort_by_start(t, L.device_order);
   mark_first_of_launch(t, L);
+  mark_over_runtime_calls(t, L);
   return L;
 }
 

@@ -36,6 +36,11 @@ struct SpanLinks {
   // correlation id; an Ascend aclnn call: several tasks): launch counts and launch delays take
   // the call once, at the start of its first work.
   std::vector<char> first_of_launch;
+  // For host-tree spans: 1 when a runtime call runs under it (its children, or a call in a process
+  // of its own that it made). Empty when the trace records no runtime call: then nothing is known.
+  // What tells loss.item() (a copy from the device under it) from a read of a host tensor.
+  std::vector<char> over_runtime_call;
+  bool over_runtime(size_t i) const { return over_runtime_call.empty() || over_runtime_call[i]; }
 };
 
 SpanLinks link_spans(const Trace& trace);

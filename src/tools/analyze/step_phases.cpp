@@ -113,7 +113,8 @@ void compute_step_phases(const Trace& t, const SpanLinks& L, const std::vector<S
       add(s, kDevice);
       continue;
     }
-    if (is_host_tree(s.kind) && names(s.name).host_sync) add(s, static_cast<int>(StepPhase::HostSync));
+    if (is_host_tree(s.kind) && names(s.name).host_sync && (!names(s.name).value_read || L.over_runtime(i)))
+      add(s, static_cast<int>(StepPhase::HostSync));  // not a read of a host tensor (see SpanLinks)
     if (s.kind == SpanKind::CpuOp && copies_to_device[i]) {
       add(s, static_cast<int>(StepPhase::ToDevice));
       continue;

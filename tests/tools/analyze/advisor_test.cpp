@@ -66,8 +66,11 @@ TEST(Advisor, ShortDeviceOps) {
 }
 
 TEST(Advisor, HostSync) {
-  EXPECT_TRUE(fires(gpu_step().op("aten::item", 900, 40), "host_sync"));
+  // loss.item(): the copy from the device under it.
+  EXPECT_TRUE(fires(gpu_step().op("aten::item", 900, 40).runtime("cudaMemcpyAsync", 905, 30), "host_sync"));
   EXPECT_FALSE(fires(gpu_step().op("aten::relu", 900, 40), "host_sync"));
+  // A read of a host tensor (an optimizer's step counter) in a trace with runtime calls.
+  EXPECT_FALSE(fires(gpu_step().op("aten::item", 900, 40), "host_sync"));
 }
 
 TEST(Advisor, DeviceIdle) {
@@ -137,7 +140,7 @@ TEST(Advisor, CpuOnlyTraceOnlyGetsHostRules) {
 
 TEST(Advisor, EveryFindingStatesItsEvidence) {
   auto w = gpu_step(500);
-  w.op("aten::item", 900, 40).annotation("data_wait", 0, 200);
+  w.op("aten::item", 900, 40).runtime("cudaMemcpyAsync", 905, 30).annotation("data_wait", 0, 200);
   auto a = analyze_trace(parse_trace(w.json(), "e.json"));
   auto findings = run_advisor(a);
   ASSERT_GE(findings.size(), 3u);

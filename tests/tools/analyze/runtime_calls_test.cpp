@@ -86,6 +86,8 @@ TEST(RuntimeCalls, ConcurrentSyncsNeverExceedTheStep) {
     {"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#1", "pid": 1, "tid": 1, "ts": 0, "dur": 1000},
     {"ph": "X", "cat": "cpu_op", "name": "aten::item", "pid": 1, "tid": 1, "ts": 100, "dur": 800},
     {"ph": "X", "cat": "cpu_op", "name": "aten::item", "pid": 1, "tid": 2, "ts": 100, "dur": 800},
+    {"ph": "X", "cat": "cuda_runtime", "name": "cudaMemcpyAsync", "pid": 1, "tid": 1, "ts": 110, "dur": 780},
+    {"ph": "X", "cat": "cuda_runtime", "name": "cudaMemcpyAsync", "pid": 1, "tid": 2, "ts": 110, "dur": 780},
     {"ph": "X", "cat": "cuda_runtime", "name": "cudaStreamSynchronize", "pid": 1, "tid": 3, "ts": 150, "dur": 800},
     {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": 10, "dur": 5,
      "args": {"correlation": 1}},
@@ -118,4 +120,36 @@ TEST(RuntimeCalls, ASyncOnAnotherProcessOfTheSameThreadCountsOnce) {
   ASSERT_EQ(a.host_syncs.size(), 1u);
   EXPECT_EQ(a.host_syncs[0].name, "aten::item");
   EXPECT_DOUBLE_EQ(a.host_sync_us, 800);
+}
+
+// AdamW (torch.optim, capturable=False) keeps each parameter's step count in a CPU tensor and reads
+// it with .item() every step: in a GPU trace those reads have no runtime call under them and wait
+// for nothing. loss.item() copies from the device (cudaMemcpyAsync, then the stream synchronize
+// under _local_scalar_dense): that one is the step's sync.
+TEST(RuntimeCalls, ReadsOfHostTensorsAreNotSyncsInATraceWithRuntimeCalls) {
+  KinetoTraceWriter w;
+  w.step("ProfilerStep#1", 0, 1000).launch(1, 4, "gemm_kernel", 6, 500);
+  for (int p = 0; p < 20; ++p)  // the optimizer's step counters
+    w.op("aten::item", 520 + 10 * p, 4).op("aten::_local_scalar_dense", 521 + 10 * p, 2);
+  w.op("aten::item", 800, 150).op("aten::_local_scalar_dense", 802, 146);
+  w.runtime("cudaMemcpyAsync", 804, 6).runtime("cudaStreamSynchronize", 812, 130);
+  auto a = analyze_trace(parse_trace(w.json(), "adamw.json"));
+  EXPECT_EQ(a.host_sync_count, 1);
+  ASSERT_EQ(a.host_syncs.size(), 1u);
+  EXPECT_EQ(a.host_syncs[0].name, "aten::item");
+  EXPECT_DOUBLE_EQ(a.host_sync_us, 150);
+  ASSERT_EQ(a.steps.size(), 1u);
+  EXPECT_EQ(a.steps[0].host_syncs, 1);
+}
+
+// Without runtime calls in the trace (a CPU-only profile, or one without CUDA activities) nothing
+// tells a host read from a device one: every read counts, as before.
+TEST(RuntimeCalls, ReadsCountWhenTheTraceHasNoRuntimeCalls) {
+  KinetoTraceWriter w;
+  w.step("ProfilerStep#1", 0, 1000);
+  for (int p = 0; p < 3; ++p) w.op("aten::item", 100 + 100 * p, 40).op("aten::_local_scalar_dense", 101 + 100 * p, 30);
+  auto a = analyze_trace(parse_trace(w.json(), "cpu.json"));
+  EXPECT_EQ(a.host_sync_count, 3);
+  ASSERT_EQ(a.host_syncs.size(), 1u);
+  EXPECT_EQ(a.host_syncs[0].count, 3);
 }
