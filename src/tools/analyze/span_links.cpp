@@ -34,10 +34,6 @@ void mark_first_of_launch(const Trace& t, SpanLinks& L) {
   }
 }
 
-}  // namespace
-
-namespace {
-
 // Each runtime call marks the spans above it, up its parents and callers; a walk stops at a span
 // marked before, whose own spans above are marked too, so each span is visited about once.
 void mark_over_runtime_calls(const Trace& t, SpanLinks& L) {
