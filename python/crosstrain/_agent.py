@@ -7,6 +7,7 @@ import json
 import os
 import sys
 import threading
+import time
 
 from . import _lazy
 from ._config import AgentConfig, ConfigError
@@ -31,14 +32,23 @@ class Agent:
         self.recorder = None
         self.profiler = None
         self.torch_version = None
-        self.state = {"pid": os.getpid(), "run": {}}
+        self.state = {"pid": os.getpid()}
         self.closed = False
         self.active = False
+        self._forked_child = False
+        self._reported_at = 0.0
 
     def arm(self):
         if self.seeder is not None:
             self.seeder.at_start()
+        os.register_at_fork(after_in_child=self._forked)
         _lazy.when_imported("torch", self._on_torch)
+
+    def _forked(self):
+        """A forked child is not this agent's process: it reports nothing and writes nothing (the
+        recorder forgets its dump the same way)."""
+        self.closed = True
+        self._forked_child = True
 
     # -- torch is here --------------------------------------------------------------------------
     def _on_torch(self, torch):
@@ -64,6 +74,7 @@ class Agent:
             from ._profile import StepProfiler
             self.profiler = StepProfiler(self.cfg, torch, self.state, self._rank)
             self.tracker.add_listener(self.profiler)
+        self.tracker.add_listener(self)
         self.tracker.install(torch, self.cfg.step_marker)
         self.active = True
         atexit.register(self.close)
@@ -72,26 +83,34 @@ class Agent:
         if self.closed:
             return
         self.closed = True
-        self.state["steps"] = self.tracker.step
-        self.state["torch"] = self.torch_version
-        if self.seeder is not None:
-            self.state["seed"] = self.seeder.record
         if self.profiler is not None:
             self.profiler.close()
-        rank, world = self._rank()
-        if world > 1:
-            self.state["rank"] = rank
         if self.recorder is not None:
-            self.state["run"] = {"steps_seen": self.tracker.step, "torch": self.torch_version,
-                                 "seed": self.state.get("seed"), "level": self.cfg.dump_level}
             try:
-                self.recorder.close()
+                self.recorder.close(self._run_info())
             except Exception as e:
                 _say(f"could not finish the dump: {type(e).__name__}: {e}")
-            f = self.recorder.file
-            if f is not None:
-                self.state["dump"] = {"dir": f.dir, "records": f.records, "bytes": f.bytes, "note": f.note}
         self._write_state()
+
+    def on_step_end(self, step):
+        """The report is written as the run goes too (each dumped step, and at most once a second),
+        so a process that ends without exit handlers (os._exit, SIGTERM, SIGHUP) still says what its
+        dump holds."""
+        now = time.monotonic()
+        recorder = self.recorder
+        dumped = recorder is not None and recorder.file is not None and recorder.selected_step(step)
+        if dumped or now - self._reported_at > 1.0:
+            self._reported_at = now
+            self._write_state()
+
+    def _run_info(self):
+        """What run.json and the report say about the run."""
+        info = {"steps_seen": self.tracker.step, "torch": self.torch_version, "seed": self.state.get("seed"),
+                "level": self.cfg.dump_level}
+        for key in ("skipped", "dump_error"):  # tensors not recorded by reason; why recording stopped
+            if key in self.state:
+                info[key] = self.state[key]
+        return info
 
     def _rank(self):
         """(rank, world size): torchrun's environment, else an initialised process group, else (0, 1)."""
@@ -104,14 +123,24 @@ class Agent:
         return 0, 1
 
     def _write_state(self):
-        if not self.cfg.state_dir or not self.active:
+        if not self.cfg.state_dir or not self.active or self._forked_child:
             return
+        self.state["steps"] = self.tracker.step
+        self.state["torch"] = self.torch_version
+        if self.seeder is not None:
+            self.state["seed"] = self.seeder.record
+        rank, world = self._rank()
+        if world > 1:
+            self.state["rank"] = rank
+        f = self.recorder.file if self.recorder is not None else None
+        if f is not None:
+            self.state["dump"] = {"dir": f.dir, "records": f.records, "bytes": f.bytes, "note": f.note}
         try:
             path = os.path.join(self.cfg.state_dir, f"agent-{os.getpid()}.json")
-            with open(path + ".tmp", "w") as f:
-                json.dump(self.state, f)
+            with open(path + ".tmp", "w") as out:
+                json.dump(self.state, out)
             os.replace(path + ".tmp", path)
-        except OSError:
+        except (OSError, TypeError, ValueError):
             pass
 
     def stop_run(self, finding):
@@ -191,8 +220,10 @@ def start_from_environment():
     try:
         cfg = AgentConfig.from_environment()
     except ConfigError as e:
-        _say(f"the agent is off: {e}")
-        return None
+        # A usage error of `crosstrain run`: said before the script starts, which never ran.
+        sys.stderr.write(f"crosstrain: error: {e}\n")
+        sys.stderr.flush()
+        os._exit(2)
     if cfg is None:
         return None
     with _lock:

@@ -89,7 +89,7 @@ class AgentConfig:
                 raise ConfigError(f"dump_filter {self.dump_filter!r} is not a regular expression: {e}")
         if int(self.dump_max_bytes) <= 0:
             raise ConfigError("dump_max_bytes must be positive")
-        if self.step_marker and not re.fullmatch(r"[\w.]+:[\w.]+", self.step_marker):
+        if self.step_marker and not re.fullmatch(r"[A-Za-z_][\w.]*:[A-Za-z_][\w.]*", self.step_marker):
             raise ConfigError(f"step_marker must be module:function (e.g. train:train_step), not {self.step_marker!r}")
         if self.profile:
             for name in ("profile_wait", "profile_warmup", "profile_repeat"):

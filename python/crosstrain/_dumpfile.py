@@ -28,25 +28,64 @@ def _line(obj):
     return json.dumps(obj, allow_nan=False, separators=(",", ":")) + "\n"
 
 
-def check_target(directory, overwrite):
-    """Refuses a folder that already holds a dump unless overwrite; clears it when allowed."""
+class TakenBySibling(Exception):
+    """The folder holds the dump of another process of the same run (each process writes its own)."""
+
+
+OWNER_FILE = ".crosstrain-run"  # the id of the run whose process writes the dump in this folder
+
+
+def _owner_of(directory):
+    """The run id of the dump's writer: "" when none was written, None while the dump is being
+    claimed (its index exists and is still empty)."""
+    try:
+        with open(os.path.join(directory, OWNER_FILE)) as f:
+            return f.read().strip()
+    except OSError:
+        pass
+    try:
+        return None if os.path.getsize(os.path.join(directory, "index.jsonl")) == 0 else ""
+    except OSError:
+        return ""
+
+
+def _clear(directory):
+    import shutil
+    for name in ("index.jsonl", "loss.jsonl", "run.json", OWNER_FILE):
+        try:
+            os.remove(os.path.join(directory, name))
+        except FileNotFoundError:
+            pass
+    shutil.rmtree(os.path.join(directory, "tensors"), ignore_errors=True)
+
+
+def claim(directory, overwrite, run_id):
+    """Opens directory/index.jsonl for this process alone (created exclusively). A dump already
+    there is refused, replaced when overwrite, or, when it belongs to this run (a second Python
+    process of the same command), left to its writer: TakenBySibling."""
+    os.makedirs(directory, exist_ok=True)
     index = os.path.join(directory, "index.jsonl")
-    if os.path.exists(index):
-        if not overwrite:
-            raise FileExistsError(f"{directory} already holds a dump (use --dump-overwrite to replace it)")
-        import shutil
-        for name in ("index.jsonl", "loss.jsonl", "run.json"):
-            try:
-                os.remove(os.path.join(directory, name))
-            except FileNotFoundError:
-                pass
-        shutil.rmtree(os.path.join(directory, "tensors"), ignore_errors=True)
+    for _ in range(3):
+        try:
+            f = open(index, "x")
+        except FileExistsError:
+            owner = _owner_of(directory)
+            if owner is None or (run_id and owner == run_id):  # a sibling's, or one being claimed now
+                raise TakenBySibling(directory)
+            if not overwrite:
+                raise FileExistsError(f"{directory} already holds a dump (use --dump-overwrite to replace it)")
+            _clear(directory)
+            continue
+        if run_id:
+            with open(os.path.join(directory, OWNER_FILE), "w") as owner_file:
+                owner_file.write(run_id + "\n")
+        return f
+    raise FileExistsError(f"{directory}: another process keeps writing a dump there")
 
 
 class DumpFile:
-    def __init__(self, directory, mode, producer, meta, max_bytes, overwrite=False):
-        os.makedirs(directory, exist_ok=True)
-        check_target(directory, overwrite)
+    def __init__(self, directory, mode, producer, meta, max_bytes, overwrite=False, run_id=""):
+        self._index = claim(directory, overwrite, run_id)
         self.dir = directory
         self.mode = mode
         self.max_bytes = int(max_bytes)
@@ -57,12 +96,14 @@ class DumpFile:
         self.records = 0
         self.inputs = 0
         self._pending = []  # (record dict, stats vector)
+        self._files = []    # tensor files written, in order (for rollback)
+        self.disowned = False
         self._names_step = None
         self._names = {}
-        self._index = open(os.path.join(directory, "index.jsonl"), "w")
         self._loss = open(os.path.join(directory, "loss.jsonl"), "w")
         self._write(self._index, {"format": FORMAT_NAME, "version": FORMAT_VERSION, "mode": mode,
                                   "producer": producer, "meta": meta})
+        self._index.flush()  # another process of the run reads whose dump this is
 
     def _write(self, f, obj):
         text = _line(obj)
@@ -119,13 +160,36 @@ class DumpFile:
         os.makedirs(os.path.dirname(path), exist_ok=True)
         import numpy as np
         np.save(path, arr, allow_pickle=False)
-        self.bytes += os.path.getsize(path)
+        size = os.path.getsize(path)
+        self.bytes += size
+        self._files.append((path, size))
         return rel, stored
 
+    def mark(self):
+        """Where the dump stands now, for rollback(): records queued, names taken, files written."""
+        return (len(self._pending), self._names_step, dict(self._names), len(self._files), self.seq)
+
+    def rollback(self, mark=None):
+        """Forgets what was queued and saved since mark (None: everything not yet written)."""
+        pending, names_step, names, files, seq = mark if mark else (0, None, {}, 0, None)
+        del self._pending[pending:]
+        if seq is not None:
+            self.seq = seq
+        self._names_step, self._names = names_step, names
+        for path, size in self._files[files:]:
+            try:
+                os.remove(path)
+                self.bytes -= size
+            except OSError:
+                pass
+        del self._files[files:]
+
     def flush(self):
-        if not self._pending:
+        if not self._pending or self._index is None:
+            self._pending = []
             return
         from . import _stats
+        self._files = []  # what is flushed stays
         rows = _stats.resolve([v for _, v in self._pending])
         for (record, _), row in zip(self._pending, rows):
             record["stats"] = _stats.to_record_stats(row)
@@ -144,14 +208,44 @@ class DumpFile:
         self._pending = []
 
     def log_loss(self, step, value):
+        if self._loss is None:
+            return
         self._write(self._loss, {"step": int(step), "loss": json_number(float(value))})
         self._loss.flush()
 
+    def sync_buffers(self):
+        for f in (self._index, self._loss):
+            if f is not None and not f.closed:
+                f.flush()
+
+    def disown(self):
+        """In a forked child: the parent's files are left alone (their buffers were synced before
+        the fork, so nothing is written twice)."""
+        self._pending = []
+        self._index = self._loss = None
+        self.disowned = True
+
+    def abandon(self):
+        """After a write failed: what is queued is dropped, the files are closed as far as they can
+        be, nothing more is written."""
+        self._pending = []
+        self.full = True
+        for f in (self._index, self._loss):
+            try:
+                if f is not None and not f.closed:
+                    f.close()
+            except OSError:
+                pass
+        self._index = self._loss = None
+
     def close(self, run_info):
+        if self.disowned:
+            return
         self.flush()
         for f in (self._index, self._loss):
-            if not f.closed:
+            if f is not None and not f.closed:
                 f.close()
+        self._index = self._loss = None
         info = dict(run_info)
         info["records"] = self.records
         info["bytes"] = self.bytes

@@ -15,6 +15,7 @@ the operator in C++.
 """
 import math
 import os
+import threading
 
 from . import _source
 
@@ -45,9 +46,9 @@ class OpMode(_dispatch_mode_base()):
         self.torch = torch
         self.rec = recorder
         self.pid = os.getpid()
-        self.pushed = False
+        self._thread = threading.local()  # dispatch modes are per thread: pushed where a window opens
         self._pending = []            # forward outputs whose autograd node is not tagged yet
-        self._saved = {}              # id(tensor) -> (tensor weakref, version, file)
+        self._made = {}               # id(tensor) -> (weakref, version, record name, saved file)
         self._ops = {}                # OpOverload -> _OpInfo
         self._random = torch.Tag.nondeterministic_seeded
         for dt in (torch.float32, torch.float64, torch.float16, torch.bfloat16, torch.int64, torch.int32,
@@ -55,18 +56,18 @@ class OpMode(_dispatch_mode_base()):
             _DTYPE_NAMES[dt] = str(dt)[6:]
 
     def push(self):
-        if not self.pushed:
+        if not getattr(self._thread, "pushed", False):
             self.__enter__()
-            self.pushed = True
+            self._thread.pushed = True
 
     def pop(self):
-        if self.pushed:
+        if getattr(self._thread, "pushed", False):
             from torch.utils._python_dispatch import _get_current_dispatch_mode
             if _get_current_dispatch_mode() is self:
                 self.__exit__(None, None, None)
-            self.pushed = False
+            self._thread.pushed = False
         self._tag_pending()
-        self._saved.clear()
+        self._made.clear()
 
     def _info(self, func):
         """What the mode needs of an operator, worked out once per overload."""
@@ -82,6 +83,17 @@ class OpMode(_dispatch_mode_base()):
             self._ops[func] = info
         return info
 
+    def _untagged(self, node):
+        """A backward node no forward operator made: a parameter's AccumulateGrad (gradient
+        accumulation adds into .grad) belongs to the parameter's module."""
+        origin = _NO_ORIGIN
+        variable = getattr(node, "variable", None)
+        if isinstance(variable, self.torch.Tensor):
+            name = self.rec.names.param_name(variable, "")
+            origin = (name.rpartition(".")[0] if name else "", None, None)
+        node.metadata[_TAG] = origin
+        return origin
+
     def _tag_pending(self):
         for t, info in self._pending:
             node = t.grad_fn
@@ -91,35 +103,47 @@ class OpMode(_dispatch_mode_base()):
 
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
-        if self._pending:
-            self._tag_pending()
         rec = self.rec
-        if not rec.open and rec.armed and not rec.busy and self.torch.is_grad_enabled() \
-                and _any_requires_grad(self.torch, args, kwargs):
-            rec.open_at_operator()
-        if rec.busy or not rec.open or os.getpid() != self.pid:
-            return func(*args, **kwargs)
-        info = self._info(func)
-        node = self.torch._C._current_autograd_node()
-        if node is not None:
-            phase = "backward"
-            module, source, user = node.metadata.get(_TAG, _NO_ORIGIN)
-        else:
-            phase = "optimizer" if rec.in_optimizer else "forward"
-            if phase == "optimizer" and not rec.cfg.dump_optimizer_ops:
+        try:
+            if self._pending:
+                self._tag_pending()
+            if not rec.open and rec.armed and not rec.busy and self.torch.is_grad_enabled() \
+                    and _any_requires_grad(self.torch, args, kwargs):
+                rec.open_at_operator()
+            if rec.busy or not rec.open or os.getpid() != self.pid:
                 return func(*args, **kwargs)
-            module = rec.names.current_label()
-            source, user = _source.where(2)
-        if info.skip:
-            out = func(*args, **kwargs)
-            if phase == "forward":  # a view's autograd node still belongs to this module and line
-                for _, t in _tensor_outputs(self.torch, out):
-                    self._pending.append((t, (module, source, user)))
-            return out
-        saved_args = self._save_args(func, info, args, kwargs) if rec.tensors else None
+            info = self._info(func)
+            node = self.torch._C._current_autograd_node()
+            if node is not None:
+                phase = "backward"
+                origin = node.metadata.get(_TAG)
+                module, source, user = origin if origin is not None else self._untagged(node)
+            else:
+                phase = "optimizer" if rec.in_optimizer else "forward"
+                if phase == "optimizer" and not rec.cfg.dump_optimizer_ops:
+                    return func(*args, **kwargs)
+                module = rec.names.current_label()
+                source, user = _source.where(2)
+            saved_args = self._save_args(func, info, args, kwargs) if rec.tensors and not info.skip else None
+        except Exception as e:  # the agent's failure is never the script's
+            rec.fail(e)
+            return func(*args, **kwargs)
         out = func(*args, **kwargs)
+        try:
+            self._record(info, phase, module, source, user, saved_args, args, kwargs, out)
+        except Exception as e:
+            rec.fail(e)
+        return out
+
+    def _record(self, info, phase, module, source, user, saved_args, args, kwargs, out):
+        rec = self.rec
+        if info.skip:
+            if phase == "forward":  # a view's autograd node still belongs to this module and line
+                for _, t in _tensor_outputs(self.rec, out):
+                    self._pending.append((t, (module, source, user)))
+            return
         op = {"name": info.name, "overload": info.overload, "phase": phase, "module": module,
-              "inputs": _inputs(self.torch, info, args, kwargs)}
+              "inputs": self._inputs(info, args, kwargs)}
         if source:
             op["source"] = source
             op["code"] = _source.code_line(source)
@@ -131,34 +155,70 @@ class OpMode(_dispatch_mode_base()):
         if saved_args is not None:
             op["args"] = saved_args
         base = f"op_{phase}/{module}/{info.label}" if module else f"op_{phase}/{info.label}"
-        outs = _tensor_outputs(self.torch, out)
+        outs = _tensor_outputs(self.rec, out)
         f = rec.dump_file() if rec.selected_step(rec.step) else None
         name = f.unique(rec.step, base) if f is not None else base
         kind = "op_" + phase
         for i, t in outs:
-            rec.emit(name if len(outs) == 1 else f"{name}[{i}]", kind, t, extra={"op": op}, unique=False)
+            record = name if len(outs) == 1 else f"{name}[{i}]"
+            rec.emit(record, kind, t, extra={"op": op}, unique=False, inputs=(args, kwargs))
             if phase == "forward":
                 self._pending.append((t, (module, source, user)))
-            if rec.tensors and rec.last_file:
-                self._remember(t, rec.last_file)
-        return out
+            self._made_by(t, record, rec.last_file if rec.tensors else None)
 
-    # -- tensors mode: the inputs of a replay -------------------------------------------------------
-    def _remember(self, t, rel):
+    def _made_by(self, t, record, rel):
+        """Remembers that record is t (for the next operators' "from" and, in tensors mode, their
+        saved inputs), until t changes in place."""
         import weakref
         try:
-            self._saved[id(t)] = (weakref.ref(t), t._version, rel)
+            self._made[id(t)] = (weakref.ref(t), t._version, record, rel)
         except TypeError:
             pass
 
+    def _maker(self, t):
+        entry = self._made.get(id(t))
+        if entry is not None and entry[0]() is t and entry[1] == t._version:
+            return entry
+        return None
+
+    def forget(self):
+        """Drops what the window has seen (its records were dropped)."""
+        self._pending = []
+        self._made.clear()
+
+    def _inputs(self, info, args, kwargs):
+        """Each tensor argument's name, dtype, shape and device (a list argument: its tensors), and
+        the record of this step that made it, if one did ("from")."""
+        out = []
+        items = list(zip(info.args, args))
+        if kwargs:
+            items += [((k, True), v) for k, v in kwargs.items()]
+        for (name, _), v in items:
+            if isinstance(v, self.torch.Tensor):
+                d = self._describe_input(v)
+                d["arg"] = name
+                out.append(d)
+            elif isinstance(v, (list, tuple)) and v and isinstance(v[0], self.torch.Tensor):
+                out.append({"arg": name, "tensors": [self._describe_input(x) for x in v
+                                                     if isinstance(x, self.torch.Tensor)]})
+        return out
+
+    def _describe_input(self, t):
+        d = _describe(t)
+        made = self._maker(t)
+        if made is not None and made[2]:
+            d["from"] = made[2]
+        return d
+
+    # -- tensors mode: the inputs of a replay -------------------------------------------------------
     def _save_input(self, t, label):
-        entry = self._saved.get(id(t))
-        if entry is not None and entry[0]() is t and entry[1] == t._version and entry[2]:
-            return entry[2]
+        entry = self._maker(t)
+        if entry is not None and entry[3]:
+            return entry[3]
         f = self.rec.dump_file()
         rel, _ = f.save_input(self.rec.step, label, t)
         if rel:
-            self._remember(t, rel)
+            self._made_by(t, entry[2] if entry else None, rel)
         return rel
 
     def _save_args(self, func, info, args, kwargs):
@@ -177,8 +237,10 @@ class OpMode(_dispatch_mode_base()):
     def _encode(self, v, label):
         torch = self.torch
         if isinstance(v, torch.Tensor):
-            if v.is_complex() or v.layout != torch.strided:
-                return {"unsupported": str(v.dtype)}
+            from ._stats import skip_reason
+            reason = "complex" if v.is_complex() else skip_reason(v)
+            if reason:
+                return {"unsupported": reason}
             rel = self._save_input(v, label)
             return {"tensor": rel, "dtype": str(v.dtype).replace("torch.", ""), "shape": list(v.shape),
                     "device": str(v.device)} if rel else {"unsupported": "dump byte limit reached"}
@@ -210,35 +272,22 @@ def _any_requires_grad(torch, args, kwargs):
     return False
 
 
-def _tensor_outputs(torch, out):
+def _tensor_outputs(rec, out):
+    """(index, tensor) of an operator's outputs that can be recorded (the others are counted)."""
+    torch = rec.torch
     if isinstance(out, torch.Tensor):
-        return [(0, out)] if _dumpable(torch, out) else []
+        return [(0, out)] if rec.recordable(out) else []
     if isinstance(out, (tuple, list)):
-        return [(i, t) for i, t in enumerate(out) if isinstance(t, torch.Tensor) and _dumpable(torch, t)]
+        return [(i, t) for i, t in enumerate(out) if isinstance(t, torch.Tensor) and rec.recordable(t)]
     return []
 
 
-def _dumpable(torch, t):
-    from ._stats import dumpable
-    return dumpable(t)
+
 
 
 def _describe(t):
-    return {"dtype": _DTYPE_NAMES.get(t.dtype) or str(t.dtype)[6:], "shape": list(t.shape), "device": str(t.device)}
-
-
-def _inputs(torch, info, args, kwargs):
-    """Each tensor argument's name, dtype, shape and device (a list argument: its tensors)."""
-    out = []
-    names = info.args
-    items = list(zip(names, args))
-    if kwargs:
-        items += [((k, True), v) for k, v in kwargs.items()]
-    for (name, _), v in items:
-        if isinstance(v, torch.Tensor):
-            d = _describe(v)
-            d["arg"] = name
-            out.append(d)
-        elif isinstance(v, (list, tuple)) and v and isinstance(v[0], torch.Tensor):
-            out.append({"arg": name, "tensors": [_describe(x) for x in v if isinstance(x, torch.Tensor)]})
-    return out
+    try:
+        shape = list(t.shape)
+    except RuntimeError:  # a nested tensor has no single shape
+        shape = None
+    return {"dtype": _DTYPE_NAMES.get(t.dtype) or str(t.dtype)[6:], "shape": shape, "device": str(t.device)}

@@ -5,17 +5,23 @@ loss and the loss scale (module level), every aten operator in forward, backward
 A step's window opens at its first module call, or in a script that calls no module at its first
 operator on a tensor that requires gradients with gradients enabled (so the model's construction,
 its initialisation under no_grad and the data loading before the forward are not part of step 0),
-and closes when the step ends; on steps that are not
+and closes when the step ends. A window opened by an operator is provisional: a model that copies
+layers in its __init__ with gradients on runs such operators before its first forward, so the
+first call of a module with parameters starts the window again and what was recorded before it
+is dropped. On steps that are not
 dumped nothing is installed. Every tensor goes through `emit`, which names it, applies the filter,
 the test disturbance and the non-finite check, and queues it with its statistics.
 """
+import functools
 import os
 import re
+import sys
 import weakref
 
 from . import _stats
-from ._dumpfile import DumpFile
+from ._dumpfile import DumpFile, TakenBySibling
 from ._names import ModuleNames
+from ._nonfinite import NonfiniteWatch
 
 
 def flatten(value, label):
@@ -33,6 +39,19 @@ def flatten(value, label):
         for k, v in value.items():
             out.extend(flatten(v, f"{label}[{k}]"))
     return out
+
+
+def _guarded(method):
+    """A recorder entry point called from the script's own calls (hooks, optimizer steps): an
+    exception of the agent stops recording with one line and never reaches the script."""
+    @functools.wraps(method)
+    def wrapper(self, *args, **kwargs):
+        try:
+            return method(self, *args, **kwargs)
+        except Exception as e:
+            self.fail(e)
+            return None
+    return wrapper
 
 
 class Recorder:
@@ -60,6 +79,7 @@ class Recorder:
         self.step = 0
         self.armed = False          # this step is recorded; waiting for its first module call
         self.open = False           # the window is open: hooks record
+        self.provisional = None     # opened by an operator: the dump's mark to go back to
         self.finished = False       # past the last dumped step (no stop_on_nonfinite)
         self.in_optimizer = False
         self._hooks = []
@@ -67,15 +87,17 @@ class Recorder:
         self._losses = []           # this step's losses (for loss.jsonl)
         self._loss_log = []         # (step, mean loss tensor or float) not yet written
         self._scaled = {}           # id(scaled loss) -> (loss, scale)
-        self._fp16_note = None
+        self.watch = NonfiniteWatch(torch, state, on_stop)
         self.last_file = None
         self.busy = False
         self._seen = {}             # id(tensor) -> (weakref, version, statistics) within a step
         # A forked child (a DataLoader worker) inherits the hooks and the dispatch mode: it records
         # nothing and must not pay for the mode.
-        os.register_at_fork(after_in_child=self._forget_in_child)
+        self.failed = False
+        os.register_at_fork(before=self._before_fork, after_in_child=self._forget_in_child)
 
     # -- step events (StepTracker listener) -------------------------------------------------------
+    @_guarded
     def on_step_begin(self, step):
         self.step = step
         self.armed = False
@@ -87,18 +109,36 @@ class Recorder:
             if self.ops:  # watches for a step that calls no module (_ops.OpMode opens the window)
                 self._op_mode().push()
 
-    def on_optimizer(self, optimizer):
+    @_guarded
+    def on_optimizer(self, optimizer, has_closure=False):
+        """Before an optimizer step: its parameters' gradients, unless the step computes them in its
+        closure (then they are recorded when the closure returns)."""
+        if not has_closure:
+            self._param_grads(optimizer)
+        self.in_optimizer = True
+
+    @_guarded
+    def on_closure_begin(self, optimizer):
+        self.in_optimizer = False  # the closure's operators are the step's forward and backward
+
+    @_guarded
+    def on_closure_end(self, optimizer):
+        self._param_grads(optimizer)
+        self.in_optimizer = True
+
+    @_guarded
+    def on_skipped_optimizer(self, optimizer):
+        self.on_optimizer(optimizer)
+
+    def _param_grads(self, optimizer):
         if self.open and self.modules:
             for gi, group in enumerate(optimizer.param_groups):
                 for pi, p in enumerate(group["params"]):
                     if p.grad is not None:
                         name = self.names.param_name(p, f"param_group{gi}.{pi}")
                         self.emit(f"param_grad/{name}", "param_grad", p.grad)
-        self.in_optimizer = True
 
-    def on_skipped_optimizer(self, optimizer):
-        self.on_optimizer(optimizer)
-
+    @_guarded
     def on_step_end(self, step):
         self.in_optimizer = False
         self._close_window()
@@ -122,20 +162,52 @@ class Recorder:
         self._hooks = []
 
     def _open_window(self):
+        if _in_dataloader_worker(self.torch):  # a spawned or forkserver worker runs the agent anew
+            self.retire()
+            return
         if not self.selected_rank(self.rank_of()[0]) and not self.cfg.stop_on_nonfinite:
-            self.armed = False
-            self.finished = True
-            self._remove_module_hooks()
+            self.retire()
             return
         self.open = True
         if self.ops:
             self._op_mode().push()
 
-    def _forget_in_child(self):
+    def retire(self):
+        """Records nothing more in this process (hooks removed, the mode popped where it can be)."""
         self.armed = self.open = False
         self.finished = True
+        self.provisional = None
+        self._remove_module_hooks()
         if self._mode is not None:
             self._mode.pop()
+
+    def fail(self, error):
+        """The agent failed (a dump that cannot be written, a tensor it cannot read): recording
+        stops with one line, what was written stays, and the script goes on."""
+        if self.failed:
+            return
+        self.failed = True
+        reason = f"{type(error).__name__}: {error}"
+        self.state["dump_error"] = reason
+        sys.stderr.write(f"crosstrain: recording stopped at step {self.step} ({reason}); "
+                         "the script goes on without the agent's dump\n")
+        sys.stderr.flush()
+        if self.file is not None:
+            self.file.abandon()
+        self.retire()
+
+    def _before_fork(self):
+        if self.file is not None:
+            self.file.sync_buffers()  # a child must not inherit buffered lines and write them again
+
+    def _forget_in_child(self):
+        """A forked child (a DataLoader worker, a process the script forks) inherits the hooks, the
+        mode and the dump's open files: it writes nothing and records nothing."""
+        if self.file is not None:
+            self.file.disown()
+        self.file = None
+        self._loss_log, self._losses = [], []
+        self.retire()
 
     def _op_mode(self):
         if self._mode is None:
@@ -148,6 +220,18 @@ class Recorder:
         that runs with gradients on a tensor that requires them (its forward)."""
         if self.armed and not self.open:
             self._open_window()
+            if self.open:
+                self.provisional = self.file.mark() if self.file is not None else ()
+
+    def _restart_window(self):
+        """A module with parameters runs in a window an operator opened: what ran before it was the
+        model's construction, not the step."""
+        if self.file is not None:
+            self.file.rollback(self.provisional or None)
+        self.provisional = None
+        self._seen.clear()
+        if self._mode is not None:
+            self._mode.forget()
 
     def _close_window(self):
         self._seen.clear()
@@ -155,17 +239,22 @@ class Recorder:
             self._mode.pop()
         self.open = False
         self.armed = False
+        self.provisional = None
         self._remove_module_hooks()
         self.names.stack().clear()
 
+    @_guarded
     def _pre_forward(self, module, args):
         if os.getpid() != self.pid:
             return None
         path, is_root, _ = self.names.enter(module)
+        if is_root and self.provisional is not None and self.open and _has_parameters(module):
+            self._restart_window()
         if is_root and self.armed and not self.open:
             self._open_window()
         return None
 
+    @_guarded
     def _post_forward(self, module, args, output):
         if os.getpid() != self.pid:
             return None
@@ -178,7 +267,7 @@ class Recorder:
         label = self.names.label(path, module)
         replaced = None
         for sub, t in flatten(output, label):
-            if not _stats.dumpable(t):
+            if not self.recordable(t):
                 continue
             name = self.emit(f"forward/{sub}", "forward", t, replaceable=True)
             if isinstance(name, tuple):  # the test disturbance returned a replacement
@@ -193,13 +282,18 @@ class Recorder:
     def _grad_hook(self, step, label):
         def hook(grad):
             if self.open and self.step == step:
-                self.emit(f"grad_output/{label}", "grad_output", grad, unique=False)
+                try:
+                    self.emit(f"grad_output/{label}", "grad_output", grad, unique=False)
+                except Exception as e:
+                    self.fail(e)
         return hook
 
     # -- losses -------------------------------------------------------------------------------------
+    @_guarded
     def on_scale(self, scaler, loss, scaled):
         self._scaled[id(scaled)] = (loss, scaler)
 
+    @_guarded
     def on_backward(self, tensors):
         t = tensors[0] if isinstance(tensors, (tuple, list)) and len(tensors) == 1 else tensors
         if not isinstance(t, self.torch.Tensor) or t.numel() != 1 or not t.is_floating_point():
@@ -240,19 +334,27 @@ class Recorder:
                 directory = os.path.join(directory, f"rank{rank}")
             meta = dict(self.cfg.meta)
             meta.setdefault("level", self.cfg.dump_level)
-            self.file = DumpFile(directory, self.cfg.dump_mode, self.cfg.producer, meta,
-                                 self.cfg.dump_max_bytes, overwrite=self.cfg.dump_overwrite)
+            run_id = self.cfg.state_dir  # one per `crosstrain run`
+
+            def open_in(d):
+                return DumpFile(d, self.cfg.dump_mode, self.cfg.producer, meta, self.cfg.dump_max_bytes,
+                                overwrite=self.cfg.dump_overwrite, run_id=run_id)
+            try:
+                self.file = open_in(directory)
+            except TakenBySibling:  # python a.py && python b.py: each process its own place
+                self.file = open_in(os.path.join(directory, f"pid{os.getpid()}"))
         return self.file
 
-    def emit(self, base, kind, tensor, extra=None, unique=True, replaceable=False):
-        """Names, filters, disturbs (test aid), checks and queues one tensor; returns its name."""
+    def emit(self, base, kind, tensor, extra=None, unique=True, replaceable=False, inputs=None):
+        """Names, filters, disturbs (test aid), checks and queues one tensor; returns its name.
+        inputs: an operator's (args, kwargs), for the non-finite watch."""
         self.busy = True  # the operators run here are the agent's, not the script's
         try:
-            return self._emit(base, kind, tensor, extra, unique, replaceable)
+            return self._emit(base, kind, tensor, extra, unique, replaceable, inputs)
         finally:
             self.busy = False
 
-    def _emit(self, base, kind, tensor, extra, unique, replaceable):
+    def _emit(self, base, kind, tensor, extra, unique, replaceable, inputs):
         f = self.dump_file() if self.selected_step(self.step) else None
         name = f.unique(self.step, base) if (f is not None and unique) else base
         replaced = None
@@ -262,7 +364,7 @@ class Recorder:
             tensor = replaced if replaceable else tensor
         vector = self._statistics(tensor)
         if self.cfg.stop_on_nonfinite:
-            self._check_finite(name, kind, tensor, vector, extra)
+            self.watch.check(name, kind, self.step, tensor, vector, extra, inputs, self._seen_row)
         wanted = self.dump_ops if kind.startswith("op_") else self.dump_modules
         if f is not None and wanted and not f.full and (self.filter is None or self.filter.search(name)):
             record = {"step": self.step, "name": name, "kind": kind, "dtype": _stats.dtype_name(tensor),
@@ -297,31 +399,39 @@ class Recorder:
             pass
         return vector
 
-    def _check_finite(self, name, kind, tensor, vector, extra):
-        row = _stats.resolve([vector])[0]
-        where = (extra or {}).get("op", {})
-        if _stats.has_nonfinite(row):
-            finding = {"record": name, "kind": kind, "step": self.step, "dtype": _stats.dtype_name(tensor),
-                       "shape": list(tensor.shape), "nan_count": int(row[4]), "inf_count": int(row[5]),
-                       "module": where.get("module", ""), "source": where.get("source"),
-                       "user_source": where.get("user_source"), "code": where.get("code", "")}
-            self.state["nonfinite"] = finding
-            self.on_stop(finding)  # does not return
-        if self._fp16_note is None and tensor.dtype == self.torch.float32 and row[6]:
-            peak = max(abs(row[0]), abs(row[1]))
-            if peak > 65504.0:
-                self._fp16_note = {"record": name, "step": self.step, "max_abs": peak,
-                                   "module": where.get("module", ""), "source": where.get("source"),
-                                   "code": where.get("code", "")}
-                self.state["fp16_overflow"] = self._fp16_note
+    def recordable(self, t):
+        """True for a tensor the format can hold; the others (nested, meta, float8...) are counted
+        by reason in the agent's report and run.json, never a failure."""
+        reason = _stats.skip_reason(t)
+        if reason is None:
+            return True
+        skipped = self.state.setdefault("skipped", {})
+        skipped[reason] = skipped.get(reason, 0) + 1
+        return False
 
-    def close(self):
+    def _seen_row(self, tensor):
+        seen = self._seen.get(id(tensor))
+        if seen is not None and seen[0]() is tensor and seen[1] == tensor._version:
+            return _stats.resolve([seen[2]])[0]
+        return None
+
+    def close(self, run_info):
         self._close_window()
         if self._losses:
             self._log_step_loss(self.step)
         self.write_losses()
         if self.file is not None:
-            self.file.close(self.state.get("run", {}))
+            self.file.close(run_info)
+
+
+def _in_dataloader_worker(torch):
+    data = getattr(getattr(torch, "utils", None), "data", None)
+    info = getattr(data, "get_worker_info", None)
+    return info is not None and info() is not None
+
+
+def _has_parameters(module):
+    return next(iter(module.parameters()), None) is not None
 
 
 def _parse(text):

@@ -20,11 +20,25 @@ def dtype_name(t):
     return str(t.dtype).replace("torch.", "")
 
 
-def dumpable(t):
-    """A dense tensor of a dtype the format names."""
+def skip_reason(t):
+    """None for a dense tensor of a dtype the format names; else why it is not recorded (nested,
+    sparse, meta, or a dtype such as float8 that the format has no name for)."""
     import torch
-    return isinstance(t, torch.Tensor) and t.layout == torch.strided and dtype_name(t) in DTYPE_NAMES \
-        and not t.is_meta
+    if not isinstance(t, torch.Tensor):
+        return "not a tensor"
+    if t.is_nested:
+        return "nested tensor"
+    if t.layout != torch.strided:
+        return f"{str(t.layout).replace('torch.', '')} layout"
+    if t.is_meta:
+        return "meta tensor"
+    if dtype_name(t) not in DTYPE_NAMES:
+        return f"dtype {dtype_name(t)}"
+    return None
+
+
+def dumpable(t):
+    return skip_reason(t) is None
 
 
 _ROW = 512  # elements summed in float32 before the row sums are added in float64

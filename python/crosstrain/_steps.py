@@ -7,9 +7,14 @@ its parent's, both wrapped) end one step. A GradScaler that skips the optimizer 
 overflowed still ends the step. `module:qualname` names another boundary: the step ends when that
 function returns (for loops without a torch optimizer).
 
+An optimizer step that takes a closure (LBFGS, every Lightning step, `optimizer.step(closure)`)
+runs the step's forward and backward inside the optimizer's step: the closure is wrapped so that
+what it runs belongs to the forward and backward of the step, not to the optimizer.
+
 Listeners: on_step_begin(step) is called when step N's window opens (after step N-1 ended, and
-for step 0 when the tracker starts); on_optimizer(optimizer) right before an outermost optimizer
-step runs; on_step_end(step) when it ends.
+for step 0 when the tracker starts); on_optimizer(optimizer, has_closure) right before an outermost
+optimizer step runs; on_closure_begin(optimizer) / on_closure_end(optimizer) around each call of its closure;
+on_step_end(step) when it ends.
 """
 import functools
 import importlib
@@ -61,8 +66,11 @@ class StepTracker:
     def _pre(self, optimizer, args, kwargs):
         with self._lock:
             self._depth += 1
-            if self._depth == 1:
-                self._emit("on_optimizer", optimizer)
+            if self._depth != 1:
+                return None
+            wrapped = _with_wrapped_closure(self, optimizer, args, kwargs)
+            self._emit("on_optimizer", optimizer, wrapped is not None)
+        return wrapped
 
     def _post(self, optimizer, args, kwargs):
         with self._lock:
@@ -104,6 +112,35 @@ class StepTracker:
         for h in self._handles:
             h.remove()
         self._handles = []
+
+
+def _with_wrapped_closure(tracker, optimizer, args, kwargs):
+    """(args, kwargs) with the step's closure wrapped, or None when the step takes none."""
+    if "closure" in kwargs and callable(kwargs["closure"]):
+        kwargs = dict(kwargs)
+        kwargs["closure"] = _closure(tracker, optimizer, kwargs["closure"])
+        return args, kwargs
+    first = 1 if args and args[0] is optimizer else 0  # torch passes the optimizer itself first
+    if len(args) > first and callable(args[first]):
+        args = tuple(args)
+        return args[:first] + (_closure(tracker, optimizer, args[first]),) + args[first + 1:], kwargs
+    return None
+
+
+def _closure(tracker, optimizer, closure):
+    if getattr(closure, "_crosstrain", False):
+        return closure
+
+    @functools.wraps(closure)
+    def wrapper(*a, **kw):
+        tracker._emit("on_closure_begin", optimizer)
+        try:
+            return closure(*a, **kw)
+        finally:
+            tracker._emit("on_closure_end", optimizer)
+
+    wrapper._crosstrain = True
+    return wrapper
 
 
 def install_marker(marker, callback):
@@ -149,8 +186,11 @@ def _resolve_owner(module, qualname):
 
 class _MainMarker:
     """A marker inside the script itself: its function only exists once the script has defined it,
-    so a profile hook waits for the first call, swaps the global for the wrapper, counts that first
-    call's return itself, then removes itself (no cost after the first step)."""
+    so a hook waits for the first call, swaps the global for the wrapper, counts that first call's
+    return itself, then removes itself (no cost after the first step). The hook is a profile
+    function, or, where one is already set (`python -m cProfile`, a profiler of the user's), a trace
+    function, so the user's profiler is never replaced. The script's globals are its frame's: under
+    cProfile or runpy, sys.modules["__main__"] is not the script."""
 
     def __init__(self, qualname, wrap, callback):
         self.qualname = qualname
@@ -158,18 +198,44 @@ class _MainMarker:
         self.wrap = wrap
         self.callback = callback
         self.frame = None
+        self.set_hook, self.get_hook = (sys.setprofile, sys.getprofile) if sys.getprofile() is None \
+            else (sys.settrace, sys.gettrace)
+        self.tracing = self.set_hook is sys.settrace
 
     def install(self):
-        sys.setprofile(self._profile)
+        self.set_hook(self._event)
 
-    def _profile(self, frame, event, arg):
+    def _event(self, frame, event, arg):
         if event == "call" and self.frame is None and frame.f_code.co_name == self.name \
                 and frame.f_globals.get("__name__") == "__main__":
-            owner, attr = _resolve_owner(sys.modules.get("__main__"), self.qualname)
-            if owner is not None and getattr(owner, attr).__code__ is frame.f_code:
-                setattr(owner, attr, self.wrap(getattr(owner, attr)))
+            owner, attr = _resolve_owner(_GlobalsView(frame.f_globals), self.qualname)
+            if owner is not None and getattr(getattr(owner, attr), "__code__", None) is frame.f_code:
+                _set(owner, attr, self.wrap(getattr(owner, attr)))
                 self.frame = frame
+                return self._event if self.tracing else None  # a trace function sees returns locally
         elif event == "return" and frame is self.frame:
-            sys.setprofile(None)
+            if self.get_hook() == self._event:
+                self.set_hook(None)
             self.frame = None
             self.callback()
+        return None if self.tracing else self._event
+
+
+class _GlobalsView:
+    """A module's globals dict read like the module (for _resolve_owner)."""
+
+    def __init__(self, globals_dict):
+        self.__dict__["_g"] = globals_dict
+
+    def __getattr__(self, name):
+        try:
+            return self._g[name]
+        except KeyError:
+            raise AttributeError(name) from None
+
+
+def _set(owner, attr, value):
+    if isinstance(owner, _GlobalsView):
+        owner._g[attr] = value
+    else:
+        setattr(owner, attr, value)
