@@ -50,6 +50,15 @@ if ! .venv/bin/python -c "import timm, transformers, sys; sys.exit(0 if (timm.__
   echo "[setup] pip install timm==${TIMM_VERSION} transformers==${TRANSFORMERS_VERSION} (models for crosstrain run's tests)"
   .venv/bin/python -m pip install -q -c <(echo "torch==${TORCH_VERSION}") "timm==${TIMM_VERSION}" "transformers==${TRANSFORMERS_VERSION}"
 fi
+# The frameworks users train with, for `crosstrain run`'s tests (tests/python/run_scripts): Lightning
+# (automatic and manual optimisation) and accelerate (which transformers' Trainer runs on). Pinned,
+# and constrained so the pinned torch stays as it is.
+LIGHTNING_VERSION=2.6.6
+ACCELERATE_VERSION=1.16.0
+if ! .venv/bin/python -c "import pytorch_lightning, accelerate, sys; sys.exit(0 if (pytorch_lightning.__version__, accelerate.__version__) == ('${LIGHTNING_VERSION}', '${ACCELERATE_VERSION}') else 1)" 2>/dev/null; then
+  echo "[setup] pip install pytorch-lightning==${LIGHTNING_VERSION} accelerate==${ACCELERATE_VERSION} (frameworks for crosstrain run's tests)"
+  .venv/bin/python -m pip install -q -c <(echo "torch==${TORCH_VERSION}") "pytorch-lightning==${LIGHTNING_VERSION}" "accelerate==${ACCELERATE_VERSION}"
+fi
 # setuptools and wheel: `pip install ./python` (the agent as a package) builds without reaching PyPI.
 if ! .venv/bin/python -c "import setuptools, wheel, sys; sys.exit(0 if setuptools.__version__ == '80.9.0' else 1)" 2>/dev/null; then
   .venv/bin/python -m pip install -q "setuptools==80.9.0" "wheel==0.45.1"

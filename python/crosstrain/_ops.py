@@ -85,12 +85,14 @@ class OpMode(_dispatch_mode_base()):
 
     def _untagged(self, node):
         """A backward node no forward operator made: a parameter's AccumulateGrad (gradient
-        accumulation adds into .grad) belongs to the parameter's module."""
+        accumulation adds into .grad) belongs to the parameter's module and to the line that ran
+        backward()."""
         origin = _NO_ORIGIN
         variable = getattr(node, "variable", None)
         if isinstance(variable, self.torch.Tensor):
             name = self.rec.names.param_name(variable, "")
-            origin = (name.rpartition(".")[0] if name else "", None, None)
+            source, user = self.rec.backward_site  # the line that ran backward()
+            origin = (name.rpartition(".")[0] if name else "", source, user)
         node.metadata[_TAG] = origin
         return origin
 

@@ -18,7 +18,7 @@ import re
 import sys
 import weakref
 
-from . import _stats
+from . import _source, _stats
 from ._dumpfile import DumpFile, TakenBySibling
 from ._names import ModuleNames
 from ._nonfinite import NonfiniteWatch
@@ -82,6 +82,7 @@ class Recorder:
         self.provisional = None     # opened by an operator: the dump's mark to go back to
         self.finished = False       # past the last dumped step (no stop_on_nonfinite)
         self.in_optimizer = False
+        self.backward_site = (None, None)  # (source, user) of this step's latest backward() call
         self._hooks = []
         self._mode = None
         self._losses = []           # this step's losses (for loss.jsonl)
@@ -295,6 +296,8 @@ class Recorder:
 
     @_guarded
     def on_backward(self, tensors):
+        if self.open:
+            self.backward_site = _source.where(1)
         t = tensors[0] if isinstance(tensors, (tuple, list)) and len(tensors) == 1 else tensors
         if not isinstance(t, self.torch.Tensor) or t.numel() != 1 or not t.is_floating_point():
             return

@@ -13,7 +13,7 @@ REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "..")
 BOOT = os.path.join(REPO, "python", "crosstrain", "_boot")
 
 
-def run_under_agent(source, config, cwd, args=(), env_extra=None, timeout=600):
+def run_under_agent(source, config, cwd, args=(), env_extra=None, timeout=600, preexec_fn=None):
     """Writes `source` to cwd/prog.py and runs it with the agent configured by `config` (a dict);
     returns the CompletedProcess (text output)."""
     path = os.path.join(cwd, "prog.py")
@@ -25,7 +25,7 @@ def run_under_agent(source, config, cwd, args=(), env_extra=None, timeout=600):
         env["CROSSTRAIN_AGENT_CONFIG"] = json.dumps(config)
     env.update(env_extra or {})
     return subprocess.run([sys.executable, path, *args], cwd=cwd, env=env, capture_output=True, text=True,
-                          timeout=timeout)
+                          timeout=timeout, preexec_fn=preexec_fn)
 
 
 def read_index(directory):
