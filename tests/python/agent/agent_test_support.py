@@ -13,14 +13,14 @@ REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", "..")
 BOOT = os.path.join(REPO, "python", "crosstrain", "_boot")
 
 
-def run_under_agent(source, config, cwd, args=(), env_extra=None, timeout=600, preexec_fn=None):
-    """Writes `source` to cwd/prog.py and runs it with the agent configured by `config` (a dict);
-    returns the CompletedProcess (text output)."""
+def run_under_agent(source, config, cwd, args=(), env_extra=None, timeout=600, preexec_fn=None, pythonpath=()):
+    """Writes `source` to cwd/prog.py and runs it with the agent configured by `config` (a dict),
+    `pythonpath` folders after the agent's; returns the CompletedProcess (text output)."""
     path = os.path.join(cwd, "prog.py")
     with open(path, "w") as f:
         f.write(textwrap.dedent(source))
     env = dict(os.environ)
-    env["PYTHONPATH"] = BOOT + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    env["PYTHONPATH"] = os.pathsep.join([BOOT, *pythonpath] + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else []))
     if config is not None:
         env["CROSSTRAIN_AGENT_CONFIG"] = json.dumps(config)
     env.update(env_extra or {})

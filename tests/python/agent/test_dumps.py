@@ -147,6 +147,40 @@ print("finished")
         self.assertGreater(finding["nan_count"], 0)
         self.assertIn("prog.py:6", r.stderr)
 
+    def run_watched(self, body):
+        d = scratch()
+        state = os.path.join(d, "state")
+        os.makedirs(state)
+        r = run_under_agent(body, {"stop_on_nonfinite": True, "state_dir": state}, d)
+        return r, load_json(os.path.join(state, os.listdir(state)[0]))
+
+    def test_infinities_the_program_writes_do_not_stop_an_overflow_does(self):
+        # A causal mask, a -inf sentinel and the softmax over them: the program's own infinities.
+        r, report = self.run_watched("""
+import torch, torch.nn as nn
+torch.manual_seed(0)
+lin = nn.Linear(4, 4)
+opt = torch.optim.SGD(lin.parameters(), lr=0.1)
+mask = torch.triu(torch.full((4, 4), float("-inf")), diagonal=1)
+best = -torch.inf
+for step in range(3):
+    scores = lin(torch.randn(4, 4)) + mask
+    scores = scores.masked_fill(torch.arange(4) == 3, float("-inf")).clamp(max=80)  # padding
+    w = torch.softmax(scores + torch.tensor(best).clamp(min=0.0), dim=-1)
+    loss = (w[1:] * scores[1:].nan_to_num(neginf=0.0)).sum()
+    if step == 2:
+        loss = loss * torch.exp(lin.weight.sum() * 0 + 1000.0)  # an overflow: Inf from finite inputs
+    loss.backward(); opt.step(); opt.zero_grad()
+print("finished")
+""")
+        self.assertEqual(r.returncode, 1, r.stderr)
+        finding = report["nonfinite"]
+        self.assertEqual((finding["step"], finding["record"]), (2, "op_forward/aten.exp"), finding)
+        self.assertEqual((finding["nan_count"], finding["inf_count"]), (0, 1))
+        self.assertEqual(finding["source"], "prog.py:14")
+        written = report["written_inf"]
+        self.assertEqual((written["step"], written["source"]), (0, "prog.py:9"), written)
+
     def test_a_float32_output_beyond_float16s_range_is_named_without_stopping(self):
         d = scratch()
         state = os.path.join(d, "state")
@@ -168,6 +202,57 @@ print("finished")
         self.assertEqual((note["record"], note["source"], note["step"]), ("op_forward/aten.mul", "prog.py:6", 0))
         self.assertEqual(note["max_abs"], 1.0e5)
         self.assertNotIn("nonfinite", report)
+
+
+class SourceLinesTest(unittest.TestCase):
+    def test_a_library_on_pythonpath_is_not_the_users(self):
+        # `pip install --target lib` makes a folder of packages with their .dist-info, put on PYTHONPATH;
+        # a checked-out library on PYTHONPATH has none. Neither is the user's: the user's line is the
+        # script's, which called them.
+        d, elsewhere = scratch(), scratch()
+        where = {"lib": d, "checkout": elsewhere}  # a --target folder in the project, a checkout outside it
+        for folder, meta in (("lib", True), ("checkout", False)):
+            pkg = os.path.join(where[folder], folder, f"{folder}block")
+            os.makedirs(pkg)
+            with open(os.path.join(pkg, "__init__.py"), "w") as f:
+                f.write("import torch\nclass Block(torch.nn.Module):\n    def __init__(self):\n"
+                        "        super().__init__()\n        self.fc = torch.nn.Linear(4, 4)\n"
+                        "    def forward(self, x):\n        return torch.tanh(self.fc(x))\n")
+            if meta:
+                info = os.path.join(where[folder], folder, f"{folder}block-1.0.dist-info")
+                os.makedirs(info)
+                with open(os.path.join(info, "RECORD"), "w") as f:
+                    f.write(f"{folder}block/__init__.py,,\n{folder}block-1.0.dist-info/RECORD,,\n")
+        r = run_under_agent("""
+import torch, libblock, checkoutblock
+model = torch.nn.Sequential(libblock.Block(), checkoutblock.Block())
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+for step in range(1):
+    model(torch.randn(2, 4)).sum().backward()
+    opt.step()
+""", {"dump": "dump", "dump_level": "op"}, d, pythonpath=[os.path.join(d, "lib"), os.path.join(elsewhere, "checkout")])
+        self.assertEqual(r.returncode, 0, r.stderr)
+        _, records = read_index(os.path.join(d, "dump"))
+        tanh = [x["op"] for x in records if x["name"].endswith("aten.tanh")]
+        self.assertEqual(len(tanh), 2)
+        self.assertEqual([t["source"] for t in tanh], ["lib/libblock/__init__.py:7",
+                                                       os.path.join(elsewhere, "checkout/checkoutblock/__init__.py:7")])
+        self.assertEqual([t.get("user_source") for t in tanh], ["prog.py:6", "prog.py:6"])
+        # The project's own package folder on PYTHONPATH (PYTHONPATH=src) stays the user's.
+        os.makedirs(os.path.join(d, "src", "mine"))
+        with open(os.path.join(d, "src", "mine", "__init__.py"), "w") as f:
+            f.write("import torch\ndef act(x):\n    return torch.tanh(x)\n")
+        r = run_under_agent("""
+import torch, mine
+lin = torch.nn.Linear(4, 4)
+opt = torch.optim.SGD(lin.parameters(), lr=0.1)
+mine.act(lin(torch.randn(2, 4))).sum().backward()
+opt.step()
+""", {"dump": "dump2", "dump_level": "op"}, d, pythonpath=[os.path.join(d, "src")])
+        _, records = read_index(os.path.join(d, "dump2"))
+        tanh = [x["op"] for x in records if x["name"].endswith("aten.tanh")]
+        self.assertEqual(tanh[0]["source"], "src/mine/__init__.py:3")
+        self.assertNotIn("user_source", tanh[0])
 
 
 if __name__ == "__main__":
