@@ -36,6 +36,7 @@ class ModuleNames:
         self._main_taken = False
         self._class_count = {}
         self._local = threading.local()
+        self.entered = 0        # module calls seen (a compiled model's inner modules are not)
 
     # -- the stack of running modules (per thread) -------------------------------------------------
     def stack(self):
@@ -66,6 +67,7 @@ class ModuleNames:
                 self._modules[key] = module
         path = self._paths[key]
         s.append((module, path))
+        self.entered += 1
         return path, is_root, key in self._transparent
 
     def exit(self):

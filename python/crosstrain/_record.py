@@ -92,6 +92,7 @@ class Recorder:
         self.last_file = None
         self.busy = False
         self._seen = {}             # id(tensor) -> (weakref, version, statistics) within a step
+        self._compiled_marks = {}   # id(compiled model) -> module calls seen when it was called
         # A forked child (a DataLoader worker) inherits the hooks and the dispatch mode: it records
         # nothing and must not pay for the mode.
         self.failed = False
@@ -246,22 +247,26 @@ class Recorder:
 
     @_guarded
     def _pre_forward(self, module, args):
-        if os.getpid() != self.pid:
+        if os.getpid() != self.pid or self.torch.compiler.is_compiling():  # dynamo never traces the agent
             return None
         path, is_root, _ = self.names.enter(module)
         if is_root and self.provisional is not None and self.open and _has_parameters(module):
             self._restart_window()
         if is_root and self.armed and not self.open:
             self._open_window()
+        if type(module).__name__ == "OptimizedModule":
+            self._compiled_call(module)
         return None
 
     @_guarded
     def _post_forward(self, module, args, output):
-        if os.getpid() != self.pid:
+        if os.getpid() != self.pid or self.torch.compiler.is_compiling():
             return None
         s = self.names.stack()
         path = s[-1][1] if s else ""
         transparent = id(module) in self.names._transparent
+        if transparent and self._compiled_marks.pop(id(module), None) == self.names.entered:
+            transparent = False  # the compiled graph ran: its modules were not seen, its output is the model's
         self.names.exit()
         if not self.open or not self.modules or transparent:
             return None
@@ -279,6 +284,21 @@ class Recorder:
         if replaced is not None and isinstance(output, self.torch.Tensor):
             return replaced
         return None
+
+    def _compiled_call(self, module):
+        """A torch.compile'd model: its inner modules run inside the compiled graph, unseen (their
+        records exist only when it runs eagerly), so its own output stands for the model's."""
+        self._compiled_marks[id(module)] = self.names.entered
+        if "compiled" not in self.state and self.open:
+            self.state["compiled"] = True
+            sys.stderr.write(
+                "crosstrain: a torch.compile'd model: " + (
+                    "an operator dump runs it eagerly on the dumped steps (a dispatch mode turns compilation "
+                    "off), so its records are the eager program's" if self.ops else
+                    "module level records what runs outside its compiled graphs (the model's output, the "
+                    "parameters' gradients, the loss); the modules inside are not seen") +
+                "; to compare compiled against eager, dump the same command with TORCHDYNAMO_DISABLE=1 at module "
+                "level as the other side and compare them with --allow-missing\n")
 
     def _grad_hook(self, step, label):
         def hook(grad):

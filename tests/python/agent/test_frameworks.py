@@ -95,6 +95,48 @@ class FrameworksTest(unittest.TestCase):
         self.assertIn("param_grad/mid.2.weight", grads)
 
 
+COMPILED = """
+import os, torch, torch.nn as nn
+import torch._dynamo.utils as du
+torch.manual_seed(0); torch.set_num_threads(1)
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc1 = nn.Linear(8, 16); self.fc2 = nn.Linear(16, 4)
+    def forward(self, x):
+        return self.fc2(torch.relu(self.fc1(x)))
+model = torch.compile(Net())
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+g = torch.Generator().manual_seed(1)
+for step in range(4):
+    loss = model(torch.randn(5, 8, generator=g)).sum()
+    loss.backward(); opt.step(); opt.zero_grad()
+    print("compiled", du.counters["stats"]["unique_graphs"], repr(loss.item()))
+"""
+
+
+class CompiledTest(unittest.TestCase):
+    def test_a_compiled_model_is_recorded_outside_its_graph_and_agrees_with_eager(self):
+        d = scratch()
+        config = {"dump": "compiled", "dump_level": "module", "dump_steps": "0-3"}
+        r = run_under_agent(COMPILED, config, d, env_extra={"PYTHONWARNINGS": "ignore"})
+        self.assertEqual(r.returncode, 0, r.stderr[-3000:])
+        graphs = [int(l.split()[1]) for l in r.stdout.splitlines() if l.startswith("compiled")]
+        self.assertEqual(len(set(graphs[1:])), 1, graphs)  # the agent's hooks cause no recompilation
+        self.assertIn("a torch.compile'd model", r.stderr)
+        _, compiled = read_index(os.path.join(d, "compiled"))
+        names = {x["name"] for x in compiled if x["step"] == 0}
+        self.assertEqual(names, {"forward/Net", "grad_output/Net", "loss", "param_grad/fc1.weight", "param_grad/fc1.bias",
+                                 "param_grad/fc2.weight", "param_grad/fc2.bias"})
+        # The eager side (TORCHDYNAMO_DISABLE=1) holds the same records and more (its inner modules).
+        config["dump"] = "eager"
+        r = run_under_agent(COMPILED, config, d, env_extra={"TORCHDYNAMO_DISABLE": "1"})
+        self.assertEqual(r.returncode, 0, r.stderr[-3000:])
+        _, eager = read_index(os.path.join(d, "eager"))
+        self.assertLessEqual(names, {x["name"] for x in eager if x["step"] == 0})
+        self.assertIn("forward/fc1", {x["name"] for x in eager})
+
+
 def in_module(record, prefix):
     module = record["op"]["module"]
     return not prefix or module == prefix or module.startswith(prefix + ".")
