@@ -2,6 +2,7 @@
 
 #include <fstream>
 #include <regex>
+#include <sstream>
 
 #include "tools/launch/launcher.h"
 
@@ -34,9 +35,15 @@ bool has_python_shebang(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   std::string line;
   if (!in || !std::getline(in, line) || line.size() < 2 || line.compare(0, 2, "#!") != 0) return false;
-  line = line.substr(0, 256);
-  static const std::regex interpreter(R"(#!\s*\S*(python|pypy)[0-9.]*\b.*)");
-  return std::regex_match(line, interpreter);
+  // `#!/usr/bin/python3`, `#!/usr/bin/env python3`, `#!/usr/bin/env -S python3 -u`: the interpreter is
+  // the first word, or for env the first word that is neither an option nor an assignment.
+  std::istringstream words(line.substr(2, 256));
+  std::string word;
+  if (!(words >> word)) return false;
+  if (basename_of(word) == "env")
+    while (words >> word && (word[0] == '-' || is_assignment(word))) {
+    }
+  return is_interpreter_name(basename_of(word));
 }
 
 CommandKind classify_command(const std::vector<std::string>& command, const std::string& path_variable,

@@ -57,6 +57,18 @@ ProcessReport parse_report(const nlohmann::json& j) {
     r.nonfinite = where(f) + " at step " + std::to_string(num(f, "step")) + " (" +
                   std::to_string(num(f, "nan_count")) + " NaN, " + std::to_string(num(f, "inf_count")) + " Inf)";
   }
+  if (j.contains("written_inf") && j["written_inf"].is_object()) {
+    const auto& w = j["written_inf"];
+    const std::string place = str(w, "source");
+    r.written_inf = std::to_string(num(w, "records")) + " operator outputs carry infinities the program wrote, first " +
+                    str(w, "first") + " at step " + std::to_string(num(w, "step")) +
+                    (place.empty() ? "" : ", " + place + (str(w, "code").empty() ? "" : ": " + str(w, "code")));
+  }
+  r.dump_error = str(j, "dump_error");
+  if (j.contains("skipped") && j["skipped"].is_object())
+    for (const auto& [reason, count] : j["skipped"].items())
+      if (count.is_number_integer())
+        r.skipped += (r.skipped.empty() ? "" : ", ") + std::to_string(count.get<int64_t>()) + " " + reason;
   if (j.contains("fp16_overflow") && j["fp16_overflow"].is_object()) {
     const auto& f = j["fp16_overflow"];
     std::ostringstream peak;
@@ -106,7 +118,7 @@ std::vector<std::string> summary_lines(const std::vector<ProcessReport>& reports
   }
   int trained = 0;
   for (const auto& r : reports) {
-    if (r.steps == 0 && r.dump_dir.empty()) continue;
+    if (r.steps == 0 && r.dump_dir.empty() && r.nonfinite.empty() && r.dump_error.empty()) continue;
     ++trained;
     std::string line = (r.rank ? "rank " + std::to_string(*r.rank) + " (pid " + std::to_string(r.pid) + ")"
                                : "pid " + std::to_string(r.pid)) +
@@ -115,6 +127,8 @@ std::vector<std::string> summary_lines(const std::vector<ProcessReport>& reports
       line += "; dump " + r.dump_dir + ": " + std::to_string(r.records) + " records, " + human_bytes(r.bytes);
     lines.push_back(line);
     if (!r.dump_note.empty()) lines.push_back("  " + r.dump_note);
+    if (!r.dump_error.empty()) lines.push_back("  recording stopped early (the script went on): " + r.dump_error);
+    if (!r.skipped.empty()) lines.push_back("  not recorded (no dense tensor of a dtype the dump format names): " + r.skipped);
     if (r.profiled) {
       for (const auto& t : r.traces) lines.push_back("  trace " + t);
       if (r.traces.empty() && schedule)
@@ -124,6 +138,7 @@ std::vector<std::string> summary_lines(const std::vector<ProcessReport>& reports
                         std::to_string(schedule->wait + schedule->warmup) + ")");
     }
     if (!r.nonfinite.empty()) lines.push_back("  first non-finite tensor: " + r.nonfinite);
+    if (!r.written_inf.empty()) lines.push_back("  not a stop: " + r.written_inf);
     if (!r.fp16_overflow.empty())
       lines.push_back("  first float32 output beyond float16's range (65504): " + r.fp16_overflow);
   }

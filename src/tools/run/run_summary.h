@@ -19,6 +19,9 @@ struct ProcessReport {
   std::vector<std::string> seeded;   // what --seed set
   std::string nonfinite;             // the first non-finite tensor, described in one line
   std::string fp16_overflow;         // the first float32 output beyond float16's range
+  std::string written_inf;           // infinities the program wrote (a mask): counted, not a stop
+  std::string dump_error;            // why recording stopped before the end (the script went on)
+  std::string skipped;               // tensors not recorded, by reason ("5 nested tensor, 2 dtype float8_e4m3fn")
   bool profiled = false;             // the process ran the profiler
   std::vector<std::string> traces;   // trace files (or torch_npu folders) it wrote, one per cycle
 };

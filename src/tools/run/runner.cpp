@@ -9,11 +9,11 @@
 #include <cstring>
 #include <filesystem>
 #include <iostream>
-#include <regex>
 #include <stdexcept>
 
 #include "tools/launch/launcher.h"
 #include "tools/run/command_kind.h"
+#include "tools/run/output_folders.h"
 #include "tools/run/run_summary.h"
 
 extern char** environ;
@@ -105,11 +105,6 @@ int spawn_and_wait(const std::string& program, const std::vector<std::string>& a
   return status;
 }
 
-bool holds_dump(const fs::path& dir) {
-  std::error_code ec;
-  return fs::is_regular_file(dir / "index.jsonl", ec);
-}
-
 }  // namespace
 
 std::string find_agent_dir(const std::string& self_exe) {
@@ -121,43 +116,6 @@ std::string find_agent_dir(const std::string& self_exe) {
     if (fs::is_regular_file(candidate / "crosstrain" / "_boot" / "sitecustomize.py", ec))
       return candidate.string();
   return {};
-}
-
-void prepare_dump_dir(const std::string& dir, bool overwrite) {
-  const fs::path root(dir);
-  std::error_code ec;
-  if (!fs::exists(root, ec)) return;
-  if (!fs::is_directory(root, ec)) throw std::invalid_argument("--dump " + dir + " exists and is not a folder");
-  std::vector<fs::path> dumps;
-  if (holds_dump(root)) dumps.push_back(root);
-  static const std::regex rank_dir(R"(rank[0-9]+)");
-  for (fs::directory_iterator it(root, ec), end; !ec && it != end; it.increment(ec))
-    if (it->is_directory() && std::regex_match(it->path().filename().string(), rank_dir) && holds_dump(it->path()))
-      dumps.push_back(it->path());
-  if (dumps.empty()) return;
-  if (!overwrite)
-    throw std::invalid_argument("--dump " + dir + " already holds a dump (--dump-overwrite replaces it)");
-  for (const auto& d : dumps) {
-    for (const char* name : {"index.jsonl", "loss.jsonl", "run.json"}) fs::remove(d / name, ec);
-    fs::remove_all(d / "tensors", ec);
-    if (d != root) fs::remove(d, ec);  // only when nothing else is left in it
-  }
-}
-
-void prepare_profile_dir(const std::string& dir, bool overwrite) {
-  const fs::path root(dir);
-  std::error_code ec;
-  if (!fs::exists(root, ec)) return;
-  if (!fs::is_directory(root, ec)) throw std::invalid_argument("--profile " + dir + " exists and is not a folder");
-  static const std::regex cycle_dir(R"(cycle[0-9]+)");
-  std::vector<fs::path> cycles;
-  for (fs::directory_iterator it(root, ec), end; !ec && it != end; it.increment(ec))
-    if (it->is_directory() && std::regex_match(it->path().filename().string(), cycle_dir)) cycles.push_back(it->path());
-  if (cycles.empty()) return;
-  if (!overwrite)
-    throw std::invalid_argument("--profile " + dir + " already holds traces (" + cycles.front().filename().string() +
-                                "/...; --profile-overwrite replaces them)");
-  for (const auto& c : cycles) fs::remove_all(c, ec);
 }
 
 int run_command(const RunRequest& request, const RunOptions& options) {
@@ -175,6 +133,10 @@ int run_command(const RunRequest& request, const RunOptions& options) {
   if (options.agent_dir.empty())
     throw std::runtime_error("run: the agent's Python package (crosstrain/_boot/sitecustomize.py) is not next to "
                              "this executable; rebuild, or set CROSSTRAIN_AGENT_DIR");
+  // Checked and locked before the command starts; the locks are held until it ends.
+  const OutputFolder dump_folder = claim_output_folder(request.dump, "--dump");
+  const OutputFolder profile_folder =
+      request.profile == request.dump ? OutputFolder{} : claim_output_folder(request.profile, "--profile");
   if (!request.dump.empty()) prepare_dump_dir(request.dump, request.dump_overwrite);
   if (!request.profile.empty()) prepare_profile_dir(request.profile, request.profile_overwrite);
   const CommandKind kind = classify_command(request.command, path_variable, options.self_exe);

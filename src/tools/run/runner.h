@@ -8,9 +8,10 @@
 // SIGINT and SIGQUIT while it waits (as time(1) does) and passes SIGTERM and SIGHUP on. A command
 // killed by a signal makes crosstrain die of the same signal, so a shell sees the same status.
 //
-// Before it starts: the dump folder is checked (a folder that holds a dump needs --dump-overwrite,
-// which removes the dump's own files and nothing else) and the program is resolved on PATH (a
-// command that cannot start is std::invalid_argument: one line, exit 2). After it ends: one summary
+// Before it starts: the dump and profile folders are made, checked for writing and locked
+// (output_folders.h; a folder that holds a dump needs --dump-overwrite, which removes the dump's
+// own files and nothing else) and the program is resolved on PATH (a command that cannot start is
+// std::invalid_argument: one line, exit 2). After it ends: one summary
 // line per process that trained, from the reports the agent left in a private folder.
 #include <functional>
 #include <map>
@@ -33,12 +34,5 @@ int run_command(const RunRequest& request, const RunOptions& options);
 // inside the source tree), <exe dir>/../share/crosstrain/python (an install), then the source tree
 // this was built from. Empty when none holds it.
 std::string find_agent_dir(const std::string& self_exe);
-
-// Removes a dump's files from `dir` (index.jsonl, loss.jsonl, run.json, tensors/, rank<N>/ holding
-// a dump); throws std::invalid_argument when dir holds a dump and overwrite is false.
-void prepare_dump_dir(const std::string& dir, bool overwrite);
-
-// The same for a --profile folder: cycle<N>/ folders from an earlier run need overwrite.
-void prepare_profile_dir(const std::string& dir, bool overwrite);
 
 }  // namespace crosstrain::run
