@@ -15,6 +15,7 @@
 #include "core/device.h"
 #include "tools/opcheck/dumped_ops.h"
 #include "tools/opcheck/op_check.h"
+#include "tools/opcheck/replay_allowed.h"
 #include "tools/opcheck/replay_args.h"
 #include "tools/train/precision.h"
 
@@ -130,6 +131,7 @@ class Replayer {
     const std::string overload = op.origin.overload == "default" ? "" : op.origin.overload;
     auto handle = c10::Dispatcher::singleton().findSchema({op.origin.op, overload});
     if (!handle) throw NotReplayed("this libtorch has no operator " + op_display(op.origin));
+    if (auto why = replay_refusal(handle->schema())) throw NotReplayed(*why);  // before any argument is read
     const RecordedArgs args = decode_args(handle->schema(), *op.args, cache_);
     const bool random = op.origin.random || handle->hasTag(at::Tag::nondeterministic_seeded);
 

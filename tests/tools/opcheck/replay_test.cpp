@@ -316,6 +316,48 @@ TEST_F(ReplayDumps, DamagedArgsAreListedReasonsNotCrashes) {
   EXPECT_TRUE(r.all_pass());
 }
 
+// A hostile dump names operators that touch files: they are listed, never run (no file is created or
+// grown, whatever the record says).
+TEST_F(ReplayDumps, OperatorsThatTouchFilesAreListedNotRun) {
+  const fs::path src = dump("vit");
+  std::ifstream in(src / "index.jsonl");
+  std::string header, line;
+  std::getline(in, header);
+  nlohmann::json gelu;
+  while (std::getline(in, line) && gelu.is_null()) {
+    auto j = nlohmann::json::parse(line);
+    if (j["op"]["name"] == "aten::gelu") gelu = j;
+  }
+  ASSERT_FALSE(gelu.is_null());
+  const fs::path d = ct::scratch_dir("op_replay_files");
+  const fs::path victim = ct::scratch_dir("op_replay_victim") / "grown.bin";
+  std::ofstream(victim) << "abc";
+  const fs::path created = victim.parent_path() / "created.bin";
+  auto from_file = [&](int seq, const fs::path& target) {
+    nlohmann::json r = gelu;
+    r["seq"] = seq;
+    r["name"] = "op_forward/x/aten.from_file#" + std::to_string(seq);
+    r["op"]["name"] = "aten::from_file";
+    r["op"]["overload"] = "default";
+    r["op"]["args"] = nlohmann::json::array({{{"name", "filename"}, {"value", target.string()}},
+                                            {{"name", "shared"}, {"value", true}},
+                                            {{"name", "size"}, {"value", 4096}}});
+    return r.dump();
+  };
+  {
+    std::ofstream out(d / "index.jsonl");
+    out << header << "\n" << from_file(0, victim) << "\n" << from_file(1, created) << "\n";
+  }
+  const ReplayResult r = replay(d);
+  ASSERT_EQ(r.rows.size(), 2u);
+  for (const auto& row : r.rows) {
+    EXPECT_EQ(row.status, ReplayStatus::NotReplayed) << describe(row);
+    EXPECT_NE(row.reason.find("touches files/process state"), std::string::npos) << row.reason;
+  }
+  EXPECT_EQ(fs::file_size(victim), 3u);
+  EXPECT_FALSE(fs::exists(created));
+}
+
 TEST(DumpedOps, OutputIndexSplitsOnlyATrailingNumber) {
   EXPECT_EQ(split_output_index("op_forward/ln/aten.native_layer_norm[2]"),
             std::make_pair(std::string("op_forward/ln/aten.native_layer_norm"), std::optional<int>(2)));
