@@ -312,6 +312,25 @@ TEST(Checkpoint, OnlyCheckpointsTheRunCouldResumeFromCountTowardKeep) {
   fs::remove_all(dir);
 }
 
+// A checkpoint copied under a later step's name is taken for the step it holds: resume continues
+// from the real newest checkpoint, and pruning never removes a newer good one for a file name.
+TEST(Checkpoint, ACheckpointIsChosenByTheStepItHoldsNotItsName) {
+  const auto dir = ct::scratch_dir("ckpt_renamed");
+  const fs::path ck = dir / "ck";
+  const std::string keep2 = " --checkpoint-dir " + ck.string() + " --checkpoint-every 2 --checkpoint-keep 2";
+  auto r = run_quiet(ct::binary() + " train" + kTiny + " --steps 4" + keep2);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  fs::copy_file(ck / checkpoint_name(2), ck / checkpoint_name(900));
+  r = run_quiet(ct::binary() + " train" + kTiny + " --steps 6" + keep2 + " --resume auto");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("at step 4"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find(checkpoint_name(900) + " holds step 2, not the step of its name"), std::string::npos)
+      << r.output;
+  EXPECT_TRUE(opens_in_python({ck / checkpoint_name(6), ck / checkpoint_name(4)})) << "a newer good checkpoint went";
+  EXPECT_TRUE(fs::exists(ck / checkpoint_name(900)));  // not this run's to delete
+  fs::remove_all(dir);
+}
+
 // Checkpoints that read well but do not fit the trainer (an RNG state cut short, a momentum buffer
 // of another shape): --resume auto passes over them, naming why, and continues exactly from the
 // previous one; named with --resume PATH, one is an error of one line.

@@ -1,4 +1,5 @@
 // --resume: choosing the checkpoint and loading it into the trainer (tools/train/checkpoint.h).
+#include <algorithm>
 #include <map>
 #include <optional>
 #include <ostream>
@@ -74,7 +75,29 @@ ResumePoint choose_resume(const std::string& spec, const fs::path& dir, const Tr
     return p;
   }
   if (dir.empty()) throw std::invalid_argument("--resume auto needs --checkpoint-dir");
+  // Checkpoints are chosen by the step they hold, not by their names: a copy of step 3 named for
+  // step 900 is a checkpoint of step 3 (said once), never the newest.
+  struct Candidate {
+    int64_t step;
+    fs::path path;
+  };
+  std::vector<Candidate> candidates;
   for (const auto& path : list_checkpoints(dir)) {
+    try {
+      const core::StateDict state = load_checkpoint_file(path);
+      const int64_t step = core::state_has(state, "step") ? core::state_int(state, "step", path.string()) : -1;
+      if (step >= 0 && path.filename().string() != checkpoint_name(step))
+        messages << "note: checkpoint " << path.string() << " holds step " << step
+                 << ", not the step of its name: it is taken as step " << step << "\n";
+      candidates.push_back({step, path});
+    } catch (const std::exception& e) {
+      messages << "note: skipping checkpoint " << path.string() << ": " << short_reason(e) << "\n";
+      p.skipped.emplace_back(path.string(), short_reason(e));
+    }
+  }
+  std::stable_sort(candidates.begin(), candidates.end(),
+                   [](const Candidate& a, const Candidate& b) { return a.step > b.step; });
+  for (const auto& [step, path] : candidates) {
     std::string why;
     std::optional<core::StateDict> state;
     try {
