@@ -86,6 +86,12 @@ bool same_values(const at::Tensor& a, const at::Tensor& b) {
   return a.eq(b).logical_or_(a.isnan().logical_and_(b.isnan())).all().item<bool>();
 }
 
+// What the floating inputs of a call hold: the scale a reduction's rounding follows.
+struct InputScale {
+  double max_abs = 0;
+  int64_t max_numel = 0;
+};
+
 // The generator's seed before a call: set for random operators only (the others do not read it).
 struct Seed {
   bool set = false;
@@ -136,7 +142,9 @@ class Replayer {
     const bool random = op.origin.random || handle->hasTag(at::Tag::nondeterministic_seeded);
 
     const Seed seed{random, options_.seed};
-    const std::vector<at::Tensor> ref = call(*handle, args, reference_, "the float64 reference on the CPU", seed);
+    InputScale inputs;
+    const std::vector<at::Tensor> ref =
+        call(*handle, args, reference_, "the float64 reference on the CPU", seed, nullptr, &inputs);
     if (random) {  // seeded random by its schema: replayed only when the generator does not matter here
       const std::vector<at::Tensor> again =
           call(*handle, args, reference_, "the float64 reference on the CPU", Seed{true, options_.seed + 1});
@@ -155,7 +163,8 @@ class Replayer {
       target_error = first_line(e.what());
     }
     std::vector<ReplayOutput> outputs;
-    for (const auto& out : op.outputs) outputs.push_back(compare(out, ref, got, target_error, input_tolerance));
+    for (const auto& out : op.outputs)
+      outputs.push_back(compare(out, ref, got, target_error, input_tolerance, inputs));
     if (target_.precision)  // what a later call reads from these outputs has the dtype the target gave them
       for (size_t k = 0; k < op.outputs.size(); ++k)
         if (auto t = parse_scalar_type(outputs[k].dtype); t && !op.outputs[k].file.empty()) produced_[op.outputs[k].file] = *t;
@@ -166,9 +175,11 @@ class Replayer {
   // computed from bfloat16 inputs is as exact as bfloat16 arithmetic allows).
   // `who` names the side in a NotReplayed when the call throws; empty: the exception passes as is.
   std::vector<at::Tensor> call(const c10::OperatorHandle& handle, const RecordedArgs& args, const ReplaySide& side,
-                               const std::string& who, Seed seed, double* input_tolerance = nullptr) {
+                               const std::string& who, Seed seed, double* input_tolerance = nullptr,
+                               InputScale* scale = nullptr) {
     torch::jit::Stack stack = make_stack(args, side);
     if (input_tolerance) *input_tolerance = loosest_tolerance(stack);
+    if (scale) *scale = input_scale(stack);
     if (seed.set) at::manual_seed(seed.value);
     if (who.empty()) {
       handle.callBoxed(stack);
@@ -189,6 +200,27 @@ class Replayer {
     return std::max(op_check_tolerance(output, tf32_ && output == at::kFloat), input_tolerance);
   }
 
+  // The largest finite magnitude and the largest element count among the floating tensors passed.
+  static InputScale input_scale(const torch::jit::Stack& stack) {
+    InputScale in;
+    auto see = [&](const at::Tensor& t) {
+      if (!t.defined() || !at::isFloatingType(t.scalar_type()) || t.numel() == 0 ||
+          t.unsafeGetTensorImpl()->is_wrapped_number())
+        return;
+      in.max_numel = std::max(in.max_numel, t.numel());
+      const at::Tensor a = t.detach().abs();
+      const at::Tensor finite = at::where(a.isfinite(), a, at::zeros({}, a.options()));
+      in.max_abs = std::max(in.max_abs, finite.max().item<double>());
+    };
+    for (const auto& v : stack) {
+      if (v.isTensor()) see(v.toTensor());
+      if (v.isList())
+        for (const c10::IValue& x : v.toListRef())
+          if (x.isTensor()) see(x.toTensor());
+    }
+    return in;
+  }
+
   double loosest_tolerance(const torch::jit::Stack& stack) const {
     double tol = 0;
     auto see = [&](const at::Tensor& t) {
@@ -205,7 +237,8 @@ class Replayer {
   }
 
   ReplayOutput compare(const DumpedOutput& out, const std::vector<at::Tensor>& ref,
-                       const std::vector<at::Tensor>& got, const std::string& target_error, double input_tolerance) {
+                       const std::vector<at::Tensor>& got, const std::string& target_error, double input_tolerance,
+                       const InputScale& inputs) {
     ReplayOutput r;
     r.index = out.index.value_or(0);
     const at::Tensor rf = pick(ref, out.index);
@@ -237,6 +270,15 @@ class Replayer {
       r.max_abs = m.max_abs;
       r.max_rel = m.max_rel;
       r.cosine = m.cosine;
+      // A reduction's output can be far smaller than what it summed (a layer norm's mean, a gradient
+      // that is zero in exact arithmetic): its rounding follows the inputs' magnitude, so the error is
+      // relative to the larger of the output's and the inputs' largest magnitude.
+      if (ref64.numel() < inputs.max_numel && std::isfinite(m.max_abs)) {
+        const at::Tensor a = ref64.abs();
+        const double out_scale = at::where(a.isfinite(), a, at::zeros({}, a.options())).max().item<double>();
+        r.scale = std::max(out_scale, inputs.max_abs);
+        if (r.scale > 0) r.max_rel = m.max_abs / r.scale;
+      }
     }
     r.pass = r.max_rel <= r.tolerance;  // NaN never passes
     if (compares_run() && !out.file.empty()) {

@@ -34,6 +34,7 @@ struct ReplayOutput {
   std::vector<int64_t> shape;
   double max_abs = 0, max_rel = 0, cosine = 1;
   double tolerance = 0;      // on max_rel, by the target dtype
+  double scale = 0;          // a reduction's: what max_rel divides max_abs by (its inputs' magnitude when larger); 0: the output's
   bool pass = false;
   std::optional<double> run_max_rel;  // the run's own recorded output against the reference
 };

@@ -67,13 +67,13 @@ c10::IValue host_snapshot(const c10::IValue& v, bool in_optimizer,
   return v;
 }
 
+}  // namespace
+
 std::string checkpoint_name(int64_t step) {
   char name[64];
   std::snprintf(name, sizeof name, "checkpoint_%09lld.pt", static_cast<long long>(step));
   return name;
 }
-
-}  // namespace
 
 std::vector<std::pair<std::string, std::string>> checkpoint_fingerprint(const TrainConfig& c) {
   return {{"--model", c.model},

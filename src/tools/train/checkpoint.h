@@ -53,7 +53,10 @@ std::vector<std::string> fingerprint_differences(const core::StateDict& state, c
 // std::runtime_error naming the file when it cannot.
 core::StateDict load_checkpoint_file(const std::filesystem::path& path);
 
-// Checkpoints in `dir`, newest (highest step) first.
+// The file name of the checkpoint of `step`: checkpoint_000000042.pt.
+std::string checkpoint_name(int64_t step);
+
+// Checkpoints in `dir`, by name: the highest step in its name first.
 std::vector<std::filesystem::path> list_checkpoints(const std::filesystem::path& dir);
 
 // What --resume chose, and what it passed over (the writer need not read those again).
