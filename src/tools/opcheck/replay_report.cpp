@@ -141,6 +141,7 @@ nlohmann::json replay_to_json(const ReplayResult& r) {
                            {"max_rel", number_or_null(o.max_rel)}, {"cosine", number_or_null(o.cosine)},
                            {"tolerance", o.tolerance}, {"pass", o.pass}};
       oj["run_max_rel"] = o.run_max_rel ? number_or_null(*o.run_max_rel) : nlohmann::json(nullptr);
+      if (o.scale > 0) oj["scale"] = o.scale;
       outs.push_back(oj);
     }
     j["outputs"] = outs;
