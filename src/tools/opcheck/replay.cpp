@@ -284,7 +284,10 @@ class Replayer {
     if (compares_run() && !out.file.empty()) {
       try {
         const at::Tensor recorded = as_cpu_double(cache_.get(out.file));
-        if (recorded.sizes() == ref64.sizes()) r.run_max_rel = measure_error(recorded, ref64).max_rel;
+        if (recorded.sizes() == ref64.sizes()) {
+          const ErrorMetrics run = measure_error(recorded, ref64);
+          r.run_max_rel = r.scale > 0 && std::isfinite(run.max_abs) ? run.max_abs / r.scale : run.max_rel;
+        }
       } catch (const ArgumentError&) {
         // the run's output is extra information; a missing file leaves it out
       }

@@ -316,6 +316,24 @@ TEST_F(ReplayDumps, DamagedArgsAreListedReasonsNotCrashes) {
   EXPECT_TRUE(r.all_pass());
 }
 
+// A bias gradient that is zero in exact arithmetic (a Linear before batch norm: 3e-10 in float32) is
+// judged at the scale of what it summed, and passes; so does the rest of the step.
+TEST_F(ReplayDumps, NearZeroReductionsPassAtTheirInputsScale) {
+  const fs::path d = dump("near_zero");
+  const ReplayResult r = replay(d);
+  EXPECT_EQ(r.failed, 0);
+  for (const auto& row : r.rows)
+    if (row.status == ReplayStatus::Fail) ADD_FAILURE() << "failed: " << describe(row);
+  EXPECT_TRUE(r.all_pass());
+  const ReplayRow* bias = nullptr;
+  for (const auto& row : r.rows)
+    if (row.record == "op_backward/0/aten.sum") bias = &row;
+  ASSERT_NE(bias, nullptr);
+  ASSERT_EQ(bias->outputs.size(), 1u);
+  EXPECT_EQ(bias->status, ReplayStatus::Pass) << describe(*bias);
+  EXPECT_GT(bias->outputs[0].scale, 1e3 * 3.2e-10) << describe(*bias);  // the inputs' magnitude, not the output's
+}
+
 // A hostile dump names operators that touch files: they are listed, never run (no file is created or
 // grown, whatever the record says).
 TEST_F(ReplayDumps, OperatorsThatTouchFilesAreListedNotRun) {
