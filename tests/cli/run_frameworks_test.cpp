@@ -60,6 +60,18 @@ TEST(RunFrameworks, AccelerateAgreesWithItselfAndAPlantedFactorIsTheFirstDiverge
   EXPECT_NE(first.dump().find("train_accelerate.py:34"), std::string::npos) << first.dump();
 }
 
+TEST(RunFrameworks, AnAccelerateStepReplaysOnTheCpu) {
+  const auto dir = scratch_dir("run_accelerate_replay");
+  auto r = in_dir(dir, binary() + " run --seed 0 --dump t --dump-level op --dump-mode tensors -- " + python() + " " +
+                           script("train_accelerate.py") + " --steps 1");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  auto replay = run_command(binary() + " op-check --from-dump " + (dir / "t").string() + " --json -", false);
+  EXPECT_EQ(replay.exit_code, 0) << replay.output;
+  const auto j = nlohmann::json::parse(replay.output);
+  EXPECT_GT(j["replayed"].get<int>(), 40) << replay.output.substr(0, 2000);
+  EXPECT_EQ(j["failed"].get<int>(), 0);
+}
+
 TEST(RunFrameworks, EachPythonProcessOfACommandHasItsOwnFolderAndTheSummaryNamesBoth) {
   const auto dir = scratch_dir("run_two_processes");
   std::ofstream(dir / "train.py") << kMlp;
