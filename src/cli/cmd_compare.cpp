@@ -1,10 +1,12 @@
 // `crosstrain compare A B`: two dumps (or loss logs) -> agreement report; exit 0 agree, 1 differ,
-// 2 an input that names nothing comparable, 3 an input that cannot be read (no verdict).
+// 2 an input that names nothing comparable or an output that would write into an input, 3 an
+// input that cannot be read (no verdict).
 #include <iostream>
 
 #include "cli/command.h"
 #include "cli/flag_checks.h"
 #include "report/envelope.h"
+#include "report/input_file.h"
 #include "report/output.h"
 #include "report/terminal.h"
 #include "tools/align/compare_report.h"
@@ -35,7 +37,16 @@ void run_compare(const CompareFlags& f) {
     if (!(f.loss_rtol >= 0)) throw std::invalid_argument("--loss-rtol must be >= 0");
     opt.loss_rtol = f.loss_rtol;
   }
-  // A typo in an output path fails before the work, not after it.
+  // An output never replaces an input (a report written into a dump would damage it), and a typo
+  // in an output path fails before the work, not after it.
+  for (auto [path, flag] : {std::pair{&f.json_path, "--json"}, std::pair{&f.csv_path, "--csv"},
+                            std::pair{&f.html_path, "--html"}}) {
+    if (path->empty() || report::json_to_stdout(*path)) continue;
+    for (auto [input, side] : {std::pair{&f.a, "A"}, std::pair{&f.b, "B"}})
+      if (report::path_within(*path, *input))
+        throw std::invalid_argument(std::string(flag) + " " + *path + " would write into the input " + side + " (" +
+                                    *input + "): choose a path outside both inputs");
+  }
   for (const auto* path : {&f.json_path, &f.csv_path, &f.html_path})
     if (!path->empty()) report::check_writable(*path);
   report::ProgressLine progress;
