@@ -1,5 +1,5 @@
-// `crosstrain compare` on what a comparison is made of: report paths that would write into an
-// input.
+// `crosstrain compare` on what a comparison is made of: dumps with nothing to compare, and report
+// paths that would write into an input.
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -57,6 +57,30 @@ void write_dump(const std::string& dir, float shift = 0.0f, const std::string& p
 }
 
 }  // namespace
+
+TEST(CompareNothing, EmptyDumpsAndNoCommonRecordAreNoAgreement) {
+  TempDir a("nothing"), b("nothing"), c("nothing"), d("nothing");
+  for (const auto* dir : {&a, &b}) {  // a header and no record: a run that crashed before its first step
+    DumpWriter w;
+    w.open(dir->str(), DumpMode::Stats);
+    w.close();
+  }
+  const auto empty = run("compare " + a.str() + " " + b.str() + " --json -", false);
+  EXPECT_EQ(empty.code, 1) << empty.out;
+  const auto j = nlohmann::json::parse(empty.out);
+  EXPECT_EQ(j["verdict"], "nothing_compared");
+  EXPECT_EQ(j["agree"], false);
+  const auto said = run("compare " + a.str() + " " + b.str());
+  EXPECT_EQ(said.code, 1);
+  EXPECT_EQ(said.out.find("AGREE"), std::string::npos) << said.out;
+  EXPECT_NE(said.out.find("verdict: NOTHING COMPARED: no record in common (A holds 0, B 0)"), std::string::npos) << said.out;
+
+  write_dump(c.str(), 0.0f, "encoder.");
+  write_dump(d.str(), 0.0f, "decoder.");
+  const auto disjoint = run("compare " + c.str() + " " + d.str() + " --allow-missing");
+  EXPECT_EQ(disjoint.code, 1) << disjoint.out;
+  EXPECT_NE(disjoint.out.find("NOTHING COMPARED: no record in common (A holds 2, B 2)"), std::string::npos) << disjoint.out;
+}
 
 TEST(CompareOutputs, AReportNeverWritesIntoAnInput) {
   TempDir a("outputs"), b("outputs"), other("outputs");
