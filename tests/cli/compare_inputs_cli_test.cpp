@@ -1,5 +1,5 @@
-// `crosstrain compare` on what a comparison is made of: dumps with nothing to compare, and report
-// paths that would write into an input.
+// `crosstrain compare` on what a comparison is made of: folders of rank dumps compared rank by
+// rank, dumps with nothing to compare, and report paths that would write into an input.
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -56,7 +56,46 @@ void write_dump(const std::string& dir, float shift = 0.0f, const std::string& p
   w.close();
 }
 
+void write_ranks(const std::string& dir, int n, int shifted_rank = -1) {
+  for (int r = 0; r < n; ++r) write_dump(dir + "/rank" + std::to_string(r), r == shifted_rank ? 0.01f : 0.0f);
+}
+
 }  // namespace
+
+TEST(CompareRanks, FoldersOfRankDumpsCompareRankByRank) {
+  TempDir a("ranks"), b("ranks"), c("ranks"), d("ranks"), out("ranks");
+  write_ranks(a.str(), 2);
+  write_ranks(b.str(), 2);
+  write_ranks(c.str(), 2, 1);
+  write_ranks(d.str(), 3);
+  const auto same = run("compare " + a.str() + " " + b.str());
+  EXPECT_EQ(same.code, 0) << same.out;
+  EXPECT_NE(same.out.find("== rank 1 =="), std::string::npos) << same.out;
+  EXPECT_NE(same.out.find("verdict: runs AGREE (2 ranks compared)"), std::string::npos) << same.out;
+
+  const auto differ = run("compare " + a.str() + " " + c.str() + " --json " + (out / "r.json") + " --csv " + (out / "r.csv"));
+  EXPECT_EQ(differ.code, 1) << differ.out;
+  EXPECT_NE(differ.out.find("rank 0: AGREE"), std::string::npos) << differ.out;
+  EXPECT_NE(differ.out.find("rank 1: DIFFER; first divergence step 0 forward/fc"), std::string::npos) << differ.out;
+  EXPECT_NE(differ.out.find("differing: rank 1"), std::string::npos) << differ.out;
+  const auto j = nlohmann::json::parse(text_of(out / "r.json"));
+  EXPECT_EQ(j["kind"], "compare");
+  EXPECT_EQ(j["input"], "rank_dumps");
+  EXPECT_EQ(j["agree"], false);
+  ASSERT_EQ(j["ranks"].size(), 2u);
+  EXPECT_EQ(j["ranks"][1]["report"]["first_divergence"]["name"], "forward/fc");
+  EXPECT_EQ(j["differing_ranks"], nlohmann::json({1}));
+  EXPECT_EQ(text_of(out / "r.csv").rfind("rank,step,name,", 0), 0u);
+
+  const auto missing_rank = run("compare " + a.str() + " " + d.str());
+  EXPECT_EQ(missing_rank.code, 1) << missing_rank.out;
+  EXPECT_NE(missing_rank.out.find("rank 2: only in B"), std::string::npos) << missing_rank.out;
+
+  const auto mixed = run("compare " + a.str() + " " + (b / "rank0"));
+  EXPECT_EQ(mixed.code, 2) << mixed.out;
+  EXPECT_EQ(lines(mixed.out), 1u) << mixed.out;
+  EXPECT_NE(mixed.out.find("is a folder of rank dumps but B is not"), std::string::npos) << mixed.out;
+}
 
 TEST(CompareNothing, EmptyDumpsAndNoCommonRecordAreNoAgreement) {
   TempDir a("nothing"), b("nothing"), c("nothing"), d("nothing");
