@@ -5,10 +5,7 @@
 #include <cmath>
 #include <filesystem>
 #include <future>
-#include <map>
-#include <string_view>
 #include <stdexcept>
-#include <unordered_map>
 
 #include "report/input_file.h"
 #include "tools/align/dump_reader.h"

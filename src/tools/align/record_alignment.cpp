@@ -65,6 +65,35 @@ bool shortest_edit_script(const std::vector<int>& ka, size_t lo_a, size_t hi_a, 
   return true;
 }
 
+// Positions of `keys` whose key also occurs in `other` (kept) and those whose key does not.
+void split_one_sided(const std::vector<int>& keys, const std::vector<int>& other, std::vector<size_t>& kept,
+                     std::vector<size_t>& alone) {
+  std::vector<bool> in_other;
+  for (int k : other) {
+    if (static_cast<size_t>(k) >= in_other.size()) in_other.resize(static_cast<size_t>(k) + 1, false);
+    in_other[static_cast<size_t>(k)] = true;
+  }
+  for (size_t i = 0; i < keys.size(); ++i)
+    (static_cast<size_t>(keys[i]) < in_other.size() && in_other[static_cast<size_t>(keys[i])] ? kept : alone).push_back(i);
+}
+
+// The alignment with the one-sided records put back where their runs had them: before the first
+// entry that comes after them on their side.
+std::vector<AlignedPair> merge_in_order(const std::vector<AlignedPair>& core, const std::vector<size_t>& only_a,
+                                        const std::vector<size_t>& only_b) {
+  std::vector<AlignedPair> out;
+  out.reserve(core.size() + only_a.size() + only_b.size());
+  size_t ia = 0, ib = 0;
+  for (const auto& p : core) {
+    while (ia < only_a.size() && p.a && only_a[ia] < *p.a) out.push_back({only_a[ia++], std::nullopt});
+    while (ib < only_b.size() && p.b && only_b[ib] < *p.b) out.push_back({std::nullopt, only_b[ib++]});
+    out.push_back(p);
+  }
+  while (ia < only_a.size()) out.push_back({only_a[ia++], std::nullopt});
+  while (ib < only_b.size()) out.push_back({std::nullopt, only_b[ib++]});
+  return out;
+}
+
 // Today's reading of names: pair by exact name, A's order, B-only records last.
 std::vector<AlignedPair> pair_by_name(const std::vector<const DumpRecord*>& a, const std::vector<const DumpRecord*>& b) {
   std::unordered_map<std::string, size_t> b_by_name;
@@ -133,18 +162,32 @@ StepAlignment align_records(const std::vector<const DumpRecord*>& a, const std::
     for (size_t i = 0; i < a.size(); ++i) result.pairs.push_back({i, i});  // the usual case: the same stream
     return result;
   }
+  std::vector<int> all_a, all_b;
+  intern_keys(a, b, all_a, all_b);
+  // A key on one side only can pair with nothing (autocast's casts, a module one run lacks): set
+  // those records aside, so that they cost the alignment nothing, and put them back in place.
+  std::vector<size_t> on_a, on_b, only_a, only_b;  // positions in a and b
+  split_one_sided(all_a, all_b, on_a, only_a);
+  split_one_sided(all_b, all_a, on_b, only_b);
   std::vector<int> ka, kb;
-  intern_keys(a, b, ka, kb);
+  for (size_t i : on_a) ka.push_back(all_a[i]);
+  for (size_t j : on_b) kb.push_back(all_b[j]);
+  std::vector<AlignedPair> core;
   size_t lo = 0;
   while (lo < ka.size() && lo < kb.size() && ka[lo] == kb[lo]) ++lo;
   size_t hi_a = ka.size(), hi_b = kb.size();
   while (hi_a > lo && hi_b > lo && ka[hi_a - 1] == kb[hi_b - 1]) --hi_a, --hi_b;
-  for (size_t i = 0; i < lo; ++i) result.pairs.push_back({i, i});
-  if (!shortest_edit_script(ka, lo, hi_a, kb, lo, hi_b, max_edits, result.pairs)) {
+  for (size_t i = 0; i < lo; ++i) core.push_back({i, i});
+  if (!shortest_edit_script(ka, lo, hi_a, kb, lo, hi_b, max_edits, core)) {
     result.pairs = pair_by_name(a, b);
     result.aligned = false;
   } else {
-    for (size_t i = hi_a, j = hi_b; i < ka.size(); ++i, ++j) result.pairs.push_back({i, j});
+    for (size_t i = hi_a, j = hi_b; i < ka.size(); ++i, ++j) core.push_back({i, j});
+    for (auto& p : core) {  // back to positions in a and b
+      if (p.a) p.a = on_a[*p.a];
+      if (p.b) p.b = on_b[*p.b];
+    }
+    result.pairs = merge_in_order(core, only_a, only_b);
   }
   pair_equal_names(a, b, result.pairs);
   for (const auto& p : result.pairs) result.edits += (p.a && p.b) ? 0 : 1;

@@ -5,7 +5,8 @@
 //
 // Records are aligned on their name with the repetition counter taken out ("op_forward/h.0/aten.add#2[0]"
 // aligns as "op_forward/h.0/aten.add[0]") and their shape: a longest common subsequence of the two
-// streams (Myers' O((n+m)D) algorithm after the common prefix and suffix are set aside). A step
+// streams (Myers' O((n+m)D) algorithm after the common prefix and suffix are set aside, and after
+// the records whose key the other stream lacks, which pair with nothing, are set aside). A step
 // whose streams differ by more than `max_edits` records is not aligned: its records are paired by
 // exact name, as a reader of the names would, and the result says so. Records left unpaired by the
 // alignment are still paired when their exact names are equal (the same record with a new shape:

@@ -100,3 +100,35 @@ TEST(RecordAlignment, StreamsTooDifferentArePairedByNameAndSaidSo) {
   EXPECT_TRUE(full.aligned);
   EXPECT_EQ(full.edits, 0u);  // the LCS keeps one record; the equal names pair the rest
 }
+
+TEST(RecordAlignment, RecordsOfAKindTheOtherRunLacksCostTheAlignmentNothing) {
+  // Autocast adds a cast before every linear layer: 3,000 records on one side only, more than the
+  // alignment's budget of differences, yet every other record pairs in order.
+  std::vector<DumpRecord> ra, rb;
+  for (int layer = 0; layer < 1000; ++layer) {
+    const std::string m = "op_forward/h." + std::to_string(layer);
+    for (const char* op : {"/aten.addmm", "/aten.gelu"}) {
+      DumpRecord r;
+      r.name = m + op;
+      ra.push_back(r);
+    }
+    for (int c = 0; c < 3; ++c) {
+      DumpRecord r;
+      r.name = m + "/aten._to_copy" + (c ? "#" + std::to_string(c) : "");
+      rb.push_back(r);
+    }
+    rb.push_back(ra[ra.size() - 2]);
+    rb.push_back(ra.back());
+  }
+  std::vector<const DumpRecord*> a, b;
+  for (const auto& r : ra) a.push_back(&r);
+  for (const auto& r : rb) b.push_back(&r);
+  const auto al = align_records(a, b);
+  EXPECT_TRUE(al.aligned);
+  EXPECT_EQ(al.edits, 3000u);
+  ASSERT_EQ(al.pairs.size(), 5000u);
+  EXPECT_FALSE(al.pairs[0].a);          // the casts of h.0 come first, as B ran them
+  EXPECT_EQ(*al.pairs[3].a, 0u);        // then h.0's addmm with its counterpart
+  EXPECT_EQ(*al.pairs[3].b, 3u);
+  EXPECT_EQ(*al.pairs[4999].a, 1999u);  // and the last gelu last
+}
