@@ -138,6 +138,15 @@ void finish(CompareResult& r, const CompareOptions& opt) {
   r.agree = agree;
 }
 
+// The lowest floating-point precision among the records of both dumps (float64 when none is).
+DType lowest_float_dtype(const DumpIndex& da, const DumpIndex& db) {
+  DType low = DType::Float64;
+  for (const auto* idx : {&da, &db})
+    for (const auto& rec : idx->records)
+      if (dtype_is_float(rec.dtype)) low = lower_precision(low, rec.dtype);
+  return low;
+}
+
 // The kind of device a record lived on: "cuda" for "cuda:1", "cpu" when the record names none.
 std::string device_kind(const std::string& device) {
   return device.empty() ? "cpu" : device.substr(0, device.find(':'));
@@ -341,6 +350,7 @@ CompareResult compare_paths(const std::string& a, const std::string& b, const Co
   const auto run_a = run_precision(da.meta), run_b = run_precision(db.meta);
   r.regime = precision_regime(r, da, db, run_a, run_b, opt);
   const std::vector<double> scales = input_scales(da);
+  const DType lowest = lowest_float_dtype(da, db);
   for (size_t i = 0; i < r.tensors.size(); ++i) {
     auto& tc = r.tensors[i];
     if (tc.a && tc.b) {
@@ -349,7 +359,11 @@ CompareResult compare_paths(const std::string& a, const std::string& b, const Co
       noise.input_scale = scales[static_cast<size_t>(tc.a - da.records.data())];
       noise.same_precision = r.regime.same_precision;
       if (noise.input_scale > 0) ++r.records_with_input_scale;
-      compare_pair(tc, da, db, effective_dtype(*tc.a, *tc.b, run_a, run_b, opt), noise, opt, r.bytes_compared);
+      DType effective = effective_dtype(*tc.a, *tc.b, run_a, run_b, opt);
+      // Runs that hold 16-bit records compute in 16 bits, whatever else they declare: their float32
+      // records (gradients of bfloat16 activations under autocast) carry that rounding.
+      if (r.regime.same_precision && dtype_is_float(effective)) effective = lower_precision(effective, lowest);
+      compare_pair(tc, da, db, effective, noise, opt, r.bytes_compared);
       soften_integer_outputs(tc, noise);
     }
     if (progress) progress(i + 1, r.tensors.size());

@@ -27,6 +27,7 @@ struct RunOptions {
   bool other_rounding = false; // every value 2 float32 spacings away, the zero gradient redrawn
   bool provenance = true;      // op.inputs[].from
   bool bf16_forward = false;   // forward operators in bfloat16 (autocast)
+  bool declared = true;        // meta.precision in the header
 };
 
 // One step of an attention block as the agent records it: scores (bmm), scaled scores (mul), their
@@ -34,7 +35,7 @@ struct RunOptions {
 // of a softmax gradient over its rows: 16 values of 1e-14 from inputs of 1e-3), which the
 // parameter gradient then holds.
 void write_attention_run(const std::string& dir, const RunOptions& o) {
-  OpDump d(nlohmann::json{{"precision", o.bf16_forward ? "bf16" : "fp32"}});
+  OpDump d(o.declared ? nlohmann::json{{"precision", o.bf16_forward ? "bf16" : "fp32"}} : nlohmann::json::object());
   const auto noisy = [&](std::vector<float> v) { return o.other_rounding ? rounded_differently(std::move(v), 2) : v; };
   const auto from = [&](std::vector<std::string> names) { return o.provenance ? names : std::vector<std::string>{}; };
   const DType fwd = o.bf16_forward ? DType::BFloat16 : DType::Float32;
@@ -147,4 +148,22 @@ TEST(NoiseRule, CrossPrecisionKeepsTheTablesTolerance) {
   EXPECT_EQ(j["thresholds"]["regime"], "cross_precision");
   EXPECT_EQ(j["thresholds"]["by_dtype"]["bfloat16"]["rule"], "table");
   EXPECT_DOUBLE_EQ(j["thresholds"]["by_dtype"]["bfloat16"]["error"].get<double>(), 0.1);
+}
+
+TEST(NoiseRule, TwoAutocastRunsJudgeTheirFloat32RecordsAtBfloat16) {
+  // Both runs undeclared and bf16 forward: one precision, so the noise rule; but the float32
+  // gradients come from bf16 activations and carry their rounding (here 1e-3 apart).
+  TempDir a("noise"), b("noise");
+  RunOptions bf16;
+  bf16.bf16_forward = true;
+  bf16.declared = false;
+  write_attention_run(a.str(), bf16);
+  bf16.plant = 1.001;  // 1e-3 on the forward operators, under bf16's limits
+  write_attention_run(b.str(), bf16);
+  const auto r = compare_paths(a.str(), b.str(), {});
+  EXPECT_TRUE(r.regime.same_precision) << r.regime.why;
+  const auto& t = record(r, "loss");  // float32, 4e-4 apart
+  EXPECT_EQ(t.effective_dtype, DType::BFloat16);
+  EXPECT_FALSE(t.tolerance.by_noise);
+  EXPECT_EQ(r.counts.error, 0) << divergence(r);
 }
