@@ -1,14 +1,18 @@
-// `crosstrain compare A B`: two dumps (or loss logs) -> agreement report; exit 0 agree, 1 differ,
-// 2 an input that names nothing comparable, 3 an input that cannot be read (no verdict).
+// `crosstrain compare A B`: two dumps (or loss logs, or folders of rank dumps) -> agreement report;
+// exit 0 agree, 1 differ (or nothing compared), 2 an input that names nothing comparable or an
+// output that would write into an input, 3 an input that cannot be read (no verdict).
 #include <iostream>
 
 #include "cli/command.h"
 #include "cli/flag_checks.h"
 #include "report/envelope.h"
+#include "report/input_file.h"
 #include "report/output.h"
 #include "report/terminal.h"
 #include "tools/align/compare_report.h"
 #include "tools/align/dump_compare.h"
+#include "tools/align/rank_compare.h"
+#include "tools/align/rank_report.h"
 
 namespace crosstrain::cli {
 
@@ -35,28 +39,55 @@ void run_compare(const CompareFlags& f) {
     if (!(f.loss_rtol >= 0)) throw std::invalid_argument("--loss-rtol must be >= 0");
     opt.loss_rtol = f.loss_rtol;
   }
-  // A typo in an output path fails before the work, not after it.
+  // An output never replaces an input (a report written into a dump would damage it), and a typo
+  // in an output path fails before the work, not after it.
+  for (auto [path, flag] : {std::pair{&f.json_path, "--json"}, std::pair{&f.csv_path, "--csv"},
+                            std::pair{&f.html_path, "--html"}}) {
+    if (path->empty() || report::json_to_stdout(*path)) continue;
+    for (auto [input, side] : {std::pair{&f.a, "A"}, std::pair{&f.b, "B"}})
+      if (report::path_within(*path, *input))
+        throw std::invalid_argument(std::string(flag) + " " + *path + " would write into the input " + side + " (" +
+                                    *input + "): choose a path outside both inputs");
+  }
   for (const auto* path : {&f.json_path, &f.csv_path, &f.html_path})
     if (!path->empty()) report::check_writable(*path);
   report::ProgressLine progress;
-  align::CompareResult result;
+  const auto on_progress = [&](size_t done, size_t total) {
+    progress.update("comparing " + std::to_string(done) + "/" + std::to_string(total));
+  };
+  const auto ranks_a = align::rank_dump_folders(f.a), ranks_b = align::rank_dump_folders(f.b);
+  if (ranks_a.has_value() != ranks_b.has_value()) {
+    const std::string& ranked = ranks_a ? f.a : f.b;
+    throw std::invalid_argument((ranks_a ? "A" : "B") + std::string(" (") + ranked + ") is a folder of rank dumps but " +
+                                (ranks_a ? "B" : "A") + " is not: compare it with " + ranked + "/rank<N>, or two folders of ranks");
+  }
+  std::ostream& console = report::json_to_stdout(f.json_path) ? std::cerr : std::cout;  // JSON on stdout: text to stderr
+  bool agree = false;
   try {
-    result = align::compare_paths(f.a, f.b, opt, [&](size_t done, size_t total) {
-      progress.update("comparing " + std::to_string(done) + "/" + std::to_string(total));
-    });
+    if (ranks_a) {
+      const align::RanksResult result = align::compare_rank_paths(f.a, f.b, opt, on_progress);
+      progress.clear();
+      if (!f.json_path.empty()) report::write_json(report::with_envelope("compare", align::ranks_to_json(result)), f.json_path);
+      if (!f.csv_path.empty()) report::write_file_atomic(f.csv_path, align::ranks_to_csv(result));
+      if (!f.html_path.empty()) report::write_file_atomic(f.html_path, align::ranks_to_html(result));
+      console << align::render_ranks_console(result, f.console);
+      agree = result.agree;
+    } else {
+      const align::CompareResult result = align::compare_paths(f.a, f.b, opt, on_progress);
+      progress.clear();
+      if (!f.json_path.empty()) report::write_json(report::with_envelope("compare", align::compare_to_json(result)), f.json_path);
+      if (!f.csv_path.empty()) report::write_file_atomic(f.csv_path, align::compare_to_csv(result));
+      if (!f.html_path.empty()) report::write_file_atomic(f.html_path, align::compare_to_html(result));
+      console << align::render_compare_console(result, f.console);
+      agree = result.agree;
+    }
   } catch (const align::UnreadableInput& e) {
     // No verdict, so no report: "differ" (1) would blame the runs for what the file system did.
     progress.clear();
     std::cerr << "crosstrain: error: " << e.what() << "\n";
     throw ExitStatus{align::kNoVerdictExit};
   }
-  progress.clear();
-  if (!f.json_path.empty()) report::write_json(report::with_envelope("compare", align::compare_to_json(result)), f.json_path);
-  if (!f.csv_path.empty()) report::write_file_atomic(f.csv_path, align::compare_to_csv(result));
-  if (!f.html_path.empty()) report::write_file_atomic(f.html_path, align::compare_to_html(result));
-  // With JSON on stdout the human-readable report goes to stderr.
-  (report::json_to_stdout(f.json_path) ? std::cerr : std::cout) << align::render_compare_console(result, f.console);
-  if (!result.agree) throw ExitStatus{1};
+  if (!agree) throw ExitStatus{1};
 }
 
 }  // namespace
@@ -66,8 +97,9 @@ void add_compare_command(CLI::App& app) {
   auto* cmd = app.add_subcommand(
       "compare",
       "Compare two dumps (or loss logs) tensor by tensor: metrics, verdicts, the first divergence. "
-      "Exit 0 when the runs agree, 1 when they differ, 2 when A or B is no dump or loss log, 3 when one "
-      "cannot be read.");
+      "A and B may be folders of rank dumps (rank0/, rank1/, ...): compared rank by rank. Exit 0 when the "
+      "runs agree, 1 when they differ or nothing could be compared, 2 when A or B is no dump or loss log "
+      "(or an output would write into one), 3 when one cannot be read.");
   cmd->add_option("A", flags->a, "Reference: a dump directory or a loss log")->required();
   cmd->add_option("B", flags->b, "Candidate: a dump directory or a loss log")->required();
   add_json_option(cmd, flags->json_path);

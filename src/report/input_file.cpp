@@ -9,6 +9,7 @@
 #include <climits>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <stdexcept>
 
 namespace crosstrain::report {
@@ -114,6 +115,34 @@ std::string resolve_inside(const std::string& root, const std::string& relative)
   if (real.compare(0, prefix.size(), prefix) != 0)
     fail(joined, "a symbolic link leads out of " + root + " (to " + real + ")");
   return real;
+}
+
+bool path_within(const std::filesystem::path& inner, const std::filesystem::path& outer) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const fs::path a = fs::weakly_canonical(fs::absolute(inner), ec), b = fs::weakly_canonical(fs::absolute(outer), ec);
+  auto ai = a.begin(), bi = b.begin();
+  bool below = true;
+  for (; bi != b.end(); ++ai, ++bi) {
+    if (bi->empty() && std::next(bi) == b.end()) break;  // trailing separator
+    if (ai == a.end() || *ai != *bi) {
+      below = false;
+      break;
+    }
+  }
+  if (below) return true;
+  // Another name of the same file: a hard link of `outer`, or of a file below it.
+  struct stat in {}, out {};
+  if (::stat(a.c_str(), &in) != 0 || !S_ISREG(in.st_mode) || ::stat(b.c_str(), &out) != 0) return false;
+  const auto same = [&](const struct stat& st) { return st.st_dev == in.st_dev && st.st_ino == in.st_ino; };
+  if (!S_ISDIR(out.st_mode)) return same(out);
+  if (in.st_nlink < 2) return false;  // its only name is outside
+  for (auto it = fs::recursive_directory_iterator(b, fs::directory_options::skip_permission_denied, ec);
+       !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
+    struct stat st {};
+    if (it->is_regular_file(ec) && ::lstat(it->path().c_str(), &st) == 0 && same(st)) return true;
+  }
+  return false;
 }
 
 }  // namespace crosstrain::report

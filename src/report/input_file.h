@@ -6,6 +6,7 @@
 // Errors are std::runtime_error naming the path and what is wrong.
 #include <cstddef>
 #include <cstdint>
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -24,6 +25,12 @@ std::string read_regular_file(const std::string& path, uint64_t max_bytes, const
 // `relative`, a path named inside a file in `root`, as a path that stays within `root`: absolute
 // paths, ".." components and symbolic links that lead out of `root` are refused.
 std::string resolve_inside(const std::string& root, const std::string& relative);
+
+// True when `inner` is `outer` or lies below it, however it is named: both are made absolute and
+// canonical (symbolic links resolved where they exist), and an existing file is also within when
+// it is a hard link of `outer` or of a file below it (same device and inode). What writes a file
+// asks this of every input before it writes, so an output never replaces what it was made from.
+bool path_within(const std::filesystem::path& inner, const std::filesystem::path& outer);
 
 // "1.5 GiB"-style text for limits in messages.
 std::string byte_size_text(uint64_t bytes);

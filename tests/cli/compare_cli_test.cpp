@@ -117,7 +117,7 @@ TEST(CompareCli, CallerMistakesExitTwo) {
 // Reports that cannot be written fail the command: stdout on /dev/full, a FIFO nobody reads as
 // --json, and a --json symlink keeps being a link.
 TEST(CompareCli, FailedReportWritesExitOneWithAMessage) {
-  TempDir a("cli_cmp"), b("cli_cmp");
+  TempDir a("cli_cmp"), b("cli_cmp"), out("cli_cmp");
   write_dump(a.str(), 0.0f);
   write_dump(b.str(), 0.0f);
   const std::string cmd = std::string(CROSSTRAIN_BINARY) + " compare " + a.str() + " " + b.str();
@@ -131,7 +131,7 @@ TEST(CompareCli, FailedReportWritesExitOneWithAMessage) {
   status = std::system((cmd + " > /dev/full 2>/dev/null").c_str());
   EXPECT_EQ(WEXITSTATUS(status), 1) << "console report lost on a full device";
 
-  const std::string fifo = a / "pipe.json";
+  const std::string fifo = out / "pipe.json";  // beside the inputs: inside one it would be refused (exit 2)
   ASSERT_EQ(::mkfifo(fifo.c_str(), 0600), 0);
   EXPECT_EQ(run("compare " + a.str() + " " + b.str() + " --json " + fifo).code, 1);
   EXPECT_TRUE(std::filesystem::is_fifo(fifo));

@@ -9,6 +9,8 @@
 #include "report/output.h"
 #include "report/table.h"
 #include "report/units.h"
+#include "tools/align/compare_thresholds.h"
+#include "tools/align/dump_reader.h"
 
 namespace crosstrain::align {
 
@@ -38,9 +40,12 @@ std::string verdict_text(const TensorComparison& t) {
   return verdict_name(t.verdict) + (t.exact() ? " (exact)" : "");
 }
 
+// A record aligned with one of another name is shown under both.
+std::string display_name(const TensorComparison& t) { return t.name_b.empty() ? t.name : t.name + " (B: " + t.name_b + ")"; }
+
 // One row of the per-record table, shared by console, CSV-free views and HTML.
 std::vector<std::string> row_cells(const TensorComparison& t) {
-  std::vector<std::string> c = {std::to_string(t.step), t.name, dtype_text(t)};
+  std::vector<std::string> c = {std::to_string(t.step), display_name(t), dtype_text(t)};
   if (t.metrics) {
     const auto& m = *t.metrics;
     c.insert(c.end(), {cosine_text(m.cosine), g(m.max_abs_error), g(m.max_rel_error), g(m.rmse),
@@ -51,6 +56,7 @@ std::vector<std::string> row_cells(const TensorComparison& t) {
   c.push_back(verdict_text(t));
   std::string note = t.reason;
   if (t.stat_rel_error && note.empty()) note = "stats rel err " + g(*t.stat_rel_error, 3);
+  else if (t.rel_error && note.empty()) note = "rel err " + g(*t.rel_error, 3);
   c.push_back(note);
   return c;
 }
@@ -116,6 +122,15 @@ nlohmann::json number(double v) { return std::isfinite(v) ? nlohmann::json(v) : 
 
 }  // namespace
 
+std::string verdict_line(const CompareResult& r) {
+  if (r.nothing_compared) {
+    const size_t na = r.index_a ? r.index_a->records.size() : 0, nb = r.index_b ? r.index_b->records.size() : 0;
+    return "verdict: NOTHING COMPARED: no record in common (A holds " + std::to_string(na) + ", B " + std::to_string(nb) +
+           ") and no loss step; no agreement without something to compare";
+  }
+  return std::string("verdict: runs ") + (r.agree ? "AGREE" : "DIFFER");
+}
+
 std::string render_compare_console(const CompareResult& r, const ConsoleOptions& options) {
   std::string out = "compare " + r.path_a + " (A) vs " + r.path_b + " (B): " + r.input;
   if (r.input == "dumps") {
@@ -125,20 +140,23 @@ std::string render_compare_console(const CompareResult& r, const ConsoleOptions&
     out += "  pass " + std::to_string(c.pass) + " (exact " + std::to_string(c.exact) + "), warn " +
            std::to_string(c.warn) + ", error " + std::to_string(c.error) + "; missing in A " +
            std::to_string(c.missing_in_a) + ", missing in B " + std::to_string(c.missing_in_b) + ", shape mismatch " +
-           std::to_string(c.shape_mismatch) + ", unreadable " + std::to_string(c.unreadable) + "\n";
+           std::to_string(c.shape_mismatch) + ", unreadable " + std::to_string(c.unreadable) +
+           (c.casts_one_side ? "; of those on one side only, " + std::to_string(c.casts_one_side) + " precision casts" : "") +
+           "\n";
   } else {
     out += "\n";
   }
+  if (r.input == "dumps") out += "  " + thresholds_text(r);
   if (r.first_divergence) {
     const auto& t = r.tensors[*r.first_divergence];
-    out += "\nfirst divergence: step " + std::to_string(t.step) + " " + t.name + " (" + t.reason + ")\n";
+    out += "\nfirst divergence: step " + std::to_string(t.step) + " " + display_name(t) + " (" + t.reason + ")\n";
     out += origin_lines(t);
     report::Table tab = make_table();
     for (size_t i : r.divergence_window()) tab.add_row(row_cells(r.tensors[i]));
     out += tab.render();
   } else if (r.first_warning) {
     const auto& t = r.tensors[*r.first_warning];
-    out += "\nno error; first warning: step " + std::to_string(t.step) + " " + t.name + " (" + t.reason + ")\n";
+    out += "\nno error; first warning: step " + std::to_string(t.step) + " " + display_name(t) + " (" + t.reason + ")\n";
   }
   if (r.input == "dumps") {
     report::Table tab = make_table();
@@ -163,7 +181,11 @@ std::string render_compare_console(const CompareResult& r, const ConsoleOptions&
     out += "\nproblems:\n";
     for (const auto& p : r.problems) out += "  " + p + "\n";
   }
-  out += std::string("\nverdict: runs ") + (r.agree ? "AGREE" : "DIFFER") + "\n";
+  if (!r.notes.empty()) {
+    out += "\nnotes:\n";
+    for (const auto& n : r.notes) out += "  " + n + "\n";
+  }
+  out += "\n" + verdict_line(r) + "\n";
   return out;
 }
 
@@ -174,16 +196,26 @@ nlohmann::json compare_to_json(const CompareResult& r) {
   j["b"] = r.path_b;
   j["input"] = r.input;
   j["agree"] = r.agree;
+  j["verdict"] = r.verdict();
+  j["nothing_compared"] = r.nothing_compared;
+  if (r.input == "dumps") j["thresholds"] = thresholds_json(r);
+  j["notes"] = r.notes;
   j["seconds"] = r.seconds;
   j["bytes_compared"] = r.bytes_compared;
   const auto& c = r.counts;
   j["counts"] = {{"records", r.tensors.size()}, {"pass", c.pass},   {"warn", c.warn},
                  {"error", c.error},            {"exact", c.exact}, {"missing_in_a", c.missing_in_a},
-                 {"missing_in_b", c.missing_in_b}, {"shape_mismatch", c.shape_mismatch}, {"unreadable", c.unreadable}};
+                 {"missing_in_b", c.missing_in_b}, {"shape_mismatch", c.shape_mismatch}, {"unreadable", c.unreadable},
+                 {"casts_one_side", c.casts_one_side}};
   auto pointer = [&](const std::optional<size_t>& i) -> nlohmann::json {
     if (!i) return nullptr;
     const auto& t = r.tensors[*i];
-    return {{"index", *i}, {"step", t.step}, {"name", t.name}, {"reason", t.reason}, {"origin", origin_json(t)}};
+    return {{"index", *i},          {"step", t.step},
+            {"name", t.name},       {"name_b", t.name_b.empty() ? nlohmann::json(nullptr) : nlohmann::json(t.name_b)},
+            {"reason", t.reason},   {"rel_error", opt_json(t.rel_error)},
+            {"threshold", t.rel_error ? nlohmann::json(t.verdict == Verdict::Warn ? t.tolerance.warn : t.tolerance.error)
+                                      : nlohmann::json(nullptr)},
+            {"origin", origin_json(t)}};
   };
   j["first_divergence"] = pointer(r.first_divergence);
   j["first_warning"] = pointer(r.first_warning);
@@ -200,6 +232,14 @@ nlohmann::json compare_to_json(const CompareResult& r) {
                         {"exact", t.exact()},
                         {"reason", t.reason},
                         {"effective_dtype", dtype_name(t.effective_dtype)}};
+    if (!t.name_b.empty()) e["name_b"] = t.name_b;
+    if (t.status == PairStatus::Compared)
+      e["noise"] = {{"scale", number(t.noise_scale)},
+                    {"scale_from", t.scale_from_inputs ? "inputs" : "own"},
+                    {"rel_error", t.rel_error ? number(*t.rel_error) : nlohmann::json(nullptr)},
+                    {"warn_at", t.tolerance.warn},
+                    {"error_at", t.tolerance.error},
+                    {"rule", t.rel_error ? (t.tolerance.by_noise ? "noise" : "table") : "cosine"}};
     for (auto [side, rec] : {std::pair{"a", &t.a}, std::pair{"b", &t.b}}) {
       if (*rec)
         e[side] = {{"dtype", dtype_name((*rec)->dtype)}, {"shape", (*rec)->shape}, {"stats", stats_to_json((*rec)->stats)}};
@@ -242,7 +282,7 @@ nlohmann::json compare_to_json(const CompareResult& r) {
   return j;
 }
 
-std::string compare_to_csv(const CompareResult& r) {
+std::vector<std::string> compare_csv_header() {
   std::vector<std::string> header = {"step", "name", "kind", "status", "method", "verdict", "exact", "dtype_a",
                                      "dtype_b", "shape_a", "shape_b", "cosine", "max_abs_error", "max_rel_error",
                                      "rmse", "share_rel_err_below_1e-3", "share_rel_err_below_5e-3",
@@ -251,6 +291,11 @@ std::string compare_to_csv(const CompareResult& r) {
     for (const char* s : {"max", "min", "mean", "norm", "nan_count", "inf_count"})
       header.push_back(std::string(side) + "_" + s);
   header.push_back("reason");
+  for (const char* h : {"name_b", "noise_scale", "scale_from", "rel_error", "warn_at", "error_at"}) header.push_back(h);
+  return header;
+}
+
+std::vector<std::vector<std::string>> compare_csv_rows(const CompareResult& r) {
   std::vector<std::vector<std::string>> rows;
   auto full = [](double v) { return g(v, 17); };
   for (const auto& t : r.tensors) {
@@ -277,14 +322,25 @@ std::string compare_to_csv(const CompareResult& r) {
       }
     }
     row.push_back(t.reason);
+    const bool compared = t.status == PairStatus::Compared;
+    row.push_back(t.name_b);
+    row.push_back(compared ? full(t.noise_scale) : "");
+    row.push_back(compared ? (t.scale_from_inputs ? "inputs" : "own") : "");
+    row.push_back(t.rel_error ? full(*t.rel_error) : "");
+    row.push_back(compared ? full(t.tolerance.warn) : "");
+    row.push_back(compared ? full(t.tolerance.error) : "");
     rows.push_back(std::move(row));
   }
-  return report::csv_document(header, rows);
+  return rows;
 }
+
+std::string compare_to_csv(const CompareResult& r) { return report::csv_document(compare_csv_header(), compare_csv_rows(r)); }
 
 std::string compare_to_html(const CompareResult& r) {
   report::HtmlPage page("crosstrain compare: " + r.path_a + " vs " + r.path_b);
-  page.add_heading(std::string("Runs ") + (r.agree ? "agree" : "differ"));
+  page.add_heading(r.nothing_compared ? "Nothing compared" : std::string("Runs ") + (r.agree ? "agree" : "differ"));
+  if (r.nothing_compared) page.add_paragraph(verdict_line(r));
+  if (r.input == "dumps") page.add_paragraph(thresholds_text(r));
   page.add_paragraph("A (reference): " + r.path_a + " | B: " + r.path_b);
   const auto& c = r.counts;
   if (r.input == "dumps")
@@ -296,7 +352,7 @@ std::string compare_to_html(const CompareResult& r) {
   if (r.first_divergence) {
     const auto& t = r.tensors[*r.first_divergence];
     page.add_heading("First divergence");
-    page.add_paragraph("step " + std::to_string(t.step) + ", " + t.name + ": " + t.reason);
+    page.add_paragraph("step " + std::to_string(t.step) + ", " + display_name(t) + ": " + t.reason);
     const std::string origin = origin_lines(t);
     size_t start = 0;
     while (start < origin.size()) {  // one paragraph per line of the console's account

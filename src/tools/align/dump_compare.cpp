@@ -2,16 +2,16 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <filesystem>
 #include <future>
-#include <map>
-#include <string_view>
 #include <stdexcept>
-#include <unordered_map>
 
 #include "report/input_file.h"
 #include "tools/align/dump_reader.h"
+#include "tools/align/noise_model.h"
 #include "tools/align/npy.h"
+#include "tools/align/record_alignment.h"
 
 namespace fs = std::filesystem;
 
@@ -37,10 +37,13 @@ DType effective_dtype(const DumpRecord& a, const DumpRecord& b, const std::optio
 }
 
 void compare_pair(TensorComparison& tc, const DumpIndex& da, const DumpIndex& db, DType effective,
-                  const CompareOptions& opt, int64_t& bytes) {
+                  const NoiseContext& noise, const CompareOptions& opt, int64_t& bytes) {
   const DumpRecord& a = *tc.a;
   const DumpRecord& b = *tc.b;
   tc.effective_dtype = effective;
+  tc.noise_scale = noise.scale();
+  tc.scale_from_inputs = noise.input_scale > noise.own_rms;
+  tc.tolerance = record_tolerance(effective, noise.same_precision);
   if (a.shape != b.shape) {
     tc.status = PairStatus::ShapeMismatch;
     tc.verdict = Verdict::Error;
@@ -51,8 +54,9 @@ void compare_pair(TensorComparison& tc, const DumpIndex& da, const DumpIndex& db
   if (!tensors) {
     tc.method = "stats";
     double worst = 0;
-    tc.verdict = stats_verdict(a.stats, b.stats, effective, &worst, &tc.reason);
+    tc.verdict = stats_verdict(a.stats, b.stats, effective, noise, &worst, &tc.reason);
     tc.stat_rel_error = worst;
+    tc.rel_error = worst;
     return;
   }
   tc.method = "tensor";
@@ -79,12 +83,36 @@ void compare_pair(TensorComparison& tc, const DumpIndex& da, const DumpIndex& db
   }
   tc.metrics = compare_arrays(fa.dtype(), fa.data(), fb.dtype(), fb.data(), fa.numel(), opt.threads);
   bytes += static_cast<int64_t>(fa.numel() * dtype_size(fa.dtype()) + fb.numel() * dtype_size(fb.dtype()));
-  tc.verdict = tensor_verdict(*tc.metrics, effective, &tc.reason);
+  double rel = 0;
+  tc.verdict = tensor_verdict(*tc.metrics, a.stats, effective, noise, &tc.reason, &rel);
+  if (!std::isnan(rel)) tc.rel_error = rel;
+}
+
+// Across precisions, an operator's integer output (max_pool's or topk's indices) follows values
+// that were rounded differently: its difference warns, and the values beside it are judged.
+void soften_integer_outputs(TensorComparison& tc, const NoiseContext& noise) {
+  if (noise.same_precision || dtype_is_float(tc.effective_dtype) || !tc.a->op || tc.verdict != Verdict::Error ||
+      tc.status != PairStatus::Compared)
+    return;
+  tc.verdict = Verdict::Warn;
+  tc.reason += " (an operator's integer output, from values rounded in another precision)";
+}
+
+// Autocast's casts (aten::_to_copy) exist only in the run that casts: across precisions they are
+// expected on one side only.
+bool is_precision_cast(const TensorComparison& t) {
+  const DumpRecord* r = t.a ? t.a : t.b;
+  return r->op && r->op->op == "aten::_to_copy";
 }
 
 void finish(CompareResult& r, const CompareOptions& opt) {
   for (size_t i = 0; i < r.tensors.size(); ++i) {
-    const auto& t = r.tensors[i];
+    auto& t = r.tensors[i];
+    const bool one_side = t.status == PairStatus::MissingInA || t.status == PairStatus::MissingInB;
+    if (one_side && !r.regime.same_precision && is_precision_cast(t)) {
+      ++r.counts.casts_one_side;
+      t.reason += ": a cast of the run in the lower precision";
+    }
     switch (t.status) {
       case PairStatus::MissingInA: ++r.counts.missing_in_a; continue;
       case PairStatus::MissingInB: ++r.counts.missing_in_b; continue;
@@ -99,12 +127,62 @@ void finish(CompareResult& r, const CompareOptions& opt) {
     if (t.verdict == Verdict::Error && !r.first_divergence) r.first_divergence = i;
     if (t.verdict == Verdict::Warn && !r.first_warning) r.first_warning = i;
   }
-  bool agree = r.problems.empty() && r.counts.error == 0;
-  if (!opt.allow_missing && (r.counts.missing_in_a > 0 || r.counts.missing_in_b > 0)) agree = false;
+  // A verdict about nothing is none: no record pair compared and no loss step either.
+  const int64_t compared = r.counts.pass + r.counts.warn + r.counts.error;
+  r.nothing_compared = compared == 0 && (!r.loss || r.loss->steps.empty());
+  bool agree = r.problems.empty() && r.counts.error == 0 && !r.nothing_compared;
+  if (!opt.allow_missing && r.counts.missing_in_a + r.counts.missing_in_b > r.counts.casts_one_side) agree = false;
   if (opt.strict && r.counts.warn > 0) agree = false;
   if (r.loss && !r.loss->within_tolerance()) agree = false;
   if (r.input == "loss_logs" && r.loss && r.loss->steps.empty()) agree = false;
   r.agree = agree;
+}
+
+// The lowest floating-point precision among the records of both dumps (float64 when none is).
+DType lowest_float_dtype(const DumpIndex& da, const DumpIndex& db) {
+  DType low = DType::Float64;
+  for (const auto* idx : {&da, &db})
+    for (const auto& rec : idx->records)
+      if (dtype_is_float(rec.dtype)) low = lower_precision(low, rec.dtype);
+  return low;
+}
+
+// The kind of device a record lived on: "cuda" for "cuda:1", "cpu" when the record names none.
+std::string device_kind(const std::string& device) {
+  return device.empty() ? "cpu" : device.substr(0, device.find(':'));
+}
+
+// Do both runs compute in one precision on one kind of device? Only then does the noise rule
+// judge (verdict.h); any difference in declared precision, dtype or device makes it the table's.
+PrecisionRegime precision_regime(const CompareResult& r, const DumpIndex& da, const DumpIndex& db,
+                                 const std::optional<DType>& run_a, const std::optional<DType>& run_b,
+                                 const CompareOptions& opt) {
+  PrecisionRegime g;
+  const auto differ = [&](std::string why) {
+    g.same_precision = false;
+    g.why = std::move(why);
+    return g;
+  };
+  // An undeclared precision is float32's, the default of every framework.
+  if (!opt.precision && run_a.value_or(DType::Float32) != run_b.value_or(DType::Float32))
+    return differ("the runs declare different precisions (A: " + (run_a ? dtype_name(*run_a) : std::string("none")) +
+                  ", B: " + (run_b ? dtype_name(*run_b) : std::string("none")) + ")");
+  for (const char* key : {"device", "device_type"}) {
+    const auto ma = da.meta.find(key), mb = db.meta.find(key);
+    if (ma != da.meta.end() && mb != db.meta.end() && ma->is_string() && mb->is_string() &&
+        device_kind(ma->get<std::string>()) != device_kind(mb->get<std::string>()))
+      return differ("the runs ran on different devices (meta." + std::string(key) + ": " + ma->get<std::string>() +
+                    " vs " + mb->get<std::string>() + ")");
+  }
+  for (const auto& t : r.tensors) {
+    if (!t.a || !t.b) continue;
+    if (t.a->dtype != t.b->dtype && (dtype_is_float(t.a->dtype) || dtype_is_float(t.b->dtype)))
+      return differ("dtypes differ (" + dtype_name(t.a->dtype) + " vs " + dtype_name(t.b->dtype) + " at " + t.name + ")");
+    if (device_kind(t.a->device) != device_kind(t.b->device))
+      return differ("devices differ (" + device_kind(t.a->device) + " vs " + device_kind(t.b->device) + " at " + t.name +
+                    ")");
+  }
+  return g;
 }
 
 // "cannot read A: REASON", the path named once.
@@ -154,6 +232,48 @@ DumpIndex dump_of(const std::string& dir, const char* side) {
   } catch (const std::exception& e) {
     unreadable(side, dir, e.what());
   }
+}
+
+// Pairs the two dumps' records step by step (record_alignment.h), in execution order.
+std::vector<TensorComparison> match_records(const DumpIndex& da, const DumpIndex& db, std::vector<std::string>& notes) {
+  std::vector<TensorComparison> out;
+  out.reserve(da.records.size() + db.records.size());
+  size_t ia = 0, ib = 0;
+  std::vector<const DumpRecord*> sa, sb;
+  while (ia < da.records.size() || ib < db.records.size()) {
+    const int64_t step = ia == da.records.size()   ? db.records[ib].step
+                         : ib == db.records.size() ? da.records[ia].step
+                                                   : std::min(da.records[ia].step, db.records[ib].step);
+    sa.clear();
+    sb.clear();
+    for (; ia < da.records.size() && da.records[ia].step == step; ++ia) sa.push_back(&da.records[ia]);
+    for (; ib < db.records.size() && db.records[ib].step == step; ++ib) sb.push_back(&db.records[ib]);
+    const StepAlignment al = align_records(sa, sb);
+    if (!al.aligned)
+      notes.push_back("step " + std::to_string(step) + ": the two runs' records differ in more than " +
+                      std::to_string(kMaxAlignmentEdits) + " places; records were paired by name only");
+    for (const auto& p : al.pairs) {
+      TensorComparison tc;
+      tc.step = step;
+      tc.a = p.a ? sa[*p.a] : nullptr;
+      tc.b = p.b ? sb[*p.b] : nullptr;
+      const DumpRecord& named = tc.a ? *tc.a : *tc.b;
+      tc.name = named.name;
+      tc.kind = named.kind;
+      if (tc.a && tc.b && tc.b->name != tc.a->name) tc.name_b = tc.b->name;
+      if (!tc.b) {
+        tc.status = PairStatus::MissingInB;
+        tc.verdict = Verdict::Error;
+        tc.reason = "only in A";
+      } else if (!tc.a) {
+        tc.status = PairStatus::MissingInA;
+        tc.verdict = Verdict::Error;
+        tc.reason = "only in B";
+      }
+      out.push_back(std::move(tc));
+    }
+  }
+  return out;
 }
 
 }  // namespace
@@ -226,56 +346,26 @@ CompareResult compare_paths(const std::string& a, const std::string& b, const Co
     for (const auto& p : idx->problems) r.problems.push_back(std::string(side) + ": " + p);
     for (const auto& p : idx->loss.problems) r.problems.push_back(std::string(side) + ": " + p);
   }
-  // Pair records by (step, name); keep A's execution order, B-only records after their step.
-  // Keys are views into B's records, which the result keeps.
-  using Key = std::pair<int64_t, std::string_view>;
-  struct KeyHash {
-    size_t operator()(const Key& k) const { return std::hash<std::string_view>()(k.second) * 31 + std::hash<int64_t>()(k.first); }
-  };
-  std::unordered_map<Key, size_t, KeyHash> b_by_key;
-  b_by_key.reserve(db.records.size());
-  auto key = [](const DumpRecord& rec) { return Key{rec.step, rec.name}; };
-  for (size_t i = 0; i < db.records.size(); ++i) b_by_key.emplace(key(db.records[i]), i);
-  std::vector<bool> b_used(db.records.size(), false);
-  std::map<int64_t, std::vector<TensorComparison>> by_step;
-  for (const auto& rec : da.records) {
-    TensorComparison tc;
-    tc.step = rec.step;
-    tc.name = rec.name;
-    tc.kind = rec.kind;
-    tc.a = &rec;
-    auto it = b_by_key.find(key(rec));
-    if (it == b_by_key.end()) {
-      tc.status = PairStatus::MissingInB;
-      tc.verdict = Verdict::Error;
-      tc.reason = "only in A";
-    } else {
-      tc.b = &db.records[it->second];
-      b_used[it->second] = true;
-    }
-    by_step[rec.step].push_back(std::move(tc));
-  }
-  for (size_t i = 0; i < db.records.size(); ++i) {
-    if (b_used[i]) continue;
-    const auto& rec = db.records[i];
-    TensorComparison tc;
-    tc.step = rec.step;
-    tc.name = rec.name;
-    tc.kind = rec.kind;
-    tc.b = &rec;
-    tc.status = PairStatus::MissingInA;
-    tc.verdict = Verdict::Error;
-    tc.reason = "only in B";
-    by_step[rec.step].push_back(std::move(tc));
-  }
-  r.tensors.reserve(da.records.size() + db.records.size());
-  for (auto& [step, list] : by_step)
-    for (auto& tc : list) r.tensors.push_back(std::move(tc));
-
+  r.tensors = match_records(da, db, r.notes);
   const auto run_a = run_precision(da.meta), run_b = run_precision(db.meta);
+  r.regime = precision_regime(r, da, db, run_a, run_b, opt);
+  const std::vector<double> scales = input_scales(da);
+  const DType lowest = lowest_float_dtype(da, db);
   for (size_t i = 0; i < r.tensors.size(); ++i) {
     auto& tc = r.tensors[i];
-    if (tc.a && tc.b) compare_pair(tc, da, db, effective_dtype(*tc.a, *tc.b, run_a, run_b, opt), opt, r.bytes_compared);
+    if (tc.a && tc.b) {
+      NoiseContext noise;
+      noise.own_rms = record_rms(tc.a->stats);
+      noise.input_scale = scales[static_cast<size_t>(tc.a - da.records.data())];
+      noise.same_precision = r.regime.same_precision;
+      if (noise.input_scale > 0) ++r.records_with_input_scale;
+      DType effective = effective_dtype(*tc.a, *tc.b, run_a, run_b, opt);
+      // Runs that hold 16-bit records compute in 16 bits, whatever else they declare: their float32
+      // records (gradients of bfloat16 activations under autocast) carry that rounding.
+      if (r.regime.same_precision && dtype_is_float(effective)) effective = lower_precision(effective, lowest);
+      compare_pair(tc, da, db, effective, noise, opt, r.bytes_compared);
+      soften_integer_outputs(tc, noise);
+    }
     if (progress) progress(i + 1, r.tensors.size());
   }
   if (da.has_loss_log && db.has_loss_log) {

@@ -34,7 +34,8 @@ std::string pair_status_name(PairStatus s);  // "compared", "missing_in_a", ...
 
 struct TensorComparison {
   int64_t step = 0;
-  std::string name;
+  std::string name;                       // A's name (B's for a record only in B)
+  std::string name_b;                     // B's name when the alignment paired records of two names
   RecordKind kind = RecordKind::Other;
   const DumpRecord* a = nullptr;          // into CompareResult's indices; null on the side it is missing
   const DumpRecord* b = nullptr;
@@ -43,6 +44,11 @@ struct TensorComparison {
   DType effective_dtype = DType::Float32; // precision whose thresholds apply
   std::optional<TensorMetrics> metrics;   // method "tensor"
   std::optional<double> stat_rel_error;   // method "stats"
+  // The noise model (noise_model.h): what the difference was measured against, and the limits.
+  double noise_scale = 0;                 // max(own RMS, inputs' scale)
+  bool scale_from_inputs = false;         // the inputs' scale was the larger
+  std::optional<double> rel_error;        // difference relative to noise_scale (absent for cosine rules)
+  Tolerance tolerance;                    // warn/error limits on rel_error
   Verdict verdict = Verdict::Pass;        // Error for every status other than Compared
   std::string reason;                     // why not pass, or what went wrong
   bool exact() const { return metrics ? metrics->exact() : false; }
@@ -63,9 +69,19 @@ struct CompareOptions {
 struct CompareCounts {
   int64_t pass = 0, warn = 0, error = 0, exact = 0;
   int64_t missing_in_a = 0, missing_in_b = 0, shape_mismatch = 0, unreadable = 0;
+  // Of the records on one side only, autocast's casts in a cross-precision comparison: expected
+  // there, they do not make the runs differ.
+  int64_t casts_one_side = 0;
 };
 
 struct DumpIndex;
+
+// Which rules judge the records: the noise rule when both runs compute in one precision on one
+// kind of device, the table's (cross precision) otherwise, and why.
+struct PrecisionRegime {
+  bool same_precision = true;
+  std::string why;  // what differs, when not the same
+};
 
 struct CompareResult {
   std::string path_a, path_b;
@@ -73,14 +89,22 @@ struct CompareResult {
   std::string input;                     // "dumps" or "loss_logs"
   std::vector<TensorComparison> tensors; // execution order: step, then A's order, B-only last
   CompareCounts counts;
+  PrecisionRegime regime;
+  int64_t records_with_input_scale = 0;  // compared records whose inputs' scale was known
   std::optional<size_t> first_divergence;  // first error (including unreadable/shape mismatch)
   std::optional<size_t> first_warning;
   size_t context = 3;
   std::optional<LossComparison> loss;
   std::vector<std::string> problems;     // dump-level: bad index or loss-log lines, ...
+  std::vector<std::string> notes;        // what the reader should know that does not make runs differ
   int64_t bytes_compared = 0;            // tensor bytes read, both sides
   double seconds = 0;
   bool agree = false;
+  // Neither a record pair nor a loss step could be compared (two empty dumps, or no record in
+  // common under --allow-missing): no agreement, the runs count as differing (exit 1).
+  bool nothing_compared = false;
+  // "agree", "differ" or "nothing_compared".
+  std::string verdict() const { return nothing_compared ? "nothing_compared" : agree ? "agree" : "differ"; }
   // Indices of the records shown with the first divergence: `context` before it, then itself.
   std::vector<size_t> divergence_window() const;
 };

@@ -80,6 +80,12 @@ struct OpOrigin {
   std::string source, code;            // "model.py:84" and that line's text
   std::string user_source, user_code;  // the user's file, when source is in a library
   bool random = false;     // a seeded random operator (dropout, ...): devices' generators differ
+  // Provenance of the inputs, for the noise model of compare (noise_model.h): the records of the
+  // same step whose output tensors the inputs are (op.inputs[].from), and, in tensors mode, the
+  // files its tensor arguments were saved to (op.args[].value.tensor: a recorded output used again
+  // unchanged names that record's file).
+  std::vector<std::string> input_records;
+  std::vector<std::string> input_files;
 };
 
 struct DumpRecord {

@@ -51,6 +51,57 @@ TensorStats read_stats(JsonScanner& js) {
   return s;
 }
 
+// One entry of op.inputs, {"arg", "dtype", "shape", "device", "from"} or {"arg", "tensors": [...]}:
+// the "from" names it holds.
+void read_input_entry(JsonScanner& js, std::vector<std::string>& from) {
+  if (js.peek() != '{') return js.skip_value();
+  js.expect('{', "opening an entry of 'op.inputs'");
+  bool first = true;
+  while (js.next_member(first, '}')) {
+    const std::string_view key = js.read_string();
+    js.expect(':', "after a key of 'op.inputs'");
+    if (key == "from" && js.peek() == '"') {
+      from.emplace_back(js.read_string());
+    } else if (key == "tensors" && js.peek() == '[') {
+      js.expect('[', "opening 'tensors'");
+      bool f = true;
+      while (js.next_member(f, ']')) read_input_entry(js, from);
+    } else {
+      js.skip_value();
+    }
+  }
+}
+
+// A value of op.args: {"tensor": FILE, ...}, a list of values, or anything else (skipped).
+void read_arg_value(JsonScanner& js, std::vector<std::string>& files, int depth) {
+  const char c = js.peek();
+  if (c == '[' && depth < 4) {
+    js.expect('[', "opening a list in 'op.args'");
+    bool f = true;
+    while (js.next_member(f, ']')) read_arg_value(js, files, depth + 1);
+  } else if (c == '{') {
+    js.expect('{', "opening a value of 'op.args'");
+    bool first = true;
+    while (js.next_member(first, '}')) {
+      const std::string_view key = js.read_string();
+      js.expect(':', "after a key of 'op.args'");
+      if (key == "tensor" && js.peek() == '"') files.emplace_back(js.read_string());
+      else if (key == "value") read_arg_value(js, files, depth + 1);
+      else js.skip_value();
+    }
+  } else {
+    js.skip_value();
+  }
+}
+
+template <typename ReadEntry>
+void read_list(JsonScanner& js, ReadEntry entry) {
+  if (js.peek() != '[') return js.skip_value();
+  js.expect('[', "opening a list of 'op'");
+  bool f = true;
+  while (js.next_member(f, ']')) entry();
+}
+
 OpOrigin read_op(JsonScanner& js) {
   if (js.peek() != '{') throw std::invalid_argument("'op' is not an object");
   js.expect('{', "opening 'op'");
@@ -69,9 +120,11 @@ OpOrigin read_op(JsonScanner& js) {
                          : key == "user_code"   ? &o.user_code
                                                 : nullptr;
     const bool random = key == "random";
-    if (field && js.peek() == '"') *field = std::string(js.read_string());
+    if (key == "inputs") read_list(js, [&] { read_input_entry(js, o.input_records); });
+    else if (key == "args") read_list(js, [&] { read_arg_value(js, o.input_files, 0); });
+    else if (field && js.peek() == '"') *field = std::string(js.read_string());
     else if (random && (js.peek() == 't' || js.peek() == 'f')) o.random = js.read_bool();
-    else js.skip_value();  // inputs, args, and fields a damaged op holds: detail, not the record
+    else js.skip_value();  // fields a damaged op holds: detail, not the record
   }
   return o;
 }

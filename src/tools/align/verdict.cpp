@@ -4,6 +4,8 @@
 #include <cmath>
 #include <cstdio>
 
+#include "tools/align/noise_model.h"
+
 namespace crosstrain::align {
 
 namespace {
@@ -49,29 +51,46 @@ const Thresholds& thresholds_for(DType t) {
 
 DType lower_precision(DType a, DType b) { return dtype_precision_rank(a) <= dtype_precision_rank(b) ? a : b; }
 
-Verdict tensor_verdict(const TensorMetrics& m, DType effective, std::string* reason) {
-  if (m.nonfinite_mismatched > 0) {
-    set(reason, std::to_string(m.nonfinite_mismatched) + " NaN/Inf on one side only");
-    return Verdict::Error;
-  }
-  if (!dtype_is_float(effective)) {
-    if (m.exact()) return Verdict::Pass;
-    set(reason, "integer values differ");
-    return Verdict::Error;
-  }
+Tolerance record_tolerance(DType effective, bool same_precision) {
   const Thresholds& t = thresholds_for(effective);
-  if (m.finite_pairs == 1) {
-    const double rel = m.max_rel_error;
-    if (rel > t.scalar_error_rel) {
-      set(reason, "relative error " + fmt("%.3g", rel) + " > " + fmt("%g", t.scalar_error_rel));
-      return Verdict::Error;
-    }
-    if (rel > t.scalar_warn_rel) {
-      set(reason, "relative error " + fmt("%.3g", rel) + " > " + fmt("%g", t.scalar_warn_rel));
-      return Verdict::Warn;
-    }
-    return Verdict::Pass;
+  Tolerance tol{t.stat_warn_rel, t.stat_error_rel, false};
+  if (!same_precision || !dtype_is_float(effective)) return tol;
+  const double eps = machine_epsilon(effective);
+  if (kNoiseErrorEps * eps < tol.error) {
+    tol.error = kNoiseErrorEps * eps;
+    tol.warn = std::min(tol.warn, kNoiseWarnEps * eps);
+    tol.by_noise = true;
   }
+  return tol;
+}
+
+namespace {
+
+std::string scale_words(const NoiseContext& n) {
+  return n.input_scale > n.own_rms ? " (relative to its inputs' scale " + fmt("%.3g", n.input_scale) + ")" : " (relative)";
+}
+
+// The noise rule: `rel` against a tolerance.
+Verdict judge(double rel, const Tolerance& tol, const char* what, const NoiseContext& n, std::string* reason) {
+  const auto says = [&](double limit) {
+    return std::string(what) + " " + fmt("%.3g", rel) + scale_words(n) + " > " + fmt("%.3g", limit);
+  };
+  if (rel > tol.error) {
+    set(reason, says(tol.error));
+    return Verdict::Error;
+  }
+  if (rel > tol.warn) {
+    set(reason, says(tol.warn));
+    return Verdict::Warn;
+  }
+  return Verdict::Pass;
+}
+
+double largest_magnitude(const TensorStats& s) {
+  return std::max(std::fabs(s.max.value_or(0.0)), std::fabs(s.min.value_or(0.0)));
+}
+
+Verdict cosine_rules(const TensorMetrics& m, const Thresholds& t, std::string* reason) {
   if (m.cosine < t.error_cosine) {
     set(reason, "cosine " + fmt("%.6f", m.cosine) + " < " + fmt("%g", t.error_cosine));
     return Verdict::Error;
@@ -88,6 +107,51 @@ Verdict tensor_verdict(const TensorMetrics& m, DType effective, std::string* rea
   return Verdict::Pass;
 }
 
+}  // namespace
+
+Verdict tensor_verdict(const TensorMetrics& m, DType effective, std::string* reason) {
+  TensorStats none;
+  return tensor_verdict(m, none, effective, NoiseContext{}, reason, nullptr);
+}
+
+Verdict tensor_verdict(const TensorMetrics& m, const TensorStats& a, DType effective, const NoiseContext& noise,
+                       std::string* reason, double* rel_out) {
+  if (rel_out) *rel_out = std::nan("");
+  if (m.nonfinite_mismatched > 0) {
+    set(reason, std::to_string(m.nonfinite_mismatched) + " NaN/Inf on one side only");
+    return Verdict::Error;
+  }
+  if (!dtype_is_float(effective)) {
+    if (rel_out) *rel_out = m.exact() ? 0.0 : 1.0;
+    if (m.exact()) return Verdict::Pass;
+    set(reason, "integer values differ");
+    return Verdict::Error;
+  }
+  const Thresholds& t = thresholds_for(effective);
+  const Tolerance tol = record_tolerance(effective, noise.same_precision);
+  const double scale = noise.scale();
+  // Relative to the noise scale: the RMS of the difference, and its largest element against the
+  // largest value (what rounding of the largest value leaves).
+  const double rel = m.finite_pairs == 0 ? 0.0
+                                         : std::max(m.rmse / std::max(scale, 1e-300),
+                                                    m.max_abs_error / std::max({largest_magnitude(a), scale, 1e-300}));
+  if (m.finite_pairs == 1) {
+    if (tol.by_noise) {
+      if (rel_out) *rel_out = rel;
+      return judge(rel, tol, "relative error", noise, reason);
+    }
+    const double srel = noise.input_scale > 0 ? rel : m.max_rel_error;
+    if (rel_out) *rel_out = srel;
+    return judge(srel, Tolerance{t.scalar_warn_rel, t.scalar_error_rel, false}, "relative error", noise, reason);
+  }
+  const bool rounding_level = noise.input_scale > 0 && noise.own_rms < tol.error * noise.input_scale;
+  if (tol.by_noise || rounding_level) {
+    if (rel_out) *rel_out = rel;
+    return judge(rel, tol, "difference", noise, reason);
+  }
+  return cosine_rules(m, t, reason);
+}
+
 double stat_relative_error(double a, double b, double scale) {
   if (a == b) return 0.0;
   const double denom = std::max({std::fabs(a), std::fabs(scale), 1e-300});
@@ -96,6 +160,13 @@ double stat_relative_error(double a, double b, double scale) {
 
 Verdict stats_verdict(const TensorStats& a, const TensorStats& b, DType effective, double* worst_rel,
                       std::string* reason) {
+  NoiseContext own;
+  own.own_rms = record_rms(a);
+  return stats_verdict(a, b, effective, own, worst_rel, reason);
+}
+
+Verdict stats_verdict(const TensorStats& a, const TensorStats& b, DType effective, const NoiseContext& noise,
+                      double* worst_rel, std::string* reason) {
   if (worst_rel) *worst_rel = 0.0;
   if ((a.nan_count > 0) != (b.nan_count > 0) || (a.inf_count > 0) != (b.inf_count > 0)) {
     set(reason, "NaN/Inf on one side only (A: " + std::to_string(a.nan_count) + " NaN, " + std::to_string(a.inf_count) +
@@ -109,23 +180,22 @@ Verdict stats_verdict(const TensorStats& a, const TensorStats& b, DType effectiv
   double worst = 0.0;
   if (a.norm) {
     const int64_t finite = std::max<int64_t>(1, a.numel - a.nan_count - a.inf_count);
-    const double rms = *a.norm / std::sqrt(static_cast<double>(finite));
+    const double scale = std::max(noise.scale(), record_rms(a));
+    const double norm_scale = noise.input_scale > 0 ? scale * std::sqrt(static_cast<double>(finite)) : 0.0;
     const std::optional<double> pa[] = {a.max, a.min, a.mean, a.norm};
     const std::optional<double> pb[] = {b.max, b.min, b.mean, b.norm};
     for (int i = 0; i < 4; ++i)
-      if (pa[i] && pb[i]) worst = std::max(worst, stat_relative_error(*pa[i], *pb[i], i == 3 ? 0.0 : rms));
+      if (pa[i] && pb[i]) worst = std::max(worst, stat_relative_error(*pa[i], *pb[i], i == 3 ? norm_scale : scale));
   }
   if (worst_rel) *worst_rel = worst;
-  const bool exact_ints = !dtype_is_float(effective);
-  const Thresholds& t = thresholds_for(effective);
-  const double err = exact_ints ? 0.0 : t.stat_error_rel, warn = exact_ints ? 0.0 : t.stat_warn_rel;
-  if (worst > err) {
-    set(reason, "statistics differ by " + fmt("%.3g", worst) + " (relative) > " + fmt("%g", err));
-    return Verdict::Error;
-  }
-  if (worst > warn) {
-    set(reason, "statistics differ by " + fmt("%.3g", worst) + " (relative) > " + fmt("%g", warn));
-    return Verdict::Warn;
+  if (!dtype_is_float(effective)) {
+    if (worst > 0) {
+      set(reason, "statistics differ by " + fmt("%.3g", worst) + " (relative) > 0");
+      return Verdict::Error;
+    }
+  } else {
+    const Verdict v = judge(worst, record_tolerance(effective, noise.same_precision), "statistics differ by", noise, reason);
+    if (v != Verdict::Pass) return v;
   }
   if (a.nan_count != b.nan_count || a.inf_count != b.inf_count) {
     set(reason, "NaN/Inf counts differ");

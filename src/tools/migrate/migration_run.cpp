@@ -2,6 +2,8 @@
 
 #include "tools/migrate/safe_files.h"
 
+#include "report/input_file.h"
+
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -90,7 +92,7 @@ std::vector<SourceFile> collect(const MigrateOptions& options, const fs::path& o
     // with the inputs).
     if (!out_canonical.empty()) {
       if (fs::is_directory(root, ec)) {
-        if (path_within(out_dir, root))
+        if (report::path_within(out_dir, root))
           throw std::invalid_argument("--out " + out_dir.string() + " lies inside the input " + input +
                                       ": choose a directory outside it (or --in-place)");
       } else {
@@ -100,7 +102,7 @@ std::vector<SourceFile> collect(const MigrateOptions& options, const fs::path& o
           throw std::invalid_argument("--out " + out_dir.string() + " is the folder of the input " + input +
                                       ": the copy would overwrite it; choose another directory (or --in-place)");
       }
-      if (path_within(root, out_dir))
+      if (report::path_within(root, out_dir))
         throw std::invalid_argument("the input " + input + " lies inside --out " + out_dir.string() +
                                     ": choose an output directory that does not contain it");
     }
@@ -152,7 +154,7 @@ std::vector<SourceFile> collect(const MigrateOptions& options, const fs::path& o
         continue;
       }
       // A link that leads out of the input tree is not followed.
-      if (entry.is_symlink(ec) && !path_within(entry.path(), root)) continue;
+      if (entry.is_symlink(ec) && !report::path_within(entry.path(), root)) continue;
       fs::path rel = entry.path().lexically_relative(root);
       SourceFile f{entry.path(), (root / rel).lexically_normal().generic_string(), prefix / rel, true, false, {}};
       classify(entry.path(), f);

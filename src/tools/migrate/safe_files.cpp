@@ -97,14 +97,4 @@ void make_real_directories(const fs::path& root, const fs::path& relative_dir) {
   }
 }
 
-bool path_within(const fs::path& inner, const fs::path& outer) {
-  fs::path a = fs::weakly_canonical(fs::absolute(inner)), b = fs::weakly_canonical(fs::absolute(outer));
-  auto ai = a.begin(), bi = b.begin();
-  for (; bi != b.end(); ++ai, ++bi) {
-    if (bi->empty() && std::next(bi) == b.end()) break;  // trailing separator
-    if (ai == a.end() || *ai != *bi) return false;
-  }
-  return true;
-}
-
 }  // namespace crosstrain::migrate

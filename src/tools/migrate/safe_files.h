@@ -27,7 +27,4 @@ void write_atomic(const std::filesystem::path& path, const std::string& bytes, c
 // symbolic link or not a directory.
 void make_real_directories(const std::filesystem::path& root, const std::filesystem::path& relative_dir);
 
-// True when `inner` is `outer` or lies below it (both made absolute and canonical where they exist).
-bool path_within(const std::filesystem::path& inner, const std::filesystem::path& outer);
-
 }  // namespace crosstrain::migrate
