@@ -322,6 +322,8 @@ nlohmann::json diff_to_json(const TraceDiff& d) {
           {"a_device", d.a_device}, {"b_device", d.b_device}, {"warning", d.warning}, {"rows", rows}};
 }
 
+std::vector<std::string> analysis_csv_paths(const std::string& dir) { return {dir + "/operators.csv", dir + "/steps.csv"}; }
+
 void write_analysis_csv(const std::vector<TraceAnalysis>& all, const std::string& dir) {
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
@@ -363,11 +365,12 @@ void write_analysis_csv(const std::vector<TraceAnalysis>& all, const std::string
     step_head.push_back(n + "_us");
   }
   step_head.push_back("h2d_us");
-  report::write_file_atomic(dir + "/operators.csv",
+  const auto paths = analysis_csv_paths(dir);
+  report::write_file_atomic(paths[0],
                             report::csv_document({"trace", "rank", "operator", "shapes", "type", "calls", "host_self_us",
                                                   "host_total_us", "device_self_us", "device_total_us", "source"},
                                                  ops));
-  report::write_file_atomic(dir + "/steps.csv", report::csv_document(step_head, steps));
+  report::write_file_atomic(paths[1], report::csv_document(step_head, steps));
 }
 
 }  // namespace crosstrain::analyze

@@ -37,6 +37,8 @@ nlohmann::json diff_to_json(const TraceDiff& d);
 
 // operators.csv and steps.csv (one row per rank and step) in `dir`, created if missing.
 void write_analysis_csv(const std::vector<TraceAnalysis>& all, const std::string& dir);
+// The files write_analysis_csv writes into `dir` (operators.csv, steps.csv).
+std::vector<std::string> analysis_csv_paths(const std::string& dir);
 
 // What the analysis knows about the script (source_report.cpp): a source line as one line of text
 // ("train.py:84 loss.item()  x1.0 per step, 3.1 ms <what>"), an operator row's lines, the step
