@@ -30,6 +30,13 @@ constexpr int kStepPhaseCount = 7;
 const char* step_phase_name(StepPhase p);
 const char* step_phase_name(int p);
 
+// A line that calls the same function this often within one call of its own function runs in a
+// loop (TraceAnalysis::op_loops); a chain of calls on one line (`x.float().pow(2).mean(-1)`)
+// calls each function once.
+constexpr int64_t kLoopRepeats = 4;
+// An operator costing at most this many times the trace's per-operator overhead is small.
+constexpr double kSmallOpOverheads = 10;
+
 // A line of the user's script (or of a library it calls) and the work behind it.
 struct SourceLine {
   std::string where;                 // "train.py:84"
@@ -39,6 +46,8 @@ struct SourceLine {
   int64_t ops = 0;                   // operators under its calls (call loops)
   double per_step = 0;               // count / steps
   double time_us = 0;
+  int64_t small_ops = 0;             // ... of them small (TraceAnalysis::small_op_us)
+  int64_t repeats = 0;               // most calls of one function it made in one call of its own function
 };
 
 struct AnalyzeOptions {
@@ -245,9 +254,21 @@ struct TraceAnalysis {
   // made from the user's own lines inside steps: on an accelerator each one waits for the device.
   std::vector<SourceLine> host_reads;
   int64_t host_read_count = 0;
-  // The user's lines that made the most Python calls per step (a loop), with the operators under
-  // them; lines making fewer than 8 calls per step are left out.
+  // The user's lines that made the most Python calls per step, with the operators under them;
+  // lines making fewer than 8 calls per step are left out. Many calls per step are a loop only
+  // when they come from one call of the line's own function (a module's forward, a step
+  // function): one line of a module's forward run by each of 232 instances is the model's depth.
   std::vector<SourceLine> call_loops;
+  // The same, counting only calls made in a loop: a line that called the same function at least
+  // kLoopRepeats times within one call of its own function (one module instance's forward, one
+  // step of the script's loop), with the operators under those calls.
+  std::vector<SourceLine> op_loops;
+  // An operator is small when its cost (host time, or the device time of its work when longer)
+  // is at most small_op_us = 10 x op_overhead_us, the fixed cost of any operator in this trace:
+  // the host time of its cheapest operators (10th percentile of the outermost operators in
+  // steps, held to 1-50 us). A loop of small operators pays mostly that fixed cost.
+  double op_overhead_us = 0;
+  double small_op_us = 0;
   std::vector<DataLoaderSettings> loaders;  // as the script built them
   // DataLoader time inside steps by the kind of iterator torch names in its spans: batches loaded
   // by the training process itself (num_workers=0), handed over by workers, and iterators started
