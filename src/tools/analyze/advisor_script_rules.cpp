@@ -166,7 +166,8 @@ const std::vector<AdvisorRule>& script_rules() {
        for (const auto& l : a.host_reads) us += l.time_us;
        return format_count(a.host_read_count) + " reads in " + format_count(static_cast<int64_t>(a.steps.size())) +
               " steps from " + format_count(static_cast<int64_t>(a.host_reads.size())) +
-              " line(s) of yours; on this host-only run they took " + share_text(a, us);
+              " line(s) of yours; " + (a.device_missing() ? "with the device's activity not recorded" : "on this host-only run") +
+              " they took " + share_text(a, us);
      }},
     {"python_op_loop", "A Python loop issues many small operators", kLoopCallsPerStep - 0.01,
      ">= 32 calls per step from one line in loops (the same function >= 4 times in one call of its own function), "

@@ -214,6 +214,24 @@ struct TraceAnalysis {
   int64_t host_sync_count = 0;
   double host_sync_us = 0;               // their union: never more than the steps
   std::vector<NamedTotal> runtime_calls;    // host runtime calls inside steps by total time, at most 20
+  // The longest single runtime call inside steps (clipped to its step) that does not wait for the
+  // device (no synchronize, no free: those last as long as the work before them). When it is the first call
+  // of its name and far longer than the others, it is a one-time cost: CUDA loads a kernel's module
+  // at its first launch (lazy module loading, CUDA_MODULE_LOADING=LAZY), a library creates its
+  // handle at first use.
+  struct LongestRuntimeCall {
+    std::string name;              // "" when the trace has no runtime call in steps
+    double duration_us = 0;
+    bool first = false;            // the first call of its name in the trace
+    int64_t calls = 0;             // calls of that name inside steps
+    double others_median_us = 0;   // the median of the other calls of that name (0: none)
+    std::string step;
+    double offset_in_step_us = 0;
+  } longest_runtime_call;
+  // Runtime calls that give the device work (is_launch_call_name) inside steps. With none of the
+  // device's activity in the trace (has_device false) the device side was not recorded.
+  int64_t launch_calls = 0;
+  bool device_missing() const { return !has_device && launch_calls > 0; }
   std::vector<NamedTotal> allocator_calls;  // device/pinned memory allocations and frees inside steps
   double allocator_us = 0;                  // their union
   double allocator_in_data_loading_us = 0;  // ... while a data-loading span ran
