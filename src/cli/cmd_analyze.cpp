@@ -1,6 +1,7 @@
 // `crosstrain analyze PATH...`: operator table, step breakdown, idle/sync/fallback/memory checks
 // and the advisor for profiler traces; `--diff A B` compares two traces.
 #include <algorithm>
+#include <filesystem>
 #include <iostream>
 
 #include "cli/command.h"
@@ -29,21 +30,51 @@ struct AnalyzeArgs {
   std::string json, csv, html;
 };
 
+// Every output path the flags name, with its flag.
+std::vector<std::pair<std::string, std::string>> outputs_of(const AnalyzeArgs& args) {
+  std::vector<std::pair<std::string, std::string>> out;
+  if (!args.json.empty()) out.emplace_back("--json", args.json);
+  if (!args.csv.empty()) {
+    out.emplace_back("--csv", args.csv);
+    for (const auto& p : analyze::analysis_csv_paths(args.csv)) out.emplace_back("--csv", p);
+  }
+  if (!args.html.empty()) out.emplace_back("--html", args.html);
+  return out;
+}
+
+void refuse_inputs_as_outputs(const AnalyzeArgs& args, const std::vector<std::string>& inputs) {
+  for (const auto& [flag, path] : outputs_of(args)) report::refuse_input_as_output(flag, path, inputs);
+}
+
+// The files a trace was read with: the trace, its call-site side file, and for an Ascend output
+// folder the profiler's summaries beside it and the rank files a level up.
+void add_files_read(const std::string& trace_path, std::vector<std::string>& files) {
+  files.push_back(trace_path);
+  files.push_back(analyze::call_sites_path_of(trace_path));
+  const std::string ascend = analyze::ascend_output_dir_of(trace_path);
+  if (ascend.empty()) return;
+  std::error_code ec;
+  for (const auto& dir : {std::filesystem::path(ascend), std::filesystem::path(ascend).parent_path()})
+    for (std::filesystem::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec))
+      if (it->is_regular_file(ec)) files.push_back(it->path().string());
+}
+
 std::vector<analyze::TraceAnalysis> analyze_paths(const std::vector<std::string>& paths,
                                                   const analyze::AnalyzeOptions& opt, const std::string& sort,
-                                                  const analyze::ReadOptions& read) {
+                                                  const analyze::ReadOptions& read, std::vector<std::string>& files_read) {
   std::vector<analyze::TraceAnalysis> out;
   report::ProgressLine progress;  // big traces take seconds; silent unless stderr is a terminal
   for (const auto& p : paths) {
-    progress.update("analyze: reading " + p, true);
+    progress.update("analyze: reading " + report::terminal_safe(p, false), true);
     std::vector<std::string> notes;
     auto traces = analyze::read_traces(p, read, &notes);
     for (const auto& n : notes) {
       progress.clear();
-      std::cerr << "analyze: " << n << "\n";
+      std::cerr << "analyze: " << report::terminal_safe(n) << "\n";
     }
     for (auto& trace : traces) {
-      progress.update("analyze: analyzing " + trace.path, true);
+      progress.update("analyze: analyzing " + report::terminal_safe(trace.path, false), true);
+      add_files_read(trace.path, files_read);
       auto a = analyze::analyze_trace(trace, opt);
       // A trace nothing was recognised in has no result to show, not an empty one.
       if (std::string why = a.unrecognised(); !why.empty()) throw std::runtime_error(why);
@@ -86,18 +117,24 @@ void run_analyze(const AnalyzeArgs& args) {
   const bool quiet = report::json_to_stdout(args.json);
   analyze::ReadOptions read;
   read.max_inflated_bytes = args.max_inflated_mib << 20;
+  // An output never replaces an input: the files named on the command line are refused before
+  // anything is read, the files found in folders once they are known, before anything is written.
+  std::vector<std::string> files_read = args.diff.empty() ? args.paths : args.diff;
+  refuse_inputs_as_outputs(args, files_read);
 
   if (!args.diff.empty()) {
-    auto a = analyze_paths({args.diff[0]}, opt, args.sort, read);
-    auto b = analyze_paths({args.diff[1]}, opt, args.sort, read);
+    auto a = analyze_paths({args.diff[0]}, opt, args.sort, read, files_read);
+    auto b = analyze_paths({args.diff[1]}, opt, args.sort, read, files_read);
     if (a.size() != 1 || b.size() != 1) throw std::invalid_argument("--diff compares two trace files, not folders");
+    refuse_inputs_as_outputs(args, files_read);
     auto d = analyze::diff_analyses(a[0], b[0]);
-    if (!quiet) std::cout << analyze::render_diff_console(d, args.top);
+    if (!quiet) std::cout << report::terminal_safe(analyze::render_diff_console(d, args.top));
     if (!args.json.empty()) report::write_json(report::with_envelope("analyze", analyze::diff_to_json(d)), args.json);
     return;
   }
 
-  auto all = analyze_paths(args.paths, opt, args.sort, read);
+  auto all = analyze_paths(args.paths, opt, args.sort, read, files_read);
+  refuse_inputs_as_outputs(args, files_read);
   // Ascend output folders: the profiler's own summaries next to each trace_view.json.
   std::vector<analyze::AscendOutput> ascend(all.size());
   std::vector<bool> has_ascend(all.size(), false);
@@ -134,7 +171,8 @@ void run_analyze(const AnalyzeArgs& args) {
       }
     if (!side.empty()) console += analyze::render_ascend_console(side, side_ranks) + "\n";
   }
-  if (!quiet) std::cout << console;
+  // Names, code lines and file names come from files others wrote: escaped, never obeyed.
+  if (!quiet) std::cout << report::terminal_safe(console);
   if (!args.json.empty()) {
     auto j = analyze::analyses_to_json(all);
     if (all.size() > 1) j["rank_findings"] = across_json;

@@ -7,12 +7,29 @@
 #include "tools/migrate/migration_report.h"
 #include "tools/migrate/migration_run.h"
 
+#include <filesystem>
 #include <iostream>
 #include <memory>
 
 namespace crosstrain::cli {
 
 namespace {
+
+// The regular files a migration reads: the paths given, and those below the given folders.
+std::vector<std::string> files_under(const std::vector<std::string>& paths) {
+  namespace fs = std::filesystem;
+  std::vector<std::string> out;
+  for (const auto& p : paths) {
+    std::error_code ec;
+    if (!fs::is_directory(p, ec)) {
+      out.push_back(p);
+      continue;
+    }
+    for (fs::recursive_directory_iterator it(p, ec), end; !ec && it != end; it.increment(ec))
+      if (it->is_regular_file(ec)) out.push_back(it->path().string());
+  }
+  return out;
+}
 
 struct MigrateArgs {
   std::vector<std::string> paths;
@@ -76,8 +93,24 @@ void run(const MigrateArgs& args) {
       progress->update("migrate: " + std::to_string(done) + "/" + std::to_string(total) + " files");
     };
 
+  // The reports never replace a file read or written: the inputs before the run, the migrated
+  // copies after it, before any report is written.
+  std::vector<std::string> reports;
+  if (!args.json_path.empty()) reports.push_back(args.json_path);
+  if (!args.report_dir.empty())
+    for (const char* name : {"change_list.csv", "unsupported.csv", "summary.json"})
+      reports.push_back((std::filesystem::path(args.report_dir) / name).string());
+  auto refuse = [&](const std::vector<std::string>& files) {
+    for (const auto& r : reports) report::refuse_input_as_output(r == args.json_path ? "--json" : "--report", r, files);
+  };
+  refuse(files_under(args.paths));
+
   migrate::MigrationSummary summary = migrate::run_migration(options);
   progress->clear();
+  std::vector<std::string> written;
+  for (const auto& f : summary.files)
+    if (!f.output_path.empty()) written.push_back(f.output_path);
+  refuse(written);
 
   if (args.diff) std::cout << migrate::migration_diff(summary);
   if (!args.report_dir.empty()) migrate::write_report_dir(summary, args.report_dir);

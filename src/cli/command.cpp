@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "report/output.h"
+#include "report/terminal.h"
 
 namespace crosstrain::cli {
 
@@ -31,7 +32,8 @@ std::vector<const CLI::Option*> command_options(const CLI::App& cmd) {
 namespace {
 // libtorch's errors carry a C++ backtrace after the message; users need the message. The engine
 // strips it where it catches c10::Error (tools/commands/torch_errors.h); this catches any that
-// arrive another way, in either of libtorch's two layouts.
+// arrive another way, in either of libtorch's two layouts. A message may quote a file's bytes or
+// name (a parser's "last read: ..."): its control characters are printed as escapes.
 std::string error_text(const std::exception& e) {
   std::string msg = e.what();
   for (const char* backtrace : {"Exception raised from", "\nframe #"}) {
@@ -39,7 +41,7 @@ std::string error_text(const std::exception& e) {
     if (cut != std::string::npos) msg.erase(cut);
   }
   while (!msg.empty() && (msg.back() == '\n' || msg.back() == ' ')) msg.pop_back();
-  return msg;
+  return report::terminal_safe(msg);
 }
 
 std::vector<const CLI::App*> commands_of(const CLI::App& app) {

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <stdexcept>
 
+#include "report/terminal.h"
+
 namespace crosstrain::report {
 
 namespace {
@@ -39,9 +41,21 @@ Table& Table::add_separator() {
 }
 
 std::string Table::render() const {
-  std::vector<size_t> width(headers_.size(), 0);
-  for (size_t c = 0; c < headers_.size(); ++c) width[c] = display_width(headers_[c]);
-  for (const auto& row : rows_)
+  // Cells often hold names read from other programs' files: printed as escapes, never obeyed by
+  // the terminal, and one line each so the columns stay aligned.
+  auto safe = [](const std::vector<std::string>& cells) {
+    std::vector<std::string> out;
+    out.reserve(cells.size());
+    for (const auto& c : cells) out.push_back(terminal_safe(c, /*keep_newline_and_tab=*/false));
+    return out;
+  };
+  const std::vector<std::string> headers = safe(headers_);
+  std::vector<std::vector<std::string>> rows;
+  rows.reserve(rows_.size());
+  for (const auto& row : rows_) rows.push_back(safe(row));
+  std::vector<size_t> width(headers.size(), 0);
+  for (size_t c = 0; c < headers.size(); ++c) width[c] = display_width(headers[c]);
+  for (const auto& row : rows)
     for (size_t c = 0; c < row.size(); ++c) width[c] = std::max(width[c], display_width(row[c]));
 
   auto line = [&](const std::vector<std::string>& cells) {
@@ -62,11 +76,11 @@ std::string Table::render() const {
     return std::string(total, '-') + "\n";
   };
 
-  std::string out = line(headers_) + rule();
-  for (size_t r = 0; r < rows_.size(); ++r) {
+  std::string out = line(headers) + rule();
+  for (size_t r = 0; r < rows.size(); ++r) {
     if (std::find(separators_before_.begin(), separators_before_.end(), r) != separators_before_.end() && r)
       out += rule();
-    out += line(rows_[r]);
+    out += line(rows[r]);
   }
   return out;
 }

@@ -3,10 +3,20 @@
 // when stderr is not a terminal, so logs and pipes stay clean.
 #include <chrono>
 #include <string>
+#include <string_view>
 
 namespace crosstrain::report {
 
 bool stderr_is_terminal();
+
+// `text` from a file crosstrain did not write (a trace's names, a side file's code lines and file
+// names, an error naming them) made safe to print on a terminal: a control character would be
+// obeyed, not shown (ESC starts sequences that retitle the window, clear the screen or rewrite
+// what was printed). C0 controls and DEL become \xNN, the C1 controls U+0080-U+009F (8-bit CSI
+// and OSC) \u00NN, and bytes that are not UTF-8 \xNN; newline and tab are kept when
+// `keep_newline_and_tab` (a report's layout), escaped too otherwise (a table cell, one line).
+// A backslash is kept as it is, so safe text passes through unchanged.
+std::string terminal_safe(std::string_view text, bool keep_newline_and_tab = true);
 
 class ProgressLine {
  public:

@@ -10,6 +10,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <regex>
 #include <sstream>
 #include <string>
 #include <sys/wait.h>
@@ -352,4 +353,93 @@ TEST(CliAnalyze, BigAscendCsvInLittleMemory) {
   EXPECT_GT(r.peak_kib, 0);
   EXPECT_LT(r.peak_kib, 48 * 1024) << "peak RSS, KiB";
   fs::remove_all(dir);
+}
+
+namespace {
+
+// A real torch.profiler recording (with_stack, `loss.item()` each step) as `crosstrain run
+// --profile` lays it out, RUN/cycle0/rank0.pt.trace.json, with a call-site side file that places
+// every `.item()` call at line 7 of `file`, whose code is `code`.
+fs::path profile_run(const std::string& name, const std::string& file, const std::string& code) {
+  const auto run_dir = temp_dir(name);
+  fs::create_directories(run_dir / "cycle0");
+  const fs::path trace = run_dir / "cycle0" / "rank0.pt.trace.json";
+  EXPECT_EQ(run_shell("zcat " + kData + "torch_cpu_stack.json.gz > " + trace.string()).code, 0);
+  const std::string text = slurp(trace);
+  const std::regex item(R"("<built-in method item of Tensor object at 0x[0-9a-f]+>", "pid": \d+, "tid": \d+,\s*"ts": (\d+)\.(\d{3}))");
+  const std::regex base(R"("baseTimeNanoseconds": (\d+))");
+  std::smatch m;
+  EXPECT_TRUE(std::regex_search(text, m, base));
+  const long long base_ns = std::stoll(m[1]);
+  nlohmann::json calls = nlohmann::json::array();
+  for (auto it = std::sregex_iterator(text.begin(), text.end(), item); it != std::sregex_iterator(); ++it)
+    calls.push_back({base_ns + std::stoll((*it)[1]) * 1000 + std::stoll((*it)[2]), 0, 7});
+  EXPECT_GE(calls.size(), 3u);
+  nlohmann::json side = {{"format", "crosstrain-call-sites"}, {"version", 1}, {"cpus", 2},
+                         {"files", nlohmann::json::array({nlohmann::json::array({file, "user"})})}, {"calls", calls},
+                         {"lines", nlohmann::json::array({nlohmann::json::array({0, 7, code})})}};
+  std::ofstream(run_dir / "cycle0" / "rank0.pt.trace.sources.json") << side.dump();
+  return run_dir;
+}
+
+bool has_control_bytes(const std::string& s) {
+  return std::any_of(s.begin(), s.end(), [](char c) {
+    const auto u = static_cast<unsigned char>(c);
+    return (u < 0x20 && c != '\n' && c != '\t') || u == 0x7f;
+  }) || s.find("\xc2\x9b") != std::string::npos;
+}
+
+}  // namespace
+
+// The side file's code lines and file names are someone else's text: a line that clears the
+// screen or retitles the terminal is printed as escapes on the console, as the HTML page escapes
+// it, and its lines are still named.
+TEST(CliAnalyze, TerminalSequencesFromASideFileArePrintedAsEscapes) {
+  const auto dir = profile_run("escapes", "train\x1b]0;owned\x07.py", "print(loss.item())\x1b[2J\x1b[1;1H\xc2\x9b" "31m");
+  auto r = run("analyze " + dir.string());
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_FALSE(has_control_bytes(r.out)) << r.out;
+  EXPECT_NE(r.out.find("train\\x1b]0;owned\\x07.py:7 print(loss.item())\\x1b[2J\\x1b[1;1H\\u009b31m"), std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("[host_read]"), std::string::npos) << r.out;
+  // JSON keeps the text as it is, its control characters escaped by JSON itself (\u001b).
+  auto j = run("analyze --json - " + dir.string());
+  ASSERT_EQ(j.code, 0);
+  EXPECT_EQ(j.out.find('\x1b'), std::string::npos);
+  const auto doc = nlohmann::json::parse(j.out);
+  EXPECT_EQ(doc["traces"][0]["script"]["host_reads"][0]["code"], "print(loss.item())\x1b[2J\x1b[1;1H\xc2\x9b" "31m");
+}
+
+// An output that names one of the files read, directly, through a symbolic link or as another hard
+// link, is refused with one line and exit 2 before anything is written; the inputs stay intact.
+TEST(CliAnalyze, AnOutputNeverOverwritesAnInput) {
+  const auto dir = profile_run("own_input", "train.py", "print(loss.item())");
+  const fs::path trace = dir / "cycle0" / "rank0.pt.trace.json";
+  const fs::path side = dir / "cycle0" / "rank0.pt.trace.sources.json";
+  const std::string trace_bytes = slurp(trace), side_bytes = slurp(side);
+  const auto links = temp_dir("own_input_links");  // outside the run: not read as traces
+  fs::create_symlink(trace, links / "link.json");
+  fs::create_hard_link(trace, links / "hard.json");
+  fs::create_directories(dir / "out");
+  const std::string d = dir.string(), l = links.string();
+  for (const std::string& flags :
+       {"--html " + trace.string(), "--json " + side.string(), "--csv " + trace.string(), "--html " + l + "/link.json",
+        "--json " + l + "/hard.json", "--html " + d + "/cycle0/../cycle0/rank0.pt.trace.json",
+        "--json " + d + "/out/report.json --html " + trace.string()}) {
+    auto r = run("analyze " + d + " " + flags);
+    EXPECT_EQ(r.code, 2) << flags << "\n" << r.out;
+    EXPECT_EQ(std::count(r.out.begin(), r.out.end(), '\n'), 1) << r.out;
+    EXPECT_NE(r.out.find("one of the files read"), std::string::npos) << r.out;
+    EXPECT_FALSE(fs::exists(dir / "out" / "report.json"));  // nothing written before the refusal
+  }
+  // A trace given by name, and the two sides of a diff.
+  EXPECT_EQ(run("analyze " + trace.string() + " --html " + trace.string()).code, 2);
+  EXPECT_EQ(run("analyze --diff " + trace.string() + " " + kData + "torch_cpu_small.json --json " + l + "/hard.json").code, 2);
+  EXPECT_EQ(slurp(trace), trace_bytes);
+  EXPECT_EQ(slurp(side), side_bytes);
+  // Beside the inputs is fine.
+  auto ok = run("analyze " + d + " --html " + d + "/run.html --json " + d + "/out/report.json --csv " + d + "/out");
+  EXPECT_EQ(ok.code, 0) << ok.out;
+  EXPECT_TRUE(fs::exists(dir / "run.html"));
+  EXPECT_TRUE(fs::exists(dir / "out" / "steps.csv"));
 }

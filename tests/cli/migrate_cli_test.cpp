@@ -91,6 +91,24 @@ TEST_F(MigrateCli, OutInsideTheInputIsRefused) {
   EXPECT_FALSE(fs::exists(dir / "src" / "migrated"));
 }
 
+// A report that names a file the migration reads (a script given by name or found in a folder,
+// also through a symbolic link) or one it writes (the migrated copy) is refused with one line
+// before anything is written; the files stay as they were.
+TEST_F(MigrateCli, AReportNeverOverwritesAnInputOrACopy) {
+  const std::string source = slurp(dir / "src" / "train.py");
+  fs::create_symlink(dir / "src" / "train.py", dir / "link.py");
+  for (const std::string& args : {"migrate src/train.py --json src/train.py", "migrate src --json src/train.py",
+                                  "migrate src --check --json link.py", "migrate src --out out --json out/train.py"}) {
+    CliResult r = run(args);
+    EXPECT_EQ(r.code, 2) << args << "\n" << r.err;
+    EXPECT_NE(r.err.find("one of the files read"), std::string::npos) << r.err;
+    EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+    EXPECT_EQ(slurp(dir / "src" / "train.py"), source) << args;
+  }
+  EXPECT_EQ(slurp(dir / "out" / "train.py").find("\"cuda\""), std::string::npos);  // the copy, not a report
+  EXPECT_EQ(run("migrate src --out out2 --json report.json").code, 0);
+}
+
 TEST_F(MigrateCli, CheckIsACiGate) {
   CliResult dirty = run("migrate src --check");
   EXPECT_EQ(dirty.code, 1) << dirty.err;

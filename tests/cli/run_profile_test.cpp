@@ -1,6 +1,7 @@
 // `crosstrain run --profile` on real training scripts (tests/python/profile_scripts: torchvision's
 // ResNet-18 on a JPEG tree written by `crosstrain make-imagefolder`, timm's ViT, transformers'
-// GPT-2), then `crosstrain analyze` on the run's folder. Three problems planted in copies of the
+// GPT-2, a Llama-style model of the script's own with many RMSNorm instances), then `crosstrain
+// analyze` on the run's folder. Three problems planted in copies of the
 // clean scripts are each found at their line; the clean scripts get no finding; the run's page
 // renders in headless Chromium; the loss printed by an existing run script is named in its
 // helper module. Each script is recorded once per test process (~5-10 s each).
@@ -129,7 +130,7 @@ TEST_P(CleanScript, GetsNoFindingAndEveryTopOperatorNamesALineOfIt) {
 }
 
 INSTANTIATE_TEST_SUITE_P(RunProfile, CleanScript,
-                         ::testing::Values("train_imagefolder.py", "train_vit.py", "train_gpt2.py"),
+                         ::testing::Values("train_imagefolder.py", "train_vit.py", "train_gpt2.py", "train_rmsnorm.py"),
                          [](const auto& info) { return info.param.substr(6, info.param.size() - 9); });
 
 TEST(RunProfile, AnItemEveryStepIsFoundAtItsLine) {

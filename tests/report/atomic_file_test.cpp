@@ -168,3 +168,35 @@ TEST(CheckedStdout, FullDeviceIsAnError) {
 }
 
 }  // namespace
+
+// An output that is one of the inputs, by its own name, through a linked folder, a symbolic link
+// or another hard link, is refused; a new file or another file is not.
+TEST_F(AtomicFile, AnOutputThatIsAnInputIsRefused) {
+  using crosstrain::report::refuse_input_as_output;
+  using crosstrain::report::same_file;
+  std::ofstream(path("trace.json")) << "{}";
+  std::ofstream(path("other.json")) << "{}";
+  fs::create_directories(dir_ / "run");
+  fs::create_symlink(dir_, dir_ / "run" / "up");
+  fs::create_symlink(path("trace.json"), path("link.json"));
+  fs::create_hard_link(path("trace.json"), path("hard.json"));
+  const std::vector<std::string> inputs = {path("other.json"), path("trace.json")};
+  for (const auto& out : {path("trace.json"), (dir_ / "run" / "up" / "trace.json").string(), path("link.json"),
+                          path("hard.json"), path("./trace.json")}) {
+    EXPECT_TRUE(same_file(out, path("trace.json"))) << out;
+    try {
+      refuse_input_as_output("--html", out, inputs);
+      ADD_FAILURE() << out << " was not refused";
+    } catch (const std::invalid_argument& e) {
+      const std::string msg = e.what();
+      EXPECT_EQ(msg.rfind("--html " + out + " is ", 0), 0u) << msg;
+      EXPECT_NE(msg.find("one of the files read"), std::string::npos) << msg;
+      EXPECT_EQ(msg.find('\n'), std::string::npos) << msg;
+    }
+  }
+  EXPECT_NO_THROW(refuse_input_as_output("--html", path("new.html"), inputs));
+  EXPECT_NO_THROW(refuse_input_as_output("--json", "-", inputs));
+  EXPECT_FALSE(same_file(path("new.html"), path("new.html")));  // nothing there yet
+  EXPECT_FALSE(same_file(path("other.json"), path("trace.json")));
+  EXPECT_EQ(slurp(path("trace.json")), "{}");
+}

@@ -1,4 +1,5 @@
 #include "report/table.h"
+#include "report/terminal.h"
 #include "report/units.h"
 
 #include <gtest/gtest.h>
@@ -27,4 +28,31 @@ TEST(Units, FormatsAndSaysNaForMissing) {
   EXPECT_EQ(format_count(25557032), "25,557,032");
   EXPECT_EQ(format_percent(0.1234), "12.3%");
   EXPECT_EQ(format_ms(117.4), "117.4 ms");
+}
+
+// A name read from someone else's file reaches the terminal as text: ESC, BEL, the 8-bit CSI
+// (U+009B) and bytes that are not UTF-8 are shown as escapes, never obeyed; UTF-8 text and
+// backslashes stay as they are.
+TEST(TerminalSafe, ControlCharactersBecomeVisibleEscapes) {
+  EXPECT_EQ(terminal_safe("x = \x1b]0;owned\x07y"), "x = \\x1b]0;owned\\x07y");
+  EXPECT_EQ(terminal_safe("a\x1b[2Jb\x7f"), "a\\x1b[2Jb\\x7f");
+  EXPECT_EQ(terminal_safe("\xc2\x9b" "31m"), "\\u009b31m");
+  EXPECT_EQ(terminal_safe("\x9b" "31m \xff"), "\\x9b31m \\xff");
+  EXPECT_EQ(terminal_safe("line 1\n\tline 2"), "line 1\n\tline 2");
+  EXPECT_EQ(terminal_safe("line 1\n\tline 2", false), "line 1\\x0a\\x09line 2");
+  EXPECT_EQ(terminal_safe("µs × C:\\path \xf0\x9f\x99\x82"), "µs × C:\\path \xf0\x9f\x99\x82");
+  EXPECT_EQ(terminal_safe("\xe0\x80\x80 \xed\xa0\x80"), "\\xe0\\x80\\x80 \\xed\\xa0\\x80");  // overlong, surrogate
+  EXPECT_EQ(terminal_safe(std::string("nul\0end", 7)), "nul\\x00end");
+}
+
+TEST(Table, CellsAreEscapedOnOneLineAndStayAligned) {
+  Table t({"name", "n"});
+  t.add_row({"k\x1b[31m", "1"});
+  t.add_row({"two\nlines", "22"});
+  EXPECT_EQ(t.render(),
+            "name           n\n"
+            "----------------\n"
+            "k\\x1b[31m      1\n"
+            "two\\x0alines  22\n");
+  EXPECT_EQ(t.data()[0][0], "k\x1b[31m");  // the data stays as given
 }

@@ -45,13 +45,71 @@ double idle_launch_wait_us(const TraceAnalysis& a) {
   return a.idle_launch_latency.mean_us * static_cast<double>(a.idle_launch_latency.count);
 }
 
+// A runtime call this much longer than the median of the other calls of its name is not what the
+// call usually costs.
+constexpr double kOutlierFactor = 10;
+constexpr double kOneTimeMinShare = 0.10;
+
+// The longest runtime call (waits for the device left out), when it is a one-time cost: the first
+// call of its name and far longer than the later ones.
+bool one_time_call(const TraceAnalysis& a) {
+  const auto& l = a.longest_runtime_call;
+  return !l.name.empty() && l.first && l.calls >= 2 && l.duration_us > kOutlierFactor * l.others_median_us;
+}
+
+// The share of step time of that one-time call, when it is large enough to skew the other findings.
+double one_time_share(const TraceAnalysis& a) {
+  return one_time_call(a) && a.total.duration_us > 0 ? a.share(a.longest_runtime_call.duration_us) : 0;
+}
+
+std::string one_time_note(const TraceAnalysis& a) {
+  if (one_time_share(a) <= kOneTimeMinShare) return "";
+  return "; one first " + a.longest_runtime_call.name + " of " + format_us(a.longest_runtime_call.duration_us) + " (" +
+         format_percent(one_time_share(a)) + " of step time) is a one-time cost inside this (see one_time_call)";
+}
+
+// The runtime call name with the most time in steps, less a one-time call of that name.
+struct PaceSetter {
+  const NamedTotal* call = nullptr;
+  double us = 0;
+};
+PaceSetter top_runtime_call(const TraceAnalysis& a) {
+  PaceSetter best;
+  for (const auto& r : a.runtime_calls) {
+    double us = r.total_us;
+    if (r.name == a.longest_runtime_call.name && one_time_call(a)) us -= a.longest_runtime_call.duration_us;
+    if (us > best.us) best = {&r, us};
+  }
+  return best;
+}
+
 }  // namespace
 
 namespace {
 
 const std::vector<AdvisorRule>& trace_rules() {
   static const std::vector<AdvisorRule> rules = {
-    // First: when the allocator stalls the host, data loading and launches look slow because of it.
+    // First: one call that takes most of the trace skews every other figure.
+    {"one_time_call", "One runtime call takes a large share of the trace", kOneTimeMinShare,
+     "> 10% of step time, the first call of its name and > 10x the median of the later ones",
+     "This is a one-time cost, not the step's: with lazy module loading (CUDA_MODULE_LOADING=LAZY, the default "
+     "since CUDA 11.7) the first launch of a kernel loads its module, and libraries (cuBLAS, cuDNN, NCCL) set up "
+     "their handles at their first call. Leave the first steps out of the profile (torch.profiler.schedule with "
+     "wait/warmup steps) or set CUDA_MODULE_LOADING=EAGER to pay it at start-up; read the other findings of this "
+     "trace with that call in mind.",
+     [](const TraceAnalysis& a) { return one_time_call(a) && a.total.duration_us > 0 ? one_time_share(a) : kNotApplicable; },
+     [](const TraceAnalysis& a, double v) {
+       return "the first " + a.longest_runtime_call.name + " took " + format_us(a.longest_runtime_call.duration_us) +
+              " = " + format_percent(v) + " of step time";
+     },
+     [](const TraceAnalysis& a) {
+       const auto& l = a.longest_runtime_call;
+       std::string s = l.name + " x" + format_count(l.calls) + " in steps: the first took " + format_us(l.duration_us) +
+                       " at +" + format_us(l.offset_in_step_us) + " into " + l.step;
+       return s + ", the other " + format_count(l.calls - 1) + " median " + format_us(l.others_median_us) + " each; " +
+              share_text(a, l.duration_us);
+     }},
+    // When the allocator stalls the host, data loading and launches look slow because of it.
     {"allocator", "Device memory is allocated and freed inside the step", 0.05, "> 5% of step time",
      "Each step calls the driver's allocator, and frees (cudaFree, hipFree) wait for the whole device: keep "
      "PyTorch's caching allocator on (unset PYTORCH_NO_CUDA_MEMORY_CACHING / PYTORCH_NO_HIP_MEMORY_CACHING), "
@@ -63,6 +121,23 @@ const std::vector<AdvisorRule>& trace_rules() {
      pct_of_step,
      [](const TraceAnalysis& a) {
        return "allocation calls " + top_names(a.allocator_calls) + "; host time " + share_text(a, a.allocator_us);
+     }},
+    // After the allocator, which names its own calls more precisely.
+    {"runtime_call", "A runtime call takes a large share of the step", 0.10, "> 10% of step time (one-time calls left out)",
+     "A runtime call sets the pace of the step: a synchronize or blocking copy (cudaStreamSynchronize, cudaMemcpy, "
+     "aclrtSynchronizeStream) waits for the device (see host_sync: remove .item()/.cpu() from the step), allocation "
+     "and free calls are the allocator's (see allocator), launch calls are the host's cost per kernel (fewer, larger "
+     "kernels: torch.compile, CUDA graphs); any other call is worth a look on the timeline around it.",
+     [](const TraceAnalysis& a) {
+       const PaceSetter p = top_runtime_call(a);
+       return p.call && a.total.duration_us > 0 ? a.share(p.us) : kNotApplicable;
+     },
+     [](const TraceAnalysis& a, double v) { return top_runtime_call(a).call->name + ": " + format_percent(v) + " of step time"; },
+     [](const TraceAnalysis& a) {
+       const PaceSetter p = top_runtime_call(a);
+       std::string s = p.call->name + " x" + format_count(p.call->count) + " in steps, " + share_text(a, p.us);
+       if (p.us < p.call->total_us) s += " (without its first call, a one-time cost)";
+       return s + "; runtime calls by time: " + top_names(a.runtime_calls);
      }},
     {"data_loading", "Data loading stalls the step", 0.05, "> 5% of step time",
      "Raise DataLoader num_workers, set pin_memory=True and persistent_workers=True, prefetch, or move "
@@ -131,7 +206,7 @@ const std::vector<AdvisorRule>& trace_rules() {
        if (a.total.device_window_us > 0)
          s += "; idle " + format_percent(1.0 - a.total.device_busy_us / a.total.device_window_us) +
               " counted from each step's first device activity";
-       return s;
+       return s + one_time_note(a);
      }},
     {"host_bound_launch", "Host-bound kernel launches", 0.5, "> 50% of launches into an idle device (>= 50 launches)",
      "The host issues work slower than the device runs it: CUDA graphs or torch.compile(mode=\"reduce-overhead\"), "
@@ -143,7 +218,7 @@ const std::vector<AdvisorRule>& trace_rules() {
      [](const TraceAnalysis&, double v) { return format_percent(v) + " of launches found the device idle"; },
      [](const TraceAnalysis& a) {
        return format_count(a.launches_into_idle) + " of " + format_count(a.launches) +
-              " launches (runtime call -> device activity) started on an idle device";
+              " launches (runtime call -> device activity) started on an idle device" + one_time_note(a);
      }},
     {"launch_delay", "Launched work waits to start on an idle device", 0.05, "> 5% of step time",
      "Each launch leaves the device idle between the launch call and the start of its work: fewer, larger "
@@ -215,7 +290,7 @@ const std::vector<AdvisorRule>& trace_rules() {
      [](const TraceAnalysis& a, double v) {
        return "device busy " + format_percent(1.0 - v) + " of a " + format_us(a.mean_step_us()) + " step";
      },
-     [](const TraceAnalysis& a) { return "device busy " + share_text(a, a.total.device_busy_us); }},
+     [](const TraceAnalysis& a) { return "device busy " + share_text(a, a.total.device_busy_us) + one_time_note(a); }},
     {"pageable_copy", "Copies between the device and pageable host memory", 0.01, "> 1% of step time",
      "A copy to or from pageable memory is staged and synchronous: use pin_memory=True in the DataLoader, "
      ".to(device, non_blocking=True) from pinned tensors, and keep results on the device instead of .cpu() "
@@ -239,7 +314,7 @@ const std::vector<AdvisorRule>& trace_rules() {
                        ", the median of the other " + format_count(static_cast<int64_t>(a.steps.size() - 1)) +
                        " steps " + format_us(median_other_steps(a));
        if (a.online_compile_us > 0) s += "; online operator compilation in the trace: " + format_us(a.online_compile_us);
-       return s;
+       return s + one_time_note(a);
      }},
     {"online_compile", "Operators compiled online during the step", 0.01, "> 1% of step time",
      "The NPU compiles operators at run time (aclopCompileAndExecute): use the prebuilt binary kernels "

@@ -17,8 +17,9 @@ using report::format_percent;
 using report::format_us;
 
 constexpr double kNotApplicable = -1;
-constexpr double kLoopCallsPerStep = 32;  // a line called this often per step runs in a loop
-constexpr int64_t kLoopOpsPerCall = 4;    // ... and each call issues only a few operators
+constexpr double kLoopCallsPerStep = 32;  // a line called this often per step in loops (op_loops)
+constexpr int64_t kLoopOpsPerCall = 4;    // ... each call issuing only a few operators
+constexpr double kLoopSmallShare = 0.5;   // ... most of them small (TraceAnalysis::small_op_us)
 constexpr double kLoopMinShare = 0.005;   // ... costing at least this share of the step here
 constexpr size_t kBurstMinSteps = 5;      // bursts need this many steps to tell from a hiccup
 
@@ -38,8 +39,9 @@ std::string line_text(const SourceLine& l) {
 
 std::vector<SourceLine> loop_lines(const TraceAnalysis& a) {
   std::vector<SourceLine> out;
-  for (const auto& l : a.call_loops)
+  for (const auto& l : a.op_loops)
     if (l.per_step >= kLoopCallsPerStep && l.ops > 0 && l.ops <= kLoopOpsPerCall * l.count &&
+        static_cast<double>(l.small_ops) >= kLoopSmallShare * static_cast<double>(l.ops) &&
         a.share(l.time_us) >= kLoopMinShare)
       out.push_back(l);
   return out;
@@ -119,7 +121,7 @@ std::vector<SourceLine> loader_lines(const TraceAnalysis& a, const std::vector<c
                                      const char* waits_rule) {
   std::vector<SourceLine> out;
   for (const auto* d : loaders)
-    if (!d->made_at.empty()) out.push_back({d->made_at, d->made_text, "", d->iterators, 0, 0, 0});
+    if (!d->made_at.empty()) out.push_back({d->made_at, d->made_text, "", d->iterators, 0, 0, 0, 0, 0});
   auto it = a.lines.find(waits_rule);
   if (it != a.lines.end()) out.insert(out.end(), it->second.begin(), it->second.end());
   return out;
@@ -164,10 +166,12 @@ const std::vector<AdvisorRule>& script_rules() {
        for (const auto& l : a.host_reads) us += l.time_us;
        return format_count(a.host_read_count) + " reads in " + format_count(static_cast<int64_t>(a.steps.size())) +
               " steps from " + format_count(static_cast<int64_t>(a.host_reads.size())) +
-              " line(s) of yours; on this host-only run they took " + share_text(a, us);
+              " line(s) of yours; " + (a.device_missing() ? "with the device's activity not recorded" : "on this host-only run") +
+              " they took " + share_text(a, us);
      }},
     {"python_op_loop", "A Python loop issues many small operators", kLoopCallsPerStep - 0.01,
-     ">= 32 calls per step from one line, <= 4 operators each, >= 0.5% of step time",
+     ">= 32 calls per step from one line in loops (the same function >= 4 times in one call of its own function), "
+     "<= 4 operators each, most of them small, >= 0.5% of step time",
      "Each operator pays for a Python call, the dispatcher and, on an accelerator, a kernel launch: replace the "
      "loop by one call over all the tensors (torch._foreach_mul_/_foreach_add_/_foreach_lerp_ ... over lists of "
      "parameters, one batched operation instead of one per sample or element), or torch.compile the function.",
@@ -178,15 +182,19 @@ const std::vector<AdvisorRule>& script_rules() {
      },
      [](const TraceAnalysis& a, double v) {
        const auto lines = loop_lines(a);
-       return format_fixed(v, 0) + " calls per step from " + lines.front().where + ", " +
+       return format_fixed(v, 0) + " calls per step in a loop at " + lines.front().where + ", " +
               format_percent(a.share(lines.front().time_us)) + " of step time";
      },
      [](const TraceAnalysis& a) {
        std::string s;
        for (const auto& l : loop_lines(a))
-         s += (s.empty() ? "" : "; ") + line_text(l) + ": " + format_fixed(l.per_step, 0) + " calls and " +
-              format_fixed(static_cast<double>(l.ops) / nsteps(a), 0) + " operators per step, " + share_text(a, l.time_us);
-       return s;
+         s += (s.empty() ? "" : "; ") + line_text(l) + ": " + format_fixed(l.per_step, 0) + " calls per step (up to " +
+              format_count(l.repeats) + " in one call of its function) with " +
+              format_fixed(static_cast<double>(l.small_ops) / nsteps(a), 0) + " small operators per step (of " +
+              format_fixed(static_cast<double>(l.ops) / nsteps(a), 0) + "), " + share_text(a, l.time_us);
+       return s + "; small: at most " + format_us(a.small_op_us) + " each, " + format_fixed(kSmallOpOverheads, 0) +
+              "x this trace's per-operator cost of " +
+              format_us(a.op_overhead_us);
      }},
     {"dataloader_workers", "The DataLoader's workers do not keep up", 0.05,
      "> 5% of the median step waiting for batches",

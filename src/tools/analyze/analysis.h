@@ -30,6 +30,13 @@ constexpr int kStepPhaseCount = 7;
 const char* step_phase_name(StepPhase p);
 const char* step_phase_name(int p);
 
+// A line that calls the same function this often within one call of its own function runs in a
+// loop (TraceAnalysis::op_loops); a chain of calls on one line (`x.float().pow(2).mean(-1)`)
+// calls each function once.
+constexpr int64_t kLoopRepeats = 4;
+// An operator costing at most this many times the trace's per-operator overhead is small.
+constexpr double kSmallOpOverheads = 10;
+
 // A line of the user's script (or of a library it calls) and the work behind it.
 struct SourceLine {
   std::string where;                 // "train.py:84"
@@ -39,6 +46,8 @@ struct SourceLine {
   int64_t ops = 0;                   // operators under its calls (call loops)
   double per_step = 0;               // count / steps
   double time_us = 0;
+  int64_t small_ops = 0;             // ... of them small (TraceAnalysis::small_op_us)
+  int64_t repeats = 0;               // most calls of one function it made in one call of its own function
 };
 
 struct AnalyzeOptions {
@@ -205,6 +214,24 @@ struct TraceAnalysis {
   int64_t host_sync_count = 0;
   double host_sync_us = 0;               // their union: never more than the steps
   std::vector<NamedTotal> runtime_calls;    // host runtime calls inside steps by total time, at most 20
+  // The longest single runtime call inside steps (clipped to its step) that does not wait for the
+  // device (no synchronize, no free: those last as long as the work before them). When it is the first call
+  // of its name and far longer than the others, it is a one-time cost: CUDA loads a kernel's module
+  // at its first launch (lazy module loading, CUDA_MODULE_LOADING=LAZY), a library creates its
+  // handle at first use.
+  struct LongestRuntimeCall {
+    std::string name;              // "" when the trace has no runtime call in steps
+    double duration_us = 0;
+    bool first = false;            // the first call of its name in the trace
+    int64_t calls = 0;             // calls of that name inside steps
+    double others_median_us = 0;   // the median of the other calls of that name (0: none)
+    std::string step;
+    double offset_in_step_us = 0;
+  } longest_runtime_call;
+  // Runtime calls that give the device work (is_launch_call_name) inside steps. With none of the
+  // device's activity in the trace (has_device false) the device side was not recorded.
+  int64_t launch_calls = 0;
+  bool device_missing() const { return !has_device && launch_calls > 0; }
   std::vector<NamedTotal> allocator_calls;  // device/pinned memory allocations and frees inside steps
   double allocator_us = 0;                  // their union
   double allocator_in_data_loading_us = 0;  // ... while a data-loading span ran
@@ -245,9 +272,21 @@ struct TraceAnalysis {
   // made from the user's own lines inside steps: on an accelerator each one waits for the device.
   std::vector<SourceLine> host_reads;
   int64_t host_read_count = 0;
-  // The user's lines that made the most Python calls per step (a loop), with the operators under
-  // them; lines making fewer than 8 calls per step are left out.
+  // The user's lines that made the most Python calls per step, with the operators under them;
+  // lines making fewer than 8 calls per step are left out. Many calls per step are a loop only
+  // when they come from one call of the line's own function (a module's forward, a step
+  // function): one line of a module's forward run by each of 232 instances is the model's depth.
   std::vector<SourceLine> call_loops;
+  // The same, counting only calls made in a loop: a line that called the same function at least
+  // kLoopRepeats times within one call of its own function (one module instance's forward, one
+  // step of the script's loop), with the operators under those calls.
+  std::vector<SourceLine> op_loops;
+  // An operator is small when its cost (host time, or the device time of its work when longer)
+  // is at most small_op_us = 10 x op_overhead_us, the fixed cost of any operator in this trace:
+  // the host time of its cheapest operators (10th percentile of the outermost operators in
+  // steps, held to 1-50 us). A loop of small operators pays mostly that fixed cost.
+  double op_overhead_us = 0;
+  double small_op_us = 0;
   std::vector<DataLoaderSettings> loaders;  // as the script built them
   // DataLoader time inside steps by the kind of iterator torch names in its spans: batches loaded
   // by the training process itself (num_workers=0), handed over by workers, and iterators started

@@ -52,6 +52,7 @@ std::string render_analysis_html(const std::vector<TraceAnalysis>& all) {
                        std::to_string(a.steps.size()) + " step(s), mean step " + report::format_us(a.mean_step_us()) +
                        (a.has_device ? ", device busy " + report::format_percent(a.share(a.total.device_busy_us)) : ""));
 
+    if (a.device_missing()) page.add_paragraph(device_missing_text(a));
     // Findings first: they are what the reader acts on.
     add_findings_html(page, a, suffix);
 

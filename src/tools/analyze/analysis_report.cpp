@@ -57,10 +57,20 @@ std::string title_of(const TraceAnalysis& a) {
 
 }  // namespace
 
+std::string device_missing_text(const TraceAnalysis& a) {
+  if (!a.device_missing()) return "";
+  return "No device activity recorded: " + format_count(a.launch_calls) +
+         " launch calls (cudaLaunchKernel, cudaMemcpyAsync ...) in steps, but no kernel, copy or collective on a "
+         "device (profiled without the device's activities: torch.profiler needs ProfilerActivity.CUDA, or its "
+         "device's); device time, idle and launch delays are unknown and the advice that needs them is left out.";
+}
+
 std::string render_console(const TraceAnalysis& a, const RenderOptions& opt) {
   std::ostringstream out;
   out << "Trace " << title_of(a) << ": " << format_count(static_cast<int64_t>(a.span_count)) << " spans, "
-      << a.steps.size() << " step(s), mean step " << format_us(a.mean_step_us()) << "\n\n";
+      << a.steps.size() << " step(s), mean step " << format_us(a.mean_step_us()) << "\n";
+  if (a.device_missing()) out << device_missing_text(a) << "\n";
+  out << "\n";
 
   const bool device = a.has_device;
   const double base = op_share_base(a, device);
@@ -284,6 +294,15 @@ nlohmann::json analysis_to_json(const TraceAnalysis& a) {
   j["host_syncs"] = named(a.host_syncs);
   j["host_sync_us"] = a.host_sync_us;
   j["runtime_calls"] = named(a.runtime_calls);
+  {
+    const auto& l = a.longest_runtime_call;
+    j["longest_runtime_call"] = l.name.empty() ? json()
+                                               : json{{"name", l.name}, {"duration_us", l.duration_us}, {"first", l.first},
+                                                      {"calls", l.calls}, {"others_median_us", l.others_median_us},
+                                                      {"step", l.step}, {"offset_in_step_us", l.offset_in_step_us}};
+  }
+  j["launch_calls"] = a.launch_calls;
+  j["device_missing"] = a.device_missing();
   j["allocator_calls"] = named(a.allocator_calls);
   j["allocator_us"] = a.allocator_us;
   j["allocator_in_data_loading_us"] = a.allocator_in_data_loading_us;
@@ -321,6 +340,8 @@ nlohmann::json diff_to_json(const TraceDiff& d) {
           {"time_basis", d.time_basis}, {"a_step_us", d.a_step_us}, {"b_step_us", d.b_step_us},
           {"a_device", d.a_device}, {"b_device", d.b_device}, {"warning", d.warning}, {"rows", rows}};
 }
+
+std::vector<std::string> analysis_csv_paths(const std::string& dir) { return {dir + "/operators.csv", dir + "/steps.csv"}; }
 
 void write_analysis_csv(const std::vector<TraceAnalysis>& all, const std::string& dir) {
   std::error_code ec;
@@ -363,11 +384,12 @@ void write_analysis_csv(const std::vector<TraceAnalysis>& all, const std::string
     step_head.push_back(n + "_us");
   }
   step_head.push_back("h2d_us");
-  report::write_file_atomic(dir + "/operators.csv",
+  const auto paths = analysis_csv_paths(dir);
+  report::write_file_atomic(paths[0],
                             report::csv_document({"trace", "rank", "operator", "shapes", "type", "calls", "host_self_us",
                                                   "host_total_us", "device_self_us", "device_total_us", "source"},
                                                  ops));
-  report::write_file_atomic(dir + "/steps.csv", report::csv_document(step_head, steps));
+  report::write_file_atomic(paths[1], report::csv_document(step_head, steps));
 }
 
 }  // namespace crosstrain::analyze

@@ -35,8 +35,15 @@ nlohmann::json analysis_to_json(const TraceAnalysis& a);
 nlohmann::json analyses_to_json(const std::vector<TraceAnalysis>& all);  // {"schema_version", "traces": [...]}
 nlohmann::json diff_to_json(const TraceDiff& d);
 
+// One line for a trace whose launches have no device activity (TraceAnalysis::device_missing):
+// the device side was not recorded, so nothing about it is known and its advice is left out.
+// "" for other traces.
+std::string device_missing_text(const TraceAnalysis& a);
+
 // operators.csv and steps.csv (one row per rank and step) in `dir`, created if missing.
 void write_analysis_csv(const std::vector<TraceAnalysis>& all, const std::string& dir);
+// The files write_analysis_csv writes into `dir` (operators.csv, steps.csv).
+std::vector<std::string> analysis_csv_paths(const std::string& dir);
 
 // What the analysis knows about the script (source_report.cpp): a source line as one line of text
 // ("train.py:84 loss.item()  x1.0 per step, 3.1 ms <what>"), an operator row's lines, the step

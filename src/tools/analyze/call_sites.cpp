@@ -22,7 +22,9 @@ bool ends_with(const std::string& s, const std::string& suffix) {
   return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
-std::string side_file_of(const std::string& trace_path) {
+}  // namespace
+
+std::string call_sites_path_of(const std::string& trace_path) {
   std::string stem = trace_path;
   for (const char* ext : {".json.gz", ".json"})
     if (ends_with(stem, ext)) {
@@ -31,6 +33,8 @@ std::string side_file_of(const std::string& trace_path) {
     }
   return stem + kSuffix;
 }
+
+namespace {
 
 int64_t int_field(const json& o, const char* key) {
   auto it = o.find(key);
@@ -131,7 +135,7 @@ bool is_call_sites_file(const std::string& name) { return ends_with(name, kSuffi
 
 CallSites read_call_sites(const std::string& trace_path, std::vector<std::string>* notes) {
   CallSites out;
-  const std::string path = side_file_of(trace_path);
+  const std::string path = call_sites_path_of(trace_path);
   std::error_code ec;
   if (!fs::exists(path, ec)) return out;
   try {

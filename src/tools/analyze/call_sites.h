@@ -62,6 +62,9 @@ struct CallSites {
 // ".json.gz"). Absent: `present` stays false. Unreadable or malformed: one note, nothing kept.
 CallSites read_call_sites(const std::string& trace_path, std::vector<std::string>* notes);
 
+// Where that side file is for the trace at `trace_path`, whether or not it exists.
+std::string call_sites_path_of(const std::string& trace_path);
+
 // True for the side file's own name, which a folder listing must not take for a trace.
 bool is_call_sites_file(const std::string& name);
 

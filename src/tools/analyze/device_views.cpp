@@ -168,9 +168,15 @@ void compute_device_views(const Trace& t, const SpanLinks& L, const std::vector<
   std::unordered_map<uint32_t, NamedTotal> runtime;
   std::map<std::string, NamedTotal> allocator;
   std::vector<std::pair<double, double>> allocating;
+  std::unordered_map<uint32_t, double> first_of_name;  // name -> start of its first call in the trace
+  int32_t longest = kNoSpan;
+  double longest_us = -1;
+  int longest_step = -1;
   for (size_t i = 0; i < t.spans.size(); ++i) {
     const Span& s = t.spans[i];
     if (s.kind != SpanKind::Runtime) continue;
+    auto [first, fresh] = first_of_name.try_emplace(s.name, s.ts);
+    if (!fresh) first->second = std::min(first->second, s.ts);
     const int k = window_of(windows, s.ts);
     if (k < 0) continue;
     const StepWindow& w = windows[static_cast<size_t>(k)];
@@ -180,6 +186,9 @@ void compute_device_views(const Trace& t, const SpanLinks& L, const std::vector<
     ++r.count;
     r.total_us += b - a;
     const NameInfo& info = names(s.name);
+    // A wait for the device lasts as long as the work queued before it: not the call's own cost.
+    if (!info.host_sync && b - a > longest_us) longest = static_cast<int32_t>(i), longest_us = b - a, longest_step = k;
+    if (info.launch_call) ++out.launch_calls;
     if (info.allocator_call) {
       add(allocator, r.name, b - a);
       allocating.emplace_back(a, b);
@@ -190,6 +199,29 @@ void compute_device_views(const Trace& t, const SpanLinks& L, const std::vector<
     add(compile, op != kNoSpan ? t.strings.str(t.spans[static_cast<size_t>(op)].name) : r.name, s.dur);
     out.online_compile_us += s.dur;
     note(Concern::OnlineCompile, i, s.dur);
+  }
+  if (longest != kNoSpan) {
+    const Span& ls = t.spans[static_cast<size_t>(longest)];
+    auto& l = out.longest_runtime_call;
+    l.name = t.strings.str(ls.name);
+    l.duration_us = longest_us;
+    l.first = first_of_name[ls.name] == ls.ts;
+    std::vector<double> others;
+    for (size_t i = 0; i < t.spans.size(); ++i) {
+      const Span& s = t.spans[i];
+      if (s.kind != SpanKind::Runtime || s.name != ls.name || i == static_cast<size_t>(longest)) continue;
+      const int k = window_of(windows, s.ts);
+      if (k >= 0) others.push_back(std::min(s.end(), windows[static_cast<size_t>(k)].end) - std::max(s.ts, windows[static_cast<size_t>(k)].start));
+    }
+    l.calls = static_cast<int64_t>(others.size()) + 1;
+    if (!others.empty()) {
+      auto mid = others.begin() + static_cast<std::ptrdiff_t>(others.size() / 2);
+      std::nth_element(others.begin(), mid, others.end());
+      l.others_median_us = std::max(0.0, *mid);
+    }
+    const StepWindow& w = windows[static_cast<size_t>(longest_step)];
+    l.step = w.label;
+    l.offset_in_step_us = std::max(0.0, ls.ts - w.start);
   }
   for (auto& [id, r] : runtime) out.runtime_calls.push_back(std::move(r));
   std::sort(out.runtime_calls.begin(), out.runtime_calls.end(), [](const NamedTotal& a, const NamedTotal& b) {

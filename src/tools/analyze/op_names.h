@@ -37,6 +37,11 @@ bool is_value_read_name(std::string_view name);
 // hipMalloc, hipFree, cudaHostAlloc, aclrtMalloc, aclrtFree ...): with PyTorch's caching
 // allocator working they are rare; every step paying for them means it is off or thrashing.
 bool is_allocator_call_name(std::string_view name);
+// Runtime calls that give the device work: kernel and graph launches (cudaLaunchKernel,
+// cuLaunchKernel, cudaGraphLaunch, hipLaunchKernel, aclrtLaunchKernel ...), copies and fills
+// (cudaMemcpyAsync, hipMemsetAsync ...) and Ascend's operator calls (aclnn*, aclop*). A trace that
+// has them and no device activity was recorded without the device's activities.
+bool is_launch_call_name(std::string_view name);
 // Operators that are the identity in some modes and then launch nothing on purpose: dropout in
 // eval mode or with p=0 (aten::dropout, feature_dropout, alpha_dropout ...).
 bool is_mode_identity_name(std::string_view name);
@@ -80,6 +85,7 @@ struct NameInfo {
   bool memcpy = false;           // device activity named like a copy ("Memcpy HtoD", Ascend MEMCPY tasks)
   bool memset = false;
   bool allocator_call = false;
+  bool launch_call = false;      // see is_launch_call_name
   bool mode_identity = false;
   bool ai_cpu = false;           // as an Ascend "Task Type": AI_CPU, KERNEL_AICPU ...
   TaskClass task_class = TaskClass::Unknown;  // as an Ascend "Task Type"

@@ -1,16 +1,22 @@
 #include "tools/analyze/source_lines.h"
 
 #include <algorithm>
+#include <map>
+#include <string>
 #include <string_view>
+#include <tuple>
 
 namespace crosstrain::analyze {
 
-void LineTally::add(int32_t site, int32_t via, double us, int64_t count, int64_t ops) {
+void LineTally::add(int32_t site, int32_t via, double us, int64_t count, int64_t ops, int64_t small_ops,
+                    int64_t repeats) {
   if (site == kNoSite) return;
   Entry& e = by_line_[index_.line_key(site)];
   e.site = site;
   e.count += count;
   e.ops += ops;
+  e.small_ops += small_ops;
+  e.repeats = std::max(e.repeats, repeats);
   e.us += us;
   if (via != kNoSite && index_.line_key(via) != index_.line_key(site)) {
     auto& v = e.via.try_emplace(index_.line_key(via), via, 0.0).first->second;
@@ -38,6 +44,8 @@ std::vector<SourceLine> LineTally::lines(double steps, size_t max) const {
     l.code = index_.code(e->site);
     l.count = e->count;
     l.ops = e->ops;
+    l.small_ops = e->small_ops;
+    l.repeats = e->repeats;
     l.per_step = steps > 0 ? static_cast<double>(e->count) / steps : 0;
     l.time_us = e->us;
     int32_t via = kNoSite;
@@ -99,53 +107,150 @@ void host_reads(const Trace& t, const SpanLinks& L, const std::vector<StepWindow
   out.host_reads = tally.lines(static_cast<double>(out.steps.size()), kMaxLines);
 }
 
-// Per user line: the Python calls it made inside steps, the operators under them and their time
-// (calls nested in another call from the same line, a generator's body, counted once).
+// A Python call's function with what differs between calls of it taken off: the object's address
+// ("<built-in method mul_ of Tensor object at 0x7f3a...>") and a module's instance number
+// ("nn.Module: Linear_3").
+std::string callee_of(std::string_view name) {
+  if (const size_t at = name.find(" at 0x"); at != std::string_view::npos) name = name.substr(0, at);
+  if (starts_with(name, "nn.Module: ")) {
+    size_t end = name.size();
+    while (end > 0 && name[end - 1] >= '0' && name[end - 1] <= '9') --end;
+    if (end < name.size() && end > 0 && name[end - 1] == '_') name = name.substr(0, end - 1);
+  }
+  return std::string(name);
+}
+
+// The trace's fixed cost of an operator (Python, dispatcher, launch): the host time of its
+// cheapest operators, which do next to no work (views, reshapes, launches of tiny kernels).
+double operator_overhead_us(std::vector<double> host_us) {
+  constexpr double kUnknownUs = 10, kMinUs = 1, kMaxUs = 50;
+  if (host_us.empty()) return kUnknownUs;
+  auto at = host_us.begin() + static_cast<std::ptrdiff_t>(host_us.size() / 10);
+  std::nth_element(host_us.begin(), at, host_us.end());
+  return std::clamp(*at, kMinUs, kMaxUs);
+}
+
+// Per user line: the Python calls it made inside steps, the operators under them (all, and the
+// small ones) and their time, over all calls (call_loops) and over the calls made in a loop
+// (op_loops: the line called the same function kLoopRepeats or more times within one call of
+// its own function). Calls nested in another call from the same line, a generator's body, are
+// counted once, with no operators of their own.
 void call_loops(const Trace& t, const SpanLinks& L, const std::vector<StepWindow>& windows, const SourceIndex& index,
                 TraceAnalysis& out) {
-  std::vector<std::vector<double>> op_starts(t.tracks.size());  // outermost operators per thread
-  for (size_t i = 0; i < t.spans.size(); ++i) {
-    const Span& s = t.spans[i];
-    const int32_t p = L.parent[i];
-    if (s.kind == SpanKind::CpuOp && (p == kNoSpan || L.op_of[static_cast<size_t>(p)] == kNoSpan))
-      op_starts[s.track].push_back(s.ts);
+  const size_t n = t.spans.size();
+  // Each host span's outermost operator; an operator's cost is its host time, or the device time
+  // of its work (its callees' included) when that is longer.
+  std::vector<int32_t> outer(n, kNoSpan);
+  for (int32_t i : L.host_order) {
+    const auto u = static_cast<size_t>(i);
+    const int32_t p = L.parent[u];
+    if (t.spans[u].kind == SpanKind::CpuOp && (p == kNoSpan || L.op_of[static_cast<size_t>(p)] == kNoSpan)) outer[u] = i;
+    else if (p != kNoSpan) outer[u] = outer[static_cast<size_t>(p)];
   }
-  for (auto& v : op_starts) std::sort(v.begin(), v.end());
-  std::vector<std::vector<int32_t>> calls(t.tracks.size());
-  for (size_t i = 0; i < t.spans.size(); ++i) {
-    const Span& s = t.spans[i];
-    if (s.kind != SpanKind::PythonFunction || !in_steps(windows, s)) continue;
-    const int32_t site = index.own_site(i);
-    if (site != kNoSite && index.user_file(site)) calls[s.track].push_back(static_cast<int32_t>(i));
+  std::vector<double> device_us(n, 0);
+  for (int32_t d : L.device_order) {
+    const int32_t op = L.device_op[static_cast<size_t>(d)];
+    if (op != kNoSpan && outer[static_cast<size_t>(op)] != kNoSpan)
+      device_us[static_cast<size_t>(outer[static_cast<size_t>(op)])] += t.spans[static_cast<size_t>(d)].dur;
   }
-  LineTally tally(index);
+  struct Op {
+    double ts, cost;
+  };
+  std::vector<std::vector<Op>> ops(t.tracks.size());  // outermost operators per thread
+  std::vector<double> host_in_steps;
+  for (size_t i = 0; i < n; ++i) {
+    if (outer[i] != static_cast<int32_t>(i)) continue;
+    const Span& s = t.spans[i];
+    ops[s.track].push_back({s.ts, std::max(s.dur, device_us[i])});
+    if (in_steps(windows, s)) host_in_steps.push_back(s.dur);
+  }
+  out.op_overhead_us = operator_overhead_us(std::move(host_in_steps));
+  out.small_op_us = kSmallOpOverheads * out.op_overhead_us;
+  std::vector<std::vector<double>> op_starts(t.tracks.size());
+  std::vector<std::vector<int64_t>> small_before(t.tracks.size());  // small operators before each index
+  for (size_t k = 0; k < ops.size(); ++k) {
+    std::sort(ops[k].begin(), ops[k].end(), [](const Op& a, const Op& b) { return a.ts < b.ts; });
+    small_before[k].push_back(0);
+    for (const Op& o : ops[k]) {
+      op_starts[k].push_back(o.ts);
+      small_before[k].push_back(small_before[k].back() + (o.cost <= out.small_op_us ? 1 : 0));
+    }
+  }
+
+  // The Python calls of each thread in start order, each with the call it was made in.
+  std::vector<std::vector<int32_t>> python(t.tracks.size());
+  for (size_t i = 0; i < n; ++i)
+    if (t.spans[i].kind == SpanKind::PythonFunction) python[t.spans[i].track].push_back(static_cast<int32_t>(i));
+  struct Call {
+    int32_t span, site;
+    int64_t made_in;  // the enclosing Python call, or -1 - step when none is recorded
+    uint32_t callee;
+    bool nested;      // inside a call from the same line
+  };
+  std::unordered_map<std::string, uint32_t> callee_ids;
+  std::unordered_map<uint32_t, uint32_t> callee_of_name;
+  std::map<std::tuple<int64_t, uint32_t, int64_t>, int64_t> repeats;  // (line, callee, made in) -> calls
+  std::vector<std::vector<Call>> calls(t.tracks.size());
+  std::vector<int32_t> stack;
   std::unordered_map<int64_t, double> covered_until;  // line -> end of its last outermost call
-  for (size_t k = 0; k < calls.size(); ++k) {
-    auto& list = calls[k];
+  for (size_t k = 0; k < python.size(); ++k) {
+    auto& list = python[k];
     std::sort(list.begin(), list.end(), [&](int32_t a, int32_t b) {
-      return t.spans[static_cast<size_t>(a)].ts < t.spans[static_cast<size_t>(b)].ts;
+      const Span& x = t.spans[static_cast<size_t>(a)];
+      const Span& y = t.spans[static_cast<size_t>(b)];
+      if (x.ts != y.ts) return x.ts < y.ts;
+      return x.dur != y.dur ? x.dur > y.dur : a < b;  // the enclosing call first
     });
+    stack.clear();
     covered_until.clear();
-    const auto& ops = op_starts[k];
     for (int32_t c : list) {
       const Span& s = t.spans[static_cast<size_t>(c)];
+      while (!stack.empty() && t.spans[static_cast<size_t>(stack.back())].end() < s.end() - 1e-3) stack.pop_back();
+      const int32_t made_in = stack.empty() ? kNoSpan : stack.back();
+      stack.push_back(c);
       const int32_t site = index.own_site(static_cast<size_t>(c));
-      auto [it, fresh] = covered_until.try_emplace(index.line_key(site), s.end());
-      if (!fresh && s.ts < it->second) {  // inside a call from the same line
-        tally.add(site, kNoSite, 0, 1, 0);
+      if (site == kNoSite || !index.user_file(site) || !in_steps(windows, s)) continue;
+      auto [cover, fresh] = covered_until.try_emplace(index.line_key(site), s.end());
+      const bool nested = !fresh && s.ts < cover->second;
+      if (!nested) cover->second = s.end();
+      auto [named, unseen] = callee_of_name.try_emplace(s.name, 0);
+      if (unseen)
+        named->second = callee_ids.try_emplace(callee_of(t.strings.str(s.name)), static_cast<uint32_t>(callee_ids.size()))
+                            .first->second;
+      const int64_t in = made_in != kNoSpan ? made_in : -1 - window_of(windows, s.ts);
+      calls[k].push_back({c, site, in, named->second, nested});
+      if (!nested) ++repeats[{index.line_key(site), named->second, in}];
+    }
+  }
+  LineTally all(index), loops(index);
+  for (size_t k = 0; k < calls.size(); ++k) {
+    const auto& starts = op_starts[k];
+    for (const Call& c : calls[k]) {
+      if (c.nested) {
+        all.add(c.site, kNoSite, 0, 1, 0);
         continue;
       }
-      it->second = s.end();
-      const auto n = std::upper_bound(ops.begin(), ops.end(), s.end()) - std::lower_bound(ops.begin(), ops.end(), s.ts);
-      tally.add(site, kNoSite, s.dur, 1, static_cast<int64_t>(n));
+      const Span& s = t.spans[static_cast<size_t>(c.span)];
+      const auto first = std::lower_bound(starts.begin(), starts.end(), s.ts) - starts.begin();
+      const auto last = std::upper_bound(starts.begin(), starts.end(), s.end()) - starts.begin();
+      const int64_t under = std::max<int64_t>(0, last - first);
+      const int64_t small = under > 0 ? small_before[k][static_cast<size_t>(last)] - small_before[k][static_cast<size_t>(first)] : 0;
+      const int64_t times = repeats[{index.line_key(c.site), c.callee, c.made_in}];
+      all.add(c.site, kNoSite, s.dur, 1, under, small, times);
+      if (times >= kLoopRepeats) loops.add(c.site, kNoSite, s.dur, 1, under, small, times);
     }
   }
   const double steps = static_cast<double>(out.steps.size());
-  for (auto& l : tally.lines(steps, SIZE_MAX))
-    if (l.per_step >= 8) out.call_loops.push_back(std::move(l));
-  std::stable_sort(out.call_loops.begin(), out.call_loops.end(),
-                   [](const SourceLine& a, const SourceLine& b) { return a.count > b.count; });
-  if (out.call_loops.size() > kMaxLines) out.call_loops.resize(kMaxLines);
+  auto by_calls = [&](const LineTally& tally) {
+    std::vector<SourceLine> v;
+    for (auto& l : tally.lines(steps, SIZE_MAX))
+      if (l.per_step >= 8) v.push_back(std::move(l));
+    std::stable_sort(v.begin(), v.end(), [](const SourceLine& a, const SourceLine& b) { return a.count > b.count; });
+    if (v.size() > kMaxLines) v.resize(kMaxLines);
+    return v;
+  };
+  out.call_loops = by_calls(all);
+  out.op_loops = by_calls(loops);
 }
 
 // Each operator row: the user's lines behind its self time (device self time on device traces).
@@ -235,7 +340,7 @@ void compute_source_lines(const Trace& t, const SpanLinks& L, const std::vector<
   }
   // The batch size is set where the DataLoader is made.
   for (const auto& d : out.loaders)
-    if (!d.made_at.empty()) out.lines["small_batch"].push_back({d.made_at, d.made_text, "", d.iterators, 0, 0, 0});
+    if (!d.made_at.empty()) out.lines["small_batch"].push_back({d.made_at, d.made_text, "", d.iterators, 0, 0, 0, 0, 0});
   host_reads(t, L, windows, index, out);
   call_loops(t, L, windows, index, out);
   operator_lines(t, L, index, opt, out);

@@ -19,7 +19,8 @@ class LineTally {
  public:
   explicit LineTally(const SourceIndex& index) : index_(index) {}
   // `site` decides the line; `via`, when a different line, is where the work was issued from.
-  void add(int32_t site, int32_t via, double us, int64_t count = 1, int64_t ops = 0);
+  void add(int32_t site, int32_t via, double us, int64_t count = 1, int64_t ops = 0, int64_t small_ops = 0,
+           int64_t repeats = 0);
   // A span's work, by its user line (its source line when it has none).
   void add_span(size_t span, double us, int64_t count = 1);
   // Most time first (then most count); at most `max` lines; per_step = count / steps.
@@ -29,7 +30,7 @@ class LineTally {
  private:
   struct Entry {
     int32_t site = kNoSite;
-    int64_t count = 0, ops = 0;
+    int64_t count = 0, ops = 0, small_ops = 0, repeats = 0;
     double us = 0;
     std::unordered_map<int64_t, std::pair<int32_t, double>> via;  // line key -> (site, time)
   };

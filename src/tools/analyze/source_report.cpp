@@ -92,14 +92,17 @@ std::string render_source_console(const TraceAnalysis& a) {
     out << "Your lines called most often per step:\n";
     for (const auto& l : a.call_loops)
       out << "  " << source_line_text(l) << ", " << format_fixed(static_cast<double>(l.ops) / static_cast<double>(l.count), 1)
-          << " operators per call\n";
+          << " operators per call"
+          << (l.repeats >= kLoopRepeats ? ", a loop (up to " + format_count(l.repeats) + " in one call of its function)"
+                                        : ", " + format_count(l.repeats) + " per call of its function")
+          << "\n";
   }
   return out.str();
 }
 
 nlohmann::json source_line_json(const SourceLine& l) {
   return {{"where", l.where}, {"code", l.code}, {"via", l.via}, {"count", l.count}, {"ops", l.ops},
-          {"per_step", l.per_step}, {"time_us", l.time_us}};
+          {"small_ops", l.small_ops}, {"repeats", l.repeats}, {"per_step", l.per_step}, {"time_us", l.time_us}};
 }
 
 nlohmann::json source_lines_json(const std::vector<SourceLine>& v) {
@@ -127,7 +130,10 @@ nlohmann::json script_json(const TraceAnalysis& a) {
                            {"start_us", lt.start_us}, {"starts", lt.starts}, {"wait_per_step_us", lt.wait_per_step}}},
           {"host_reads", source_lines_json(a.host_reads)},
           {"host_read_count", a.host_read_count},
-          {"call_loops", source_lines_json(a.call_loops)}};
+          {"call_loops", source_lines_json(a.call_loops)},
+          {"op_loops", source_lines_json(a.op_loops)},
+          {"op_overhead_us", a.op_overhead_us},
+          {"small_op_us", a.small_op_us}};
 }
 
 }  // namespace crosstrain::analyze

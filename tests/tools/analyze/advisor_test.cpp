@@ -43,7 +43,8 @@ TEST(Advisor, RuleTableIsCompleteAndUnique) {
   }
   for (auto id : {"allocator", "data_loading", "dataloader_bound", "short_device_ops", "host_sync", "device_idle",
                   "host_bound_launch", "launch_delay", "communication", "comm_overlap", "fp32_matmul", "cpu_fallback",
-                  "small_batch", "pageable_copy", "warmup_step", "online_compile", "ai_cpu_fallback"})
+                  "small_batch", "pageable_copy", "warmup_step", "online_compile", "ai_cpu_fallback", "one_time_call",
+                  "runtime_call"})
     EXPECT_EQ(ids.count(id), 1u) << id;
 }
 

@@ -31,6 +31,7 @@ class KinetoTraceWriter {
   // A flow event ("s" or "f") of category `cat` on host thread `tid`.
   KinetoTraceWriter& flow(const std::string& cat, char phase, int id, double ts, int tid = 1) {
     std::ostringstream e;
+    e.precision(15);  // times of long steps keep their microseconds
     e << "{\"ph\": \"" << phase << "\", \"id\": " << id << ", \"pid\": 1, \"tid\": " << tid << ", \"ts\": " << ts
       << ", \"cat\": \"" << cat << "\", \"name\": \"" << cat << "\"}";
     events_.push_back(e.str());
@@ -83,6 +84,7 @@ class KinetoTraceWriter {
   KinetoTraceWriter& span(const std::string& cat, const std::string& name, int pid, double ts, double dur,
                           const std::string& args = "", int tid = 1) {
     std::ostringstream e;
+    e.precision(15);
     e << "{\"ph\": \"X\", \"cat\": \"" << cat << "\", \"name\": \"" << name << "\", \"pid\": " << pid
       << ", \"tid\": " << tid << ", \"ts\": " << ts << ", \"dur\": " << dur << ", \"args\": {" << args << "}}";
     events_.push_back(e.str());

@@ -4,8 +4,11 @@
 // the calls, counts the frees as the device syncs they are, and the advisor blames the allocator.
 #include <gtest/gtest.h>
 
+#include <set>
+
 #include "tools/analyze/advisor.h"
 #include "tools/analyze/analysis.h"
+#include "tools/analyze/analysis_report.h"
 #include "tools/analyze/kineto_trace_writer.h"
 #include "tools/analyze/trace_reader.h"
 
@@ -152,4 +155,130 @@ TEST(RuntimeCalls, ReadsCountWhenTheTraceHasNoRuntimeCalls) {
   EXPECT_EQ(a.host_sync_count, 3);
   ASSERT_EQ(a.host_syncs.size(), 1u);
   EXPECT_EQ(a.host_syncs[0].count, 3);
+}
+
+namespace {
+
+std::set<std::string> rules_of(const TraceAnalysis& a) {
+  std::set<std::string> out;
+  for (const auto& f : a.findings) out.insert(f.rule);
+  return out;
+}
+
+const Finding* finding(const TraceAnalysis& a, const std::string& rule) {
+  for (const auto& f : a.findings)
+    if (f.rule == rule) return &f;
+  return nullptr;
+}
+
+// Three steps of 40 small kernels each, the host launching every 20 us; with `first_launch_us`
+// the very first cudaLaunchKernel takes that long (CUDA loading the kernel's module at its first
+// launch), as in a trace whose first launch was 358 ms of 560.
+TraceAnalysis lazy_loading(double first_launch_us) {
+  KinetoTraceWriter w;
+  w.compute_major(9);
+  double t = 0;
+  for (int k = 0; k < 3; ++k) {
+    const double t0 = t;
+    double at = t0 + 5;
+    for (int i = 0; i < 40; ++i) {
+      const double call = k == 0 && i == 0 ? first_launch_us : 6;
+      w.op("aten::add", at - 1, call + 2).launch(at, call, "vectorized_elementwise_kernel", at + call + 2, 4);
+      at += call + 14;
+    }
+    t = at + 20;
+    w.step("ProfilerStep#" + std::to_string(k), t0, t - t0);
+  }
+  auto a = analyze_trace(parse_trace(w.json(), "lazy.json"));
+  a.findings = run_advisor(a);
+  return a;
+}
+
+}  // namespace
+
+// A first launch that takes most of the trace is named, with its share, as the one-time cost it
+// is; the device-idle advice says it is inside its figure. Without it, no such finding.
+TEST(RuntimeCalls, AFirstCallThatTakesMostOfTheTraceIsNamedAsOneTime) {
+  const auto a = lazy_loading(358000);
+  EXPECT_EQ(a.longest_runtime_call.name, "cudaLaunchKernel");
+  EXPECT_TRUE(a.longest_runtime_call.first);
+  EXPECT_EQ(a.longest_runtime_call.calls, 120);
+  EXPECT_DOUBLE_EQ(a.longest_runtime_call.others_median_us, 6);
+  const Finding* f = finding(a, "one_time_call");
+  ASSERT_NE(f, nullptr) << a.findings.size();
+  EXPECT_EQ(a.findings.front().rule, "one_time_call");
+  EXPECT_NEAR(f->value, 358000.0 / a.total.duration_us, 1e-9);
+  EXPECT_GT(f->value, 0.9);
+  EXPECT_NE(f->measured.find("the first cudaLaunchKernel took 358"), std::string::npos) << f->measured;
+  EXPECT_NE(f->evidence.find("into ProfilerStep#0"), std::string::npos) << f->evidence;
+  EXPECT_NE(f->evidence.find("median 6.0 us"), std::string::npos) << f->evidence;
+  EXPECT_NE(f->suggestion.find("CUDA_MODULE_LOADING"), std::string::npos);
+  // Its one call is no reason to call cudaLaunchKernel the step's pace-setter.
+  EXPECT_EQ(finding(a, "runtime_call"), nullptr);
+  const Finding* idle = finding(a, "device_idle");
+  ASSERT_NE(idle, nullptr);
+  EXPECT_NE(idle->evidence.find("one-time cost"), std::string::npos) << idle->evidence;
+
+  const auto plain = lazy_loading(6);
+  EXPECT_EQ(rules_of(plain).count("one_time_call"), 0u);
+  EXPECT_EQ(rules_of(plain).count("runtime_call"), 1u);  // launches are most of the host's time here
+  for (const auto& g : plain.findings) EXPECT_EQ(g.evidence.find("one-time"), std::string::npos) << g.rule;
+}
+
+// A call that sets the pace every step (a synchronize after each step's work) is named with its
+// share. Its first call being the longest makes it no one-time cost: a wait lasts as long as the
+// work queued before it.
+TEST(RuntimeCalls, ARuntimeCallThatSetsThePaceIsNamed) {
+  KinetoTraceWriter w;
+  w.compute_major(9);
+  for (int k = 0; k < 3; ++k) {
+    const double t0 = k * 5000.0;
+    w.step("ProfilerStep#" + std::to_string(k), t0, 5000).launch(t0 + 5, 5, "gemm", t0 + 12, k == 0 ? 4000 : 300);
+    w.runtime("cudaStreamSynchronize", t0 + 15, k == 0 ? 4000 : 300);
+  }
+  auto a = analyze_trace(parse_trace(w.json(), "sync.json"));
+  a.findings = run_advisor(a);
+  const Finding* f = finding(a, "runtime_call");
+  ASSERT_NE(f, nullptr);
+  EXPECT_EQ(f->measured.rfind("cudaStreamSynchronize: ", 0), 0u) << f->measured;
+  EXPECT_NE(f->evidence.find("cudaStreamSynchronize x3"), std::string::npos) << f->evidence;
+  EXPECT_EQ(a.longest_runtime_call.name, "cudaLaunchKernel");  // waits left out
+  EXPECT_EQ(finding(a, "one_time_call"), nullptr);
+}
+
+// Launches without any device activity: the trace was recorded without the device's activities.
+// The analysis says so in one line and leaves out what needs device events; a trace with its
+// kernels, and a CPU trace without launches, say nothing of the kind.
+TEST(RuntimeCalls, LaunchesWithoutDeviceActivityAreSaidToMissTheDevice) {
+  KinetoTraceWriter w;
+  for (int k = 0; k < 2; ++k) {
+    const double t0 = k * 2000.0;
+    w.step("ProfilerStep#" + std::to_string(k), t0, 2000);
+    for (int i = 0; i < 60; ++i) w.op("aten::mul", t0 + 10 + 30 * i, 20).runtime("cudaLaunchKernel", t0 + 12 + 30 * i, 8);
+    w.op("aten::item", t0 + 1900, 50).runtime("cudaMemcpyAsync", t0 + 1905, 40);
+  }
+  auto a = analyze_trace(parse_trace(w.json(), "no_cuda_activity.json"));
+  a.findings = run_advisor(a);
+  EXPECT_FALSE(a.has_device);
+  EXPECT_EQ(a.launch_calls, 122);
+  EXPECT_TRUE(a.device_missing());
+  const std::string console = render_console(a, {});
+  const std::string line = device_missing_text(a);
+  EXPECT_EQ(line.find('\n'), std::string::npos);
+  EXPECT_NE(line.find("122 launch calls"), std::string::npos) << line;
+  EXPECT_NE(console.find("\n" + line + "\n"), std::string::npos) << console.substr(0, 600);
+  EXPECT_TRUE(analysis_to_json(a)["device_missing"].get<bool>());
+  for (const auto& f : a.findings)
+    for (const char* device_rule : {"device_idle", "host_bound_launch", "launch_delay", "small_batch", "cpu_fallback",
+                                    "short_device_ops", "host_sync"})
+      EXPECT_NE(f.rule, device_rule);
+
+  KinetoTraceWriter with_kernels;
+  with_kernels.step("ProfilerStep#0", 0, 1000).launch(10, 8, "k", 20, 900);
+  auto b = analyze_trace(parse_trace(with_kernels.json(), "cuda.json"));
+  EXPECT_FALSE(b.device_missing());
+  EXPECT_EQ(device_missing_text(b), "");
+  auto cpu = analyze_trace(read_trace_file(kData + "torch_cpu_small.json"));
+  EXPECT_FALSE(cpu.device_missing());
+  EXPECT_EQ(render_console(cpu, {}).find("No device activity recorded"), std::string::npos);
 }

@@ -3,6 +3,7 @@
 // machine's hiccup, a read inside torch, a loop of big calls, workers kept, pinned memory).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <set>
@@ -178,4 +179,86 @@ TEST(ScriptRules, ALoopOfSmallCallsNotALoopOfBlocks) {
   };
   EXPECT_TRUE(fires(loop(1), "python_op_loop"));
   EXPECT_FALSE(fires(loop(10), "python_op_loop"));  // each call a block of work: not tiny operators
+}
+
+namespace {
+
+// One step of a model with `instances` RMSNorm modules, each called once from its decoder layer's
+// forward at line 60; each forward (its frame opened by torch's module call) calls torch.rsqrt `per_call` times
+// from its line 42, one 3 us operator each.
+Script norms(int instances, int per_call) {
+  Script s;
+  const double call_us = 10, forward_us = per_call * call_us + 4;
+  s.w.step("ProfilerStep#0", 0, instances * (forward_us + 6) + 100);
+  for (int m = 0; m < instances; ++m) {
+    const double t0 = 50 + m * (forward_us + 6);
+    s.python("model.py(55): forward", t0 - 1, forward_us + 6, 0);  // the decoder layer's
+    s.python("nn.Module: RMSNorm_" + std::to_string(m), t0, forward_us + 4, 60);
+    s.python("model.py(40): forward", t0 + 1, forward_us + 2, 0);
+    for (int c = 0; c < per_call; ++c) {
+      const double at = t0 + 2 + c * call_us;
+      s.python("<built-in method rsqrt of type object at 0x7f" + std::to_string(m * 100 + c) + ">", at, call_us - 2, 42);
+      s.w.op("aten::rsqrt", at + 1, 3);
+    }
+  }
+  return s;
+}
+
+}  // namespace
+
+// One line of a module's forward run once by each of 232 instances is the model's depth, not a
+// loop; the same line calling rsqrt 232 times in one forward is, and so are 4 calls in each of 58
+// instances (a loop over heads, say).
+TEST(ScriptRules, ManyInstancesOfOneModuleAreNotAPythonLoop) {
+  auto instances = norms(232, 1);
+  EXPECT_FALSE(instances.rules().count("python_op_loop"));
+  // Still among the lines called most often, and no loop.
+  const auto& called = instances.last.call_loops;
+  auto line42 = std::find_if(called.begin(), called.end(), [](const SourceLine& l) { return l.where == "train.py:42"; });
+  ASSERT_NE(line42, called.end());
+  EXPECT_EQ(line42->count, 232);
+  EXPECT_EQ(line42->repeats, 1);
+  EXPECT_TRUE(instances.last.op_loops.empty());
+
+  auto loop = norms(1, 232);
+  EXPECT_TRUE(loop.rules().count("python_op_loop"));
+  ASSERT_FALSE(loop.last.op_loops.empty());
+  EXPECT_EQ(loop.last.op_loops.front().where, "train.py:42");
+  EXPECT_EQ(loop.last.op_loops.front().repeats, 232);
+  EXPECT_TRUE(fires(norms(58, 4), "python_op_loop"));
+  EXPECT_FALSE(fires(norms(116, 2), "python_op_loop"));  // `f(x) * f(y)` on one line: two calls, no loop
+}
+
+// Only operators that are small for this trace count: a loop over 4.7 s convolutions is no loop
+// of small operators, however many calls it makes; the same loop over 3 us operators is.
+TEST(ScriptRules, ALoopOfLongOperatorsIsNotALoopOfSmallOnes) {
+  auto loop = [](double op_us) {
+    Script s;
+    const double call_us = op_us + 10;
+    s.w.step("ProfilerStep#0", 0, 40 * call_us + 2000);
+    for (int i = 0; i < 100; ++i) s.w.op("aten::view", 5 + 15 * i, 2);  // the trace's cheapest operators
+    for (int i = 0; i < 40; ++i) {
+      const double at = 1600 + i * call_us;
+      s.python("nn.Module: Conv2d_" + std::to_string(i), at, call_us - 2, 33);
+      s.w.op("aten::conv2d", at + 1, op_us);
+    }
+    return s;
+  };
+  auto big = loop(4.7e6);
+  EXPECT_FALSE(big.rules().count("python_op_loop"));
+  EXPECT_DOUBLE_EQ(big.last.op_overhead_us, 2);
+  EXPECT_DOUBLE_EQ(big.last.small_op_us, 20);
+  ASSERT_FALSE(big.last.op_loops.empty());
+  EXPECT_EQ(big.last.op_loops.front().ops, 40);
+  EXPECT_EQ(big.last.op_loops.front().small_ops, 0);
+
+  auto small = loop(3);
+  EXPECT_TRUE(small.rules().count("python_op_loop"));
+  for (const auto& f : small.last.findings)
+    if (f.rule == "python_op_loop") {
+      EXPECT_NE(f.evidence.find("40 small operators per step (of 40)"), std::string::npos) << f.evidence;
+      EXPECT_NE(f.evidence.find("small: at most 20.0 us each, 10x this trace's per-operator cost of 2.0 us"),
+                std::string::npos)
+          << f.evidence;
+    }
 }
