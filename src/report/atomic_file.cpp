@@ -14,6 +14,7 @@
 #include <random>
 #include <stdexcept>
 
+#include "report/input_file.h"
 #include "report/output.h"
 
 namespace crosstrain::report {
@@ -205,18 +206,12 @@ void write_file_atomic(const std::string& path, const std::string& bytes) {
   write_file_atomic(path, [&](const ByteSink& sink) { sink(bytes.data(), bytes.size()); });
 }
 
-bool same_file(const std::string& a, const std::string& b) {
-  struct stat sa {}, sb {};
-  if (a.empty() || b.empty() || ::stat(a.c_str(), &sa) != 0 || ::stat(b.c_str(), &sb) != 0) return false;
-  return sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
-}
-
 void refuse_input_as_output(const std::string& what, const std::string& output, const std::vector<std::string>& inputs) {
-  if (output == "-") return;
+  if (output.empty() || output == "-") return;
   for (const auto& input : inputs)
-    if (same_file(output, input))
-      throw std::invalid_argument(what + " " + output + " is " + (output == input ? "" : input + ", ") +
-                                  "one of the files read: writing it would destroy that input; choose another path");
+    if (!input.empty() && path_within(output, input))
+      throw std::invalid_argument(what + " " + output + " would write into the input " + input +
+                                  " (one of the files read): writing it would destroy that input; choose another path");
 }
 
 void check_writable(const std::string& path) {

@@ -55,15 +55,11 @@ bool flush_stdout(std::string* error = nullptr);
 // check its output locations before it does the work. "-" is always writable.
 void check_writable(const std::string& path);
 
-// True when `a` and `b` both exist and are one file once symbolic links are followed: the same
-// device and inode, so another hard link to a file, a path through a linked folder and the
-// file's own name all count. False when either does not exist or cannot be examined.
-bool same_file(const std::string& a, const std::string& b);
-
 // An output never replaces an input: throws std::invalid_argument (the CLI's exit status 2)
-// when `output` is the same file (same_file) as any of `inputs`, with one line naming the flag
-// (`what`, "--html"), the output and the input. Call it before writing anything, once the files
-// the command read are known. "-" (stdout) is never an input.
+// when `output` is an input file, or lies inside an input folder, however it is named (a symbolic
+// link, a linked folder, another hard link: report::path_within), with one line naming the flag
+// (`what`, "--html"), the output and the input. Call it before writing anything, once the files and
+// folders the command reads are known. "-" (stdout) is never an input.
 void refuse_input_as_output(const std::string& what, const std::string& output, const std::vector<std::string>& inputs);
 
 // RFC 4180 CSV: fields with comma, quote or newline are quoted, quotes doubled.

@@ -173,7 +173,7 @@ TEST(CheckedStdout, FullDeviceIsAnError) {
 // or another hard link, is refused; a new file or another file is not.
 TEST_F(AtomicFile, AnOutputThatIsAnInputIsRefused) {
   using crosstrain::report::refuse_input_as_output;
-  using crosstrain::report::same_file;
+  using crosstrain::report::path_within;
   std::ofstream(path("trace.json")) << "{}";
   std::ofstream(path("other.json")) << "{}";
   fs::create_directories(dir_ / "run");
@@ -183,20 +183,21 @@ TEST_F(AtomicFile, AnOutputThatIsAnInputIsRefused) {
   const std::vector<std::string> inputs = {path("other.json"), path("trace.json")};
   for (const auto& out : {path("trace.json"), (dir_ / "run" / "up" / "trace.json").string(), path("link.json"),
                           path("hard.json"), path("./trace.json")}) {
-    EXPECT_TRUE(same_file(out, path("trace.json"))) << out;
+    EXPECT_TRUE(path_within(out, path("trace.json"))) << out;
     try {
       refuse_input_as_output("--html", out, inputs);
       ADD_FAILURE() << out << " was not refused";
     } catch (const std::invalid_argument& e) {
       const std::string msg = e.what();
-      EXPECT_EQ(msg.rfind("--html " + out + " is ", 0), 0u) << msg;
+      EXPECT_EQ(msg.rfind("--html " + out + " would write into the input ", 0), 0u) << msg;
       EXPECT_NE(msg.find("one of the files read"), std::string::npos) << msg;
       EXPECT_EQ(msg.find('\n'), std::string::npos) << msg;
     }
   }
   EXPECT_NO_THROW(refuse_input_as_output("--html", path("new.html"), inputs));
   EXPECT_NO_THROW(refuse_input_as_output("--json", "-", inputs));
-  EXPECT_FALSE(same_file(path("new.html"), path("new.html")));  // nothing there yet
-  EXPECT_FALSE(same_file(path("other.json"), path("trace.json")));
+  EXPECT_FALSE(path_within(path("other.json"), path("trace.json")));
+  // A folder read as an input holds what would be written inside it.
+  EXPECT_THROW(refuse_input_as_output("--json", path("run/new.json"), {(dir_ / "run").string()}), std::invalid_argument);
   EXPECT_EQ(slurp(path("trace.json")), "{}");
 }
