@@ -98,8 +98,11 @@ void add_script_html(report::HtmlPage& page, const TraceAnalysis& a, const std::
     page.add_raw("<h3>Your lines called most often per step</h3>");
     std::vector<std::pair<std::vector<std::string>, std::vector<SourceLine>>> rows;
     for (const auto& l : a.call_loops)
-      rows.push_back({{report::format_fixed(static_cast<double>(l.ops) / static_cast<double>(std::max<int64_t>(l.count, 1)), 1)}, {l}});
-    page.add_raw(lines_table("call-loops" + suffix, {"Line", "Operators per call"}, rows, 0));
+      rows.push_back({{report::format_fixed(static_cast<double>(l.ops) / static_cast<double>(std::max<int64_t>(l.count, 1)), 1),
+                       report::format_count(l.small_ops), report::format_count(l.repeats) + (l.repeats >= kLoopRepeats ? " (a loop)" : "")},
+                      {l}});
+    page.add_raw(lines_table("call-loops" + suffix,
+                             {"Line", "Operators per call", "Small operators", "Most calls in one call of its function"}, rows, 0));
   }
   if (!a.loaders.empty()) {
     std::vector<std::vector<std::string>> rows;
