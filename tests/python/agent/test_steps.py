@@ -123,11 +123,12 @@ print("torch" in sys.modules, "numpy" in sys.modules)
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertEqual(r.stdout.strip(), "42")
 
-    def test_a_bad_configuration_is_one_line_and_the_script_runs(self):
+    def test_a_bad_configuration_is_one_line_and_exit_two_before_the_script(self):
+        # A usage error of `crosstrain run`, said before the script's first line (nothing has run yet).
         d = scratch()
         r = run_under_agent("import torch\nprint('ran')\n", {"dump_level": "layers"}, d)
-        self.assertEqual(r.returncode, 0)
-        self.assertEqual(r.stdout.strip(), "ran")
+        self.assertEqual(r.returncode, 2)
+        self.assertEqual(r.stdout.strip(), "")
         self.assertEqual(len(r.stderr.strip().splitlines()), 1, r.stderr)
         self.assertIn("dump_level", r.stderr)
 
