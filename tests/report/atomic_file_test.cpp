@@ -12,6 +12,7 @@
 #include <sstream>
 #include <thread>
 
+#include "report/input_file.h"
 #include "report/output.h"
 
 namespace fs = std::filesystem;
