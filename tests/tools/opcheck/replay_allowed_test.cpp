@@ -19,11 +19,20 @@ const c10::FunctionSchema& schema_of(const std::string& name, const std::string&
   return handle->schema();
 }
 
+// A schema that names a file or a path: in its name, or as a string argument (einsum's `int[]? path`
+// is a contraction order, not a path).
 bool mentions_a_file(const c10::FunctionSchema& s) {
   if (s.name().find("file") != std::string::npos) return true;
   for (const auto& a : s.arguments()) {
+    c10::TypePtr t = a.type();
+    while (true) {
+      if (auto o = t->castRaw<c10::OptionalType>()) t = o->getElementType();
+      else if (auto l = t->castRaw<c10::ListType>()) t = l->getElementType();
+      else break;
+    }
     const std::string n = a.name();
-    if (n.find("file") != std::string::npos || n.find("path") != std::string::npos) return true;
+    if (t->kind() == c10::TypeKind::StringType && (n.find("file") != std::string::npos || n.find("path") != std::string::npos))
+      return true;
   }
   return false;
 }
