@@ -44,7 +44,12 @@ void run_compare(const CompareFlags& f) {
   for (auto [path, flag] : {std::pair{&f.json_path, "--json"}, std::pair{&f.csv_path, "--csv"},
                             std::pair{&f.html_path, "--html"}}) {
     if (path->empty() || report::json_to_stdout(*path)) continue;
-    report::refuse_input_as_output(flag, *path, {f.a, f.b});
+    // Stricter than refuse_input_as_output: nothing is written inside a dump folder at all (its
+    // tensors and side files are read by name).
+    for (auto [input, side] : {std::pair{&f.a, "A"}, std::pair{&f.b, "B"}})
+      if (report::path_within(*path, *input))
+        throw std::invalid_argument(std::string(flag) + " " + *path + " would write into the input " + side + " (" +
+                                    *input + "): choose a path outside both inputs");
   }
   for (const auto* path : {&f.json_path, &f.csv_path, &f.html_path})
     if (!path->empty()) report::check_writable(*path);

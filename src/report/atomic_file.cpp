@@ -208,10 +208,19 @@ void write_file_atomic(const std::string& path, const std::string& bytes) {
 
 void refuse_input_as_output(const std::string& what, const std::string& output, const std::vector<std::string>& inputs) {
   if (output.empty() || output == "-") return;
-  for (const auto& input : inputs)
-    if (!input.empty() && path_within(output, input))
+  struct stat out_st {}, in_st {};
+  const bool out_exists = ::stat(output.c_str(), &out_st) == 0;
+  for (const auto& input : inputs) {
+    if (input.empty()) continue;
+    // A folder read as an input is replaced only by writing the folder itself (a report beside the
+    // dump inside it is another file); a file by any name of it (path_within: links, hard links).
+    const bool folder = ::stat(input.c_str(), &in_st) == 0 && S_ISDIR(in_st.st_mode);
+    const bool same = folder ? out_exists && out_st.st_dev == in_st.st_dev && out_st.st_ino == in_st.st_ino
+                             : path_within(output, input);
+    if (same)
       throw std::invalid_argument(what + " " + output + " would write into the input " + input +
                                   " (one of the files read): writing it would destroy that input; choose another path");
+  }
 }
 
 void check_writable(const std::string& path) {

@@ -56,10 +56,11 @@ bool flush_stdout(std::string* error = nullptr);
 void check_writable(const std::string& path);
 
 // An output never replaces an input: throws std::invalid_argument (the CLI's exit status 2)
-// when `output` is an input file, or lies inside an input folder, however it is named (a symbolic
-// link, a linked folder, another hard link: report::path_within), with one line naming the flag
+// when `output` is an input file however it is named (a symbolic link, a linked folder, another
+// hard link: report::path_within) or an input folder itself, with one line naming the flag
 // (`what`, "--html"), the output and the input. Call it before writing anything, once the files and
-// folders the command reads are known. "-" (stdout) is never an input.
+// folders the command reads are known. "-" (stdout) is never an input. (compare is stricter: it
+// writes nothing inside a dump folder, through report::path_within.)
 void refuse_input_as_output(const std::string& what, const std::string& output, const std::vector<std::string>& inputs);
 
 // RFC 4180 CSV: fields with comma, quote or newline are quoted, quotes doubled.

@@ -130,11 +130,11 @@ TEST(CompareOutputs, AReportNeverWritesIntoAnInput) {
   ASSERT_EQ(::link(index.c_str(), (other / "hard.csv").c_str()), 0);
   std::ofstream(other / "loss.txt") << "0 1.0\n1 0.9\n";
   const std::vector<std::pair<std::string, std::string>> cases = {
-      {"--json " + index, "--json " + index + " would write into the input "},
-      {"--csv " + (b / "tensors.csv"), "would write into the input " + b.str()},
-      {"--json " + (other / "link.json"), "would write into the input " + a.str()},
-      {"--csv " + (other / "hard.csv"), "would write into the input " + a.str()},
-      {"--html " + a.str(), "would write into the input " + a.str()},
+      {"--json " + index, "--json " + index + " would write into the input A"},
+      {"--csv " + (b / "tensors.csv"), "would write into the input B"},
+      {"--json " + (other / "link.json"), "would write into the input A"},
+      {"--csv " + (other / "hard.csv"), "would write into the input A"},
+      {"--html " + a.str(), "would write into the input A"},
   };
   for (const auto& [flag, message] : cases) {
     SCOPED_TRACE(flag);

@@ -198,7 +198,8 @@ TEST_F(AtomicFile, AnOutputThatIsAnInputIsRefused) {
   EXPECT_NO_THROW(refuse_input_as_output("--html", path("new.html"), inputs));
   EXPECT_NO_THROW(refuse_input_as_output("--json", "-", inputs));
   EXPECT_FALSE(path_within(path("other.json"), path("trace.json")));
-  // A folder read as an input holds what would be written inside it.
-  EXPECT_THROW(refuse_input_as_output("--json", path("run/new.json"), {(dir_ / "run").string()}), std::invalid_argument);
+  // A folder read as an input is replaced only by writing the folder itself; a new report inside it is not.
+  EXPECT_THROW(refuse_input_as_output("--json", (dir_ / "run").string(), {(dir_ / "run").string()}), std::invalid_argument);
+  EXPECT_NO_THROW(refuse_input_as_output("--json", path("run/new.json"), {(dir_ / "run").string()}));
   EXPECT_EQ(slurp(path("trace.json")), "{}");
 }
