@@ -218,6 +218,8 @@ class _MainMarker:
                 self.set_hook(None)
             self.frame = None
             self.callback()
+        elif frame is self.frame:
+            return self._event  # a local trace function that returns None stops seeing its frame
         return None if self.tracing else self._event
 
 

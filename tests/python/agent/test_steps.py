@@ -1,8 +1,11 @@
 """The agent finds training steps by itself: every optimizer, however the script reaches its step."""
+import json
 import os
+import subprocess
+import sys
 import unittest
 
-from agent_test_support import load_json, run_under_agent, scratch
+from agent_test_support import BOOT, load_json, run_under_agent, scratch
 
 # A program that prints, after each of its iterations, the step counter the agent keeps.
 COUNTER = """
@@ -71,6 +74,27 @@ for i in range(2):
     m(torch.randn(4, 3)).sum().backward(); opt.step(); opt.zero_grad()
     print("steps", steps())
 """, [1, 2])
+
+    def test_step_marker_in_the_script_under_cprofile_keeps_the_profile(self):
+        # python -m cProfile runs the script with globals of its own and holds the profile function:
+        # the marker still ends each step, and the profile is still printed.
+        d = scratch()
+        with open(os.path.join(d, "prog.py"), "w") as f:
+            f.write(COUNTER + """
+w = torch.zeros(3, requires_grad=True)
+def train_step(x):
+    (w * x).sum().backward()
+for i in range(3):
+    train_step(torch.randn(3))
+    print("steps", steps())
+""")
+        env = dict(os.environ, PYTHONPATH=BOOT,
+                   CROSSTRAIN_AGENT_CONFIG=json.dumps({"step_marker": "__main__:train_step"}))
+        r = subprocess.run([sys.executable, "-m", "cProfile", "-s", "calls", "prog.py"], cwd=d, env=env,
+                           capture_output=True, text=True, timeout=600)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(counts(r), [1, 2, 3], r.stdout + r.stderr)
+        self.assertIn("function calls", r.stdout)
 
     def test_step_marker_in_the_script_itself(self):
         # A loop without a torch optimizer: the script's own function ends each step.
