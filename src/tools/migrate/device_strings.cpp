@@ -39,25 +39,6 @@ bool DeviceStrings::is_primary(TSNode node) {
          type == "tuple" || type == "parenthesized_expression" || type == "subscript" || type == "integer";
 }
 
-// 'cuda:{}'.format(i) / 'cuda:%d' % i: a device string with an index.
-bool DeviceStrings::starts_with_cuda_index(TSNode node) const {
-  if (!is_type(node, "string")) return false;
-  std::vector<TSNode> parts = named_children(node);
-  if (parts.size() != 3 || !is_type(parts[1], "string_content")) return false;
-  if (text(parts.front()).find_first_of("bBfF") != std::string_view::npos) return false;
-  std::string_view content = text(parts[1]);
-  return content.substr(0, 5) == "cuda:" && content.size() > 5 && !parse_cuda_string(content).first;
-}
-
-void DeviceStrings::on_percent_format(TSNode node, const std::vector<TSNode>& ancestors) {
-  if (text(field(node, "operator")) != "%" || !starts_with_cuda_index(field(node, "left"))) return;
-  device_string_expression(node, ancestors);
-}
-
-void DeviceStrings::on_format_call(TSNode call, const std::vector<TSNode>& ancestors) {
-  if (starts_with_cuda_index(field(field(call, "function"), "object"))) device_string_expression(call, ancestors);
-}
-
 // A whole expression that yields "cuda:<index>" (a formatted string, an f-string, a literal).
 void DeviceStrings::device_string_expression(TSNode node, const std::vector<TSNode>& ancestors) {
   ArgContext context = context_of(node, ancestors).kind;
@@ -124,14 +105,41 @@ void DeviceStrings::on_string(TSNode node, const std::vector<TSNode>& ancestors)
     plan_.replace(rule, node, requote(expand(per_target(rule)), quote), "");
     return;
   }
+  // A piece of a larger string-building expression: that expression decides (on_build).
+  if (is_cuda_piece(node)) {
+    bool too_deep = false;
+    TSNode root = build_root(node, ancestors, &too_deep);
+    size_t depth = 0;  // levels from the build's root down to the piece; its verdict looks 32 deep
+    for (auto it = ancestors.rbegin(); !ts_node_is_null(root) && it != ancestors.rend() && !ts_node_eq(*it, root); ++it)
+      ++depth;
+    if (too_deep || depth >= 30) {
+      plan_.find(rule_by_id("cuda-string"), node, std::string(text(node)), target_,
+                 "a \"cuda\" piece deep inside a string built here: build the device string from the target's type");
+      return;
+    }
+    if (!ts_node_is_null(root)) return;
+  }
   if (fstring && interpolated && content.substr(0, 5) == "cuda:" && parts.size() > 2 &&
       is_type(parts[1], "string_content")) {
     fstring_device(node, content_begin, ancestors);
     return;
   }
+  if (fstring && interpolated && literal_text(node).text == "cuda") {
+    on_build(node, ancestors);
+    return;
+  }
   if (interpolated) return;
   auto [is_cuda, index] = parse_cuda_string(content);
-  if (!is_cuda) return;
+  if (!is_cuda) {
+    // A "cuda:" prefix or template ("cuda:{}", "cuda:%d") used on its own, e.g. kept in a name.
+    bool prefix = content == "cuda:" || content.substr(0, 6) == "cuda:{" || content.substr(0, 6) == "cuda:%";
+    ArgContext context = prefix ? context_of(node, ancestors).kind : ArgContext::Docstring;
+    if (context != ArgContext::Docstring && context != ArgContext::Comparison && context != ArgContext::Keyed)
+      plan_.find(rule_by_id("cuda-string"), node, std::string(text(node)), target_,
+                 "a device prefix kept apart from its index: build the device string from the target's type (" +
+                     expand("{device_type}") + ") where it is used");
+    return;
+  }
   ArgContext context = context_of(node, ancestors).kind;
   if (context == ArgContext::Docstring || context == ArgContext::Keyed) return;
   if (context == ArgContext::Comparison) {

@@ -2,8 +2,9 @@
 // Device strings in migrated code: "cuda" and "nccl" literals, "cuda:N", f"cuda:{i}",
 // 'cuda:{}'.format(i), 'cuda:%d' % i, and the `device_ids=` values that wrap like them. A string
 // stays a string (the target's device type), an indexed one keeps its index on accelerators and
-// becomes "cpu" on the CPU; comparisons, tables and docstrings are left alone. Internal to
-// tools/migrate: the rewriter's matcher hands it the string-shaped nodes it meets.
+// becomes "cpu" on the CPU; comparisons, tables and docstrings are left alone. Strings built from
+// pieces are judged whole (device_string_builds.cpp). Internal to tools/migrate: the rewriter's
+// matcher hands it the string-shaped nodes it meets.
 #include "tools/migrate/argument_context.h"
 #include "tools/migrate/cuda_guard.h"
 #include "tools/migrate/rewrite_plan.h"
@@ -19,16 +20,28 @@ class DeviceStrings {
       : syntax_(syntax), target_(target), plan_(plan), guards_(guards) {}
 
   void on_string(TSNode node, const std::vector<TSNode>& ancestors);
-  // `<string>.format(...)` calls and `<string> % x` operations that build "cuda:<index>".
-  void on_format_call(TSNode call, const std::vector<TSNode>& ancestors);
-  void on_percent_format(TSNode node, const std::vector<TSNode>& ancestors);
+  // Expressions that build a string from pieces (`+`, `%`, `"...".format(...)`, `"...".join(...)`):
+  // one that yields "cuda:<index>" (or names a "cuda" piece where a device is expected) is
+  // rewritten whole; another with a "cuda" piece is flagged (cuda-string).
+  void on_build(TSNode node, const std::vector<TSNode>& ancestors);
   // Replaces `value` by the rule's template around {value}, keeping the value's bytes in place so
   // rewrites inside it still apply.
   void wrap_value(const Rule& rule, TSNode value, TSNode subject);
 
  private:
+  struct Leading {
+    std::string text;    // the known beginning of the string
+    bool whole = false;  // it is the whole string
+  };
+  Leading literal_text(TSNode node) const;
+  Leading leading_text(TSNode node, int depth) const;
+  bool is_string_method_call(TSNode call) const;
+  // `too_deep`: the piece lies deeper in its build than the verdict looks (a generated chain).
+  TSNode build_root(TSNode node, const std::vector<TSNode>& ancestors, bool* too_deep = nullptr) const;
+  bool is_cuda_piece(TSNode node) const;
+  bool has_cuda_piece(TSNode node, int depth) const;
+
   static bool is_primary(TSNode node);
-  bool starts_with_cuda_index(TSNode node) const;
   void device_string_expression(TSNode node, const std::vector<TSNode>& ancestors);
   bool already_replaced(TSNode node, const std::vector<TSNode>& ancestors) const;
   bool sole_argument(TSNode node, const std::vector<TSNode>& ancestors) const;

@@ -1,5 +1,6 @@
 #include "tools/migrate/file_migration.h"
 
+#include "tools/migrate/line_endings.h"
 #include "tools/migrate/python_syntax.h"
 #include "tools/migrate/rewriter.h"
 
@@ -102,7 +103,7 @@ size_t line_at(std::string_view text, size_t offset) {
 std::string declared_encoding(std::string_view bytes) {
   size_t pos = 0;
   for (int line = 0; line < 2 && pos <= bytes.size(); ++line) {
-    size_t end = bytes.find('\n', pos);
+    size_t end = bytes.find_first_of("\r\n", pos);
     std::string_view text = bytes.substr(pos, end == std::string_view::npos ? std::string_view::npos : end - pos);
     size_t first = text.find_first_not_of(" \t\f\r");
     bool comment = first != std::string_view::npos && text[first] == '#';
@@ -127,7 +128,7 @@ std::string declared_encoding(std::string_view bytes) {
     // The second line counts only below a comment or a blank line.
     if (!comment && first != std::string_view::npos) break;
     if (end == std::string_view::npos) break;
-    pos = end + 1;
+    pos = end + (bytes.compare(end, 2, "\r\n") == 0 ? 2 : 1);
   }
   return {};
 }
@@ -158,6 +159,14 @@ FileMigration migrate_source(std::string path, std::string_view source, Target t
     result.detail = "not UTF-8 text, and no coding line declares another encoding (PEP 263): cannot be checked";
     return result;
   }
+  // Lone CRs end lines for Python but not for the grammar: parse a copy where they are "\n".
+  const LineEndings endings = line_endings_of(source);
+  const std::string_view original = source;
+  std::string lf_text;
+  if (endings.lone_cr) {
+    lf_text = with_lone_cr_as_lf(source);
+    source = lf_text;
+  }
   PythonSyntax syntax(source);
   if (syntax.has_errors()) {
     result.status = FileStatus::SyntaxError;
@@ -178,6 +187,10 @@ FileMigration migrate_source(std::string path, std::string_view source, Target t
     result.detail = "rewritten code did not parse (line " + std::to_string(check.first_error_line()) +
                     "): left unchanged";
     return result;
+  }
+  if (endings.lone_cr) {
+    restyle_line_breaks(plan, endings.newline);
+    migrated = apply_plan(original, plan);
   }
   std::set<size_t> touched;
   size_t inserted = 0;

@@ -2,7 +2,9 @@
 // The matcher of rewriter.cpp: one pass over the syntax tree that turns each CUDA-specific match
 // into a candidate change or a finding of the plan. Its handlers live by topic: rewriter.cpp
 // (traversal, imports, attribute chains), matcher_calls.cpp (calls: .cuda(), devices, pinned
-// memory, backends), matcher_amp.cpp (torch.cuda.amp names and calls).
+// memory, backends), matcher_amp.cpp (torch.cuda.amp names and calls), matcher_flow.cpp (process
+// counts, stored availability tests), matcher_tensor_types.cpp (legacy CUDA tensor types),
+// matcher_diagnostics.cpp (reporting-only torch.cuda calls).
 #include "tools/migrate/argument_context.h"
 #include "tools/migrate/cuda_guard.h"
 #include "tools/migrate/device_strings.h"
@@ -43,6 +45,8 @@ inline bool is_availability_test(std::string_view test) {
 inline bool in_annotation(const std::vector<TSNode>& ancestors) {
   return std::any_of(ancestors.begin(), ancestors.end(), [](TSNode a) { return is_type(a, "type"); });
 }
+
+struct LegacyTensorType;
 
 class Matcher {
  public:
@@ -114,6 +118,18 @@ class Matcher {
   void sync_batchnorm(TSNode call, TSNode args);
   void cuda_branch(TSNode node);
 
+  // matcher_diagnostics.cpp
+  enum class Report { No, Value, Statement };
+  Report reported_only(const std::vector<TSNode>& up, size_t call_index) const;
+  bool diagnostic_call(std::string_view path, TSNode call, const std::vector<TSNode>& ancestors);
+
+  // matcher_tensor_types.cpp
+  const LegacyTensorType* cuda_tensor_type(TSNode node) const;
+  bool calls_legacy_constructor() const;
+  TSNode sole_argument(TSNode args, std::string_view keyword) const;
+  bool legacy_tensor_type_call(TSNode call, TSNode function, TSNode args);
+  void legacy_tensor_type_string(TSNode node, const std::vector<TSNode>& ancestors);
+
   // matcher_calls.cpp
   void on_call(TSNode call);
   void backend_nccl(TSNode node, const std::vector<TSNode>& ancestors);
@@ -141,6 +157,7 @@ class Matcher {
   DeviceStrings strings_;
   std::map<std::string, std::string> amp_names_;  // local name -> "autocast" | "GradScaler" | "custom_fwd" | ...
   std::set<std::string, std::less<>> amp_referenced_;  // of those, names used as values
+  std::set<uint32_t> handled_tensor_types_;  // start bytes of CUDA tensor types in rewritten calls
 };
 
 }  // namespace crosstrain::migrate

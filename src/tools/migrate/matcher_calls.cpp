@@ -51,6 +51,7 @@ void Matcher::on_call(TSNode call) {
   TSNode attr = field(function, "attribute");
   std::string_view method = text(attr);
   device_keywords(call, method, args);
+  if (legacy_tensor_type_call(call, function, args)) return;
   if (method == "is_nccl_available") {
     nccl_available(call, attr);
   } else if (method == "CUDAExtension") {
@@ -61,8 +62,8 @@ void Matcher::on_call(TSNode call) {
     tensor_cuda(call, attr, args);
   } else if (method == "to") {
     int_to(args);
-  } else if (method == "format") {
-    strings_.on_format_call(call, *ancestors_);
+  } else if (method == "format" || method == "join") {
+    strings_.on_build(call, *ancestors_);
   } else if (method == "pin_memory") {
     pin_memory_call(call, function, args);
   } else if (method == "convert_sync_batchnorm") {

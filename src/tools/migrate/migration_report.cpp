@@ -118,6 +118,9 @@ void per_file(std::ostream& out, const MigratedFile& f) {
     }
   }
   out << "\n";
+  // A guarded call changes what the program prints off CUDA: each is named with its line.
+  for (const auto& c : f.result.changes)
+    if (c.rule->id == "diagnostic-guard") out << "  guarded, line " << c.start_line << " " << c.message << "\n";
   for (bool library : {false, true})
     for (const auto& finding : f.result.findings) {
       if (cuda_only_library(finding.rule->family) != library) continue;

@@ -1,5 +1,7 @@
 #include "tools/migrate/migration_run.h"
 
+#include "tools/migrate/line_endings.h"
+
 #include "tools/migrate/safe_files.h"
 
 #include "report/input_file.h"
@@ -223,7 +225,7 @@ MigrationSummary run_migration(const MigrateOptions& options) {
             ++done;
             continue;
           }
-          r.lines = static_cast<size_t>(std::count(source.begin(), source.end(), '\n'));
+          r.lines = line_breaks(source);
           if (f.python) {
             r.result = migrate_source(f.label, source, options.target);
           } else {

@@ -34,8 +34,11 @@ void Matcher::visit(TSNode node, const std::vector<TSNode>& ancestors) {
   }
   if (type == "attribute") on_attribute(node, ancestors);
   else if (type == "call") on_call(node);
-  else if (type == "string") strings_.on_string(node, ancestors);
-  else if (type == "binary_operator") strings_.on_percent_format(node, ancestors);
+  else if (type == "string") {
+    legacy_tensor_type_string(node, ancestors);
+    strings_.on_string(node, ancestors);
+  }
+  else if (type == "binary_operator") strings_.on_build(node, ancestors);
   else if (type == "identifier") on_identifier(node, ancestors);
 }
 
@@ -172,7 +175,7 @@ void Matcher::on_attribute(TSNode node, const std::vector<TSNode>& ancestors) {
     if (!path.empty()) path += '.';
     path += text(field(*it, "attribute"));
   }
-  if (!is_cuda_path(path)) return;
+  if (!is_cuda_path(path) || handled_tensor_types_.count(ts_node_start_byte(node))) return;
   const Rule* rule = find_torch_api_rule(path);
   if (!rule) return;
   std::string_view key = rule->id.substr(6);
@@ -183,6 +186,7 @@ void Matcher::on_attribute(TSNode node, const std::vector<TSNode>& ancestors) {
   bool is_function = is_type(parent, "call") && ts_node_eq(field(parent, "function"), node);
   if (replacement == "{keep}" && !(rule->id == "torch.cuda.device_count" && !is_tested(parent, ancestors))) return;
   if (rule->action == RuleAction::Report || replacement.empty()) {
+    if (is_function && diagnostic_call(path, parent, ancestors)) return;
     plan_.find(*rule, matched, api, target_);
     if (finding_fails_check(*rule) && is_type(parent, "call")) plan_.keep_as_written(parent);
     return;

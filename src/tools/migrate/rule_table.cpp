@@ -85,9 +85,24 @@ const std::vector<Rule> kRules = {
      {"{torch}.accelerator.memory.max_memory_reserved", "{torch}.npu.max_memory_reserved", "{keep}"}, ""},
     {"torch.cuda.reset_peak_memory_stats", "memory", "`torch.cuda.reset_peak_memory_stats`", W,
      {"", "{torch}.npu.reset_peak_memory_stats", ""},
-     "torch.accelerator.memory.reset_peak_memory_stats raises without an accelerator: call it under `if torch.accelerator.is_available():`"},
+     "torch.accelerator.memory.reset_peak_memory_stats raises without an accelerator: call it under `if torch.accelerator.is_available():` "
+     "(as a statement it is guarded: diagnostic-guard)"},
     {"torch.cuda.memory_stats", "memory", "`torch.cuda.memory_stats`", W,
      {"{torch}.accelerator.memory.memory_stats", "{torch}.npu.memory_stats", "{keep}"}, ""},
+    {"diagnostic-guard", "memory", "a torch.cuda call that only reports or resets counters (memory_summary, memory_snapshot, "
+     "get_device_name, get_device_properties, get_device_capability, mem_get_info, utilization, temperature, power_draw, "
+     "clock_rate, list_gpu_processes, memory_cached, reset_peak_memory_stats, reset_accumulated_memory_stats, ...) whose "
+     "value is printed or logged (print/logging/write, an f-string without format spec, str() of them) or dropped", W,
+     {"`(torch.get_device_module(_accel_device).<name>(...) if hasattr(torch.get_device_module(_accel_device), \"<name>\") "
+      "else \"n/a\")` (`else None` for a statement)",
+      "`torch.npu.<name>(...)` where torch_npu has it (torch.npu.memory_summary, torch.npu.memory_snapshot, "
+      "torch.npu.memory_stats_as_nested_dict, torch.npu.get_device_name, torch.npu.get_device_properties, "
+      "torch.npu.get_device_capability, torch.npu.mem_get_info, torch.npu.utilization, torch.npu.memory_cached, "
+      "torch.npu.max_memory_cached, torch.npu.reset_peak_memory_stats, torch.npu.reset_max_memory_allocated, "
+      "torch.npu.reset_max_memory_cached, torch.npu.reset_accumulated_memory_stats), else "
+      "`(torch.npu.<name>(...) if hasattr(torch.npu, \"<name>\") else \"n/a\")`",
+      "`(torch.cpu.<name>(...) if hasattr(torch.cpu, \"<name>\") else \"n/a\")`: \"n/a\" (None for a statement)"},
+     "guarded: the program keeps running where the device module lacks the call; on CUDA it is the same call"},
     // --- mixed precision ------------------------------------------------------------------------
     {"torch.cuda.amp.autocast", "amp", "`torch.cuda.amp.autocast(...)` (and `autocast` imported from torch.cuda.amp)", W,
      {"{torch}.amp.autocast", "{torch}.amp.autocast", "{torch}.amp.autocast"},
@@ -169,7 +184,24 @@ const std::vector<Rule> kRules = {
       "choose the device by index (torch.device(_accel_device.type, local_rank)) instead",
       "torch_npu reads ASCEND_RT_VISIBLE_DEVICES, not CUDA_VISIBLE_DEVICES: set or read that one",
       "only CUDA reads it: on the CPU it selects nothing; drop it, and count processes another way"}, ""},
-    {"cuda-string", "device-string", "\"cuda\" / \"cuda:N\" outside a device argument (comparisons, defaults, choices)", R,
+    {"legacy-tensor-type", "device-placement", "`x.type(torch.cuda.HalfTensor)`, `x.type(\"torch.cuda.FloatTensor\")` (any legacy "
+     "CUDA tensor type, positional or dtype=); `torch.set_default_tensor_type(<CUDA floating type>)` as a statement, in a file "
+     "that does not call the legacy `torch.Tensor(...)` constructor", W,
+     {"`x.type({torch}.<dtype>).to({device})`; `{torch}.set_default_dtype({torch}.<dtype>); {torch}.set_default_device({device})`",
+      "`x.type({torch}.<dtype>).to({device})`; `{torch}.set_default_dtype({torch}.<dtype>); {torch}.set_default_device({device})`",
+      "`x.type({torch}.<dtype>).to({device})`; `{torch}.set_default_dtype({torch}.<dtype>); {torch}.set_default_device({device})`"},
+     "the cast of .type() (every parameter and buffer of a module), then the move .cuda() makes; set_default_device places "
+     "what the factories make, as the CUDA default type did"},
+    {"legacy-tensor-type-unproven", "device-placement", "a legacy CUDA tensor type's name (\"torch.cuda.FloatTensor\") "
+     "anywhere else: kept in a name, `set_default_tensor_type` in a file that calls `torch.Tensor(...)`, `.type()` with "
+     "more arguments", R,
+     {"raises without CUDA: cast with .to(dtype=...) and place with .to(_accel_device); for the default type, "
+      "torch.set_default_dtype + torch.set_default_device(_accel_device) and torch.empty/torch.tensor instead of "
+      "torch.Tensor(...), which set_default_device does not place",
+      "torch_npu's types are torch.npu.*Tensor: prefer .to(dtype=..., device=\"npu\"), and torch.set_default_dtype + "
+      "torch.set_default_device(\"npu\") with torch.empty/torch.tensor instead of torch.Tensor(...)",
+      "raises without CUDA: use the CPU type (torch.FloatTensor) or .to(dtype=...)"}, ""},
+    {"cuda-string", "device-string", "\"cuda\" / \"cuda:N\" outside a device argument (comparisons, defaults, choices); a \"cuda:\" prefix or template kept apart from its index (`prefix = \"cuda:\"`); a string built with a \"cuda\" piece outside a device position (`str(i) + \"cuda\"`, `name = \"{}:{}\".format(\"cuda\", i)`)", R,
      {"check how the string is used; compare against device.type instead",
       "check how the string is used; \"npu\" is the NPU device type", "check how the string is used"}, ""},
     {"int-device", "device-placement", "an integer used as a device: `device = 0`, `.cuda(x)` / `.to(x)` where x may be an int", R,
@@ -221,7 +253,7 @@ const std::vector<Rule> kRules = {
     {"int-rank-device", "device-placement", "`.to(i)` / `.cuda(i)` with an integer rank or index", W,
      {"{torch}.device(_accel_device.type, {index})", "{torch}.device(\"npu\", {index})", "\"cpu\""},
      "an int device means a CUDA index; it becomes the index of the target device"},
-    {"device-string-format", "device-string", "a string built as 'cuda:{}'.format(i), 'cuda:%d' % i, f\"cuda:{i}\"", W,
+    {"device-string-format", "device-string", "a string built as 'cuda:{}'.format(i), 'cuda:%d' % i, f\"cuda:{i}\", \"cuda:\" + str(i), \":\".join([\"cuda\", str(i)]), and any string built with a \"cuda\" piece in a device position (`map_location=`, `.to()`, `device=`, `torch.device()`: \"{}:{}\".format(\"cuda\", i))", W,
      {"({value}.replace(\"cuda\", _accel_device.type, 1) if _accel_device.type != \"cpu\" else \"cpu\")",
       "{value}.replace(\"cuda\", \"npu\", 1)", "\"cpu\""},
      "the device type becomes the target's; on the CPU the index is dropped (torch.load rejects \"cpu:N\")"},

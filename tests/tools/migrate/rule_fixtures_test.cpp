@@ -49,7 +49,8 @@ std::vector<Fixture> fixtures() {
       {"seeds", A, "import torch\ntorch.cuda.manual_seed(1)\ntorch.cuda.manual_seed_all(1)\n",
        "import torch\ntorch.cuda.manual_seed(1)\ntorch.cuda.manual_seed_all(1)\n"},
       {"memory_agnostic", A, "import torch\ntorch.cuda.empty_cache()\na = torch.cuda.memory_allocated()\nb = torch.cuda.max_memory_allocated()\ntorch.cuda.reset_peak_memory_stats()\n",
-       "import torch\ntorch.accelerator.memory.empty_cache()\na = torch.accelerator.memory.memory_allocated()\nb = torch.accelerator.memory.max_memory_allocated()\ntorch.cuda.reset_peak_memory_stats()\n"},
+       "import torch\n" + kDefinition + "torch.accelerator.memory.empty_cache()\na = torch.accelerator.memory.memory_allocated()\nb = torch.accelerator.memory.max_memory_allocated()\n"
+       "(torch.get_device_module(_accel_device).reset_peak_memory_stats() if hasattr(torch.get_device_module(_accel_device), \"reset_peak_memory_stats\") else None)\n"},
       {"memory_npu", N, "import torch\na = torch.cuda.max_memory_allocated()\n",
        "import torch\na = torch.npu.max_memory_allocated()\n"},
       {"stream_event", A, "import torch\ns = torch.cuda.Stream()\ne = torch.cuda.Event(enable_timing=True)\n",

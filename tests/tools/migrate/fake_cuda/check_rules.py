@@ -27,7 +27,10 @@ SNIPPETS = {
                           "def f(device: str = 'cuda'):\n    return device.upper()\nrecord(f())\n",
     "device-string-format": "import torch\ndef w(gpu):\n    record('cuda:{}'.format(gpu))\n    record('cuda:%d' % gpu)\n"
                             "    record(f'cuda:{gpu}')\n    record(torch.device('cuda:1'))\n    torch.load('c', map_location='cuda:0')\n"
-                            "    torch.ones(1).to('cuda:{}'.format(gpu))\nw(1)\n",
+                            "    torch.ones(1).to('cuda:{}'.format(gpu))\n    record('cuda:' + str(gpu))\n"
+                            "    record(':'.join(['cuda', str(gpu)]))\n    torch.load('c', map_location='cuda:' + str(gpu % 2))\nw(1)\n",
+    "diagnostic-guard": "import torch\nprint(torch.cuda.memory_summary())\nprint(f'on {torch.cuda.get_device_name(1)}')\n"
+                        "torch.cuda.reset_peak_memory_stats()\n",
     "device-ids": "import torch\nfrom torch.nn.parallel import DistributedDataParallel as DDP\nm = torch.nn.Linear(2, 2)\n"
                   "DDP(m, device_ids=[1], output_device=1)\ntorch.nn.DataParallel(m, device_ids=[0, 1])\n",
     "torch.cuda.is_available": "import torch\nrecord(torch.cuda.is_available())\n",

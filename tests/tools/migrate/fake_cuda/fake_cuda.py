@@ -132,7 +132,7 @@ def install():
     torch.accelerator.current_accelerator = lambda check_available=False: torch.device("cuda")
     for name in ["synchronize", "empty_cache", "memory_allocated", "max_memory_allocated", "memory_reserved",
                  "max_memory_reserved", "memory_stats", "reset_peak_memory_stats", "manual_seed", "manual_seed_all",
-                 "current_stream"]:
+                 "current_stream", "memory_summary", "get_device_name", "get_device_properties", "mem_get_info"]:
         def op(*a, _name=name, **kw):
             seed = _name.startswith("manual_seed")
             record(_name, *(norm_device(d) if not seed and _is_cuda(d) else d for d in a + tuple(kw.values())))
