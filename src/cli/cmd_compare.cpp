@@ -7,6 +7,7 @@
 #include "cli/flag_checks.h"
 #include "report/envelope.h"
 #include "report/input_file.h"
+#include "report/json_stream.h"
 #include "report/output.h"
 #include "report/terminal.h"
 #include "tools/align/compare_report.h"
@@ -25,6 +26,12 @@ struct CompareFlags {
   align::CompareOptions options;
   align::ConsoleOptions console;
 };
+
+// The report is written record by record: a million records need no tree of a million entries.
+void write_streamed(const std::string& kind, report::StreamedJson doc, const std::string& path) {
+  doc.skeleton = report::with_envelope(kind, std::move(doc.skeleton));
+  report::write_json_streamed(doc, path);
+}
 
 void run_compare(const CompareFlags& f) {
   align::CompareOptions opt = f.options;
@@ -69,7 +76,7 @@ void run_compare(const CompareFlags& f) {
     if (ranks_a) {
       const align::RanksResult result = align::compare_rank_paths(f.a, f.b, opt, on_progress);
       progress.clear();
-      if (!f.json_path.empty()) report::write_json(report::with_envelope("compare", align::ranks_to_json(result)), f.json_path);
+      if (!f.json_path.empty()) write_streamed("compare", align::ranks_to_streamed_json(result), f.json_path);
       if (!f.csv_path.empty()) report::write_file_atomic(f.csv_path, align::ranks_to_csv(result));
       if (!f.html_path.empty()) report::write_file_atomic(f.html_path, align::ranks_to_html(result));
       console << align::render_ranks_console(result, f.console);
@@ -77,7 +84,7 @@ void run_compare(const CompareFlags& f) {
     } else {
       const align::CompareResult result = align::compare_paths(f.a, f.b, opt, on_progress);
       progress.clear();
-      if (!f.json_path.empty()) report::write_json(report::with_envelope("compare", align::compare_to_json(result)), f.json_path);
+      if (!f.json_path.empty()) write_streamed("compare", align::compare_to_streamed_json(result), f.json_path);
       if (!f.csv_path.empty()) report::write_file_atomic(f.csv_path, align::compare_to_csv(result));
       if (!f.html_path.empty()) report::write_file_atomic(f.html_path, align::compare_to_html(result));
       console << align::render_compare_console(result, f.console);

@@ -5,6 +5,7 @@
 
 #include "cli/command.h"
 #include "cli/flag_checks.h"
+#include "cli/output_inputs.h"
 #include "tools/commands/commands.h"
 
 namespace crosstrain::cli {
@@ -40,6 +41,7 @@ void add_op_check_command(CLI::App& app) {
   add_json_option(cmd, args->json);
   cmd->callback([args, precision] {
     args->options.precision_given = precision->count() > 0;
+    refuse_outputs_over_inputs(op_check_paths(*args));
     exit_with(commands::op_check_command(*args));
   });
 }

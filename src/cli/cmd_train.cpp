@@ -4,6 +4,7 @@
 
 #include "cli/command.h"
 #include "cli/flag_checks.h"
+#include "cli/output_inputs.h"
 #include "cli/dump_flags.h"
 #include "cli/train_flags.h"
 #include "tools/commands/commands.h"
@@ -88,7 +89,10 @@ void add_train_command(CLI::App& app) {
   cmd->add_option("--crash-after-step", c.crash_after_step, "Test aid: exit 137 after this step")->check(int_range(-1, lim::kMaxSteps))->group("");
   add_common_train_flags(cmd, c);
   add_dump_flags(cmd, args->dump, /*with_dir=*/true);
-  cmd->callback([args] { exit_with(commands::train_command(*args)); });
+  cmd->callback([args] {
+    refuse_outputs_over_inputs(train_paths(*args));
+    exit_with(commands::train_command(*args));
+  });
 }
 
 }  // namespace crosstrain::cli

@@ -12,6 +12,12 @@
 
 namespace crosstrain::cli {
 
+std::optional<size_t> words_after_separator(const std::vector<std::string>& line) {
+  for (size_t i = 1; i < line.size(); ++i)
+    if (line[i] == "--") return line.size() - i - 1;
+  return std::nullopt;
+}
+
 CLI::Option* add_json_option(CLI::App* cmd, std::string& path) {
   return cmd->add_option("--json", path, "Write the report as JSON to PATH ('-' for stdout)")->type_name("PATH");
 }

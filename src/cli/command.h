@@ -14,6 +14,7 @@
 // So nothing here may include a libtorch header, directly or through a header it includes
 // (checked by the cli.TorchFreeIncludes test).
 #include <CLI/CLI.hpp>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -50,6 +51,11 @@ int run_cli(CLI::App& app, int argc, char** argv);
 // Every option of a command, those in its option groups included (CLI11 2.1's get_options() leaves
 // out the options of add_option_group()).
 std::vector<const CLI::Option*> command_options(const CLI::App& cmd);
+
+// How many words of a recorded command line (argv, argv[0] first) follow its first `--`; nullopt
+// when it has none. `run` and `launch` check with it that the words CLI11 took as the command are
+// all of those: a positional word before `--` would be taken as part of it.
+std::optional<size_t> words_after_separator(const std::vector<std::string>& line);
 
 // `--json PATH` option shared by every reporting command ("-" = stdout).
 CLI::Option* add_json_option(CLI::App* cmd, std::string& path);

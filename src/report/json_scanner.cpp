@@ -43,7 +43,7 @@ void append_utf8(std::string& out, uint32_t cp) {
 }  // namespace
 
 JsonFormatError::JsonFormatError(const std::string& file, uint64_t offset, const std::string& what)
-    : std::runtime_error(file + ": byte " + std::to_string(offset) + ": " + what), offset_(offset) {}
+    : std::runtime_error(file + ": byte " + std::to_string(offset) + ": " + what), offset_(offset), reason_(what) {}
 
 JsonScanner::JsonScanner(const char* data, size_t size, std::string file)
     : begin_(data), p_(data), end_(data + size), file_(std::move(file)) {}
@@ -219,7 +219,7 @@ JsonNumber JsonScanner::read_number() {
   uint64_t whole = 0;
   int digits = 0;
   while (is_digit(*p_)) {
-    if (digits < 18) whole = whole * 10 + static_cast<uint64_t>(*p_ - '0');
+    if (digits < 19) whole = whole * 10 + static_cast<uint64_t>(*p_ - '0');  // 19 digits fit uint64
     ++digits, ++p_;
   }
   bool simple = digits <= 18;
@@ -251,12 +251,19 @@ JsonNumber JsonScanner::read_number() {
     n.whole = neg ? -static_cast<int64_t>(whole) : static_cast<int64_t>(whole);
     n.fraction = neg ? -frac : frac;
     n.value = static_cast<double>(n.whole) + n.fraction;
+    // whole + fraction rounds twice; the value itself is the correctly rounded double of the text
+    // (a statistic read back must equal what the writer printed).
+    if (!n.integral) std::from_chars(start, p_, n.value);
   } else {
     double v = 0;
     auto res = std::from_chars(start, p_, v);
     if (res.ec != std::errc() || !std::isfinite(v)) fail_at(static_cast<uint64_t>(start - begin_), "number out of range");
     n.value = v;
-    if (std::fabs(v) < 9e18) {
+    if (n.integral && digits == 19 && whole <= static_cast<uint64_t>(INT64_MAX)) {
+      // A nanosecond timestamp (19 digits) stays exact, which the double above is not.
+      n.whole = neg ? -static_cast<int64_t>(whole) : static_cast<int64_t>(whole);
+      n.fraction = 0;
+    } else if (std::fabs(v) < 9e18) {
       n.whole = static_cast<int64_t>(v);
       n.fraction = v - static_cast<double>(n.whole);
     }
@@ -313,7 +320,7 @@ void JsonScanner::skip_number() { read_number(); }
 void JsonScanner::skip_value() { skip_value_at(0); }
 
 void JsonScanner::skip_value_at(int depth) {
-  if (depth > 256) fail("JSON nested deeper than 256 levels");
+  if (depth > kMaxJsonDepth) fail("JSON nested deeper than " + std::to_string(kMaxJsonDepth) + " levels (the limit of crosstrain's readers)");
   char c = peek();
   switch (c) {
     case '"': skip_string(); return;

@@ -19,13 +19,20 @@
 
 namespace crosstrain::report {
 
+// The deepest nesting any of crosstrain's JSON readers accepts. Files crosstrain and profilers
+// write nest a few levels; the limit keeps a hostile file from costing stack or memory by depth.
+constexpr int kMaxJsonDepth = 256;
+
 class JsonFormatError : public std::runtime_error {
  public:
   JsonFormatError(const std::string& file, uint64_t offset, const std::string& what);
   uint64_t offset() const { return offset_; }
+  // What went wrong, without the file and the offset ("expected ':' after object key").
+  const std::string& reason() const { return reason_; }
 
  private:
   uint64_t offset_;
+  std::string reason_;
 };
 
 // A JSON number split so that large epoch timestamps keep their fractional digits.
@@ -57,7 +64,7 @@ class JsonScanner {
   int64_t read_int();            // fails on fractions and out-of-range values
   bool read_bool();
   void read_null();
-  // Skips any value, validating it. Nesting deeper than 256 levels is an error, not a stack overflow.
+  // Skips any value, validating it. Nesting deeper than kMaxJsonDepth is an error, not a stack overflow.
   void skip_value();
   // Skips a value and returns its source text with insignificant whitespace removed.
   std::string_view read_compact_value();

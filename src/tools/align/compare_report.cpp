@@ -120,6 +120,50 @@ nlohmann::json opt_json(const std::optional<double>& v) { return v ? nlohmann::j
 
 nlohmann::json number(double v) { return std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr); }
 
+// One entry of "tensors".
+nlohmann::json tensor_json(const TensorComparison& t) {
+  nlohmann::json e = {{"step", t.step},
+                      {"name", t.name},
+                      {"kind", record_kind_name(t.kind)},
+                      {"status", pair_status_name(t.status)},
+                      {"method", t.method.empty() ? nlohmann::json(nullptr) : nlohmann::json(t.method)},
+                      {"verdict", verdict_name(t.verdict)},
+                      {"exact", t.exact()},
+                      {"reason", t.reason},
+                      {"effective_dtype", dtype_name(t.effective_dtype)}};
+  if (!t.name_b.empty()) e["name_b"] = t.name_b;
+  if (t.status == PairStatus::Compared)
+    e["noise"] = {{"scale", number(t.noise_scale)},
+                  {"scale_from", t.scale_from_inputs ? "inputs" : "own"},
+                  {"rel_error", t.rel_error ? number(*t.rel_error) : nlohmann::json(nullptr)},
+                  {"warn_at", t.tolerance.warn},
+                  {"error_at", t.tolerance.error},
+                  {"rule", t.rel_error ? (t.tolerance.by_noise ? "noise" : "table") : "cosine"}};
+  for (auto [side, rec] : {std::pair{"a", &t.a}, std::pair{"b", &t.b}}) {
+    if (*rec)
+      e[side] = {{"dtype", dtype_name((*rec)->dtype)}, {"shape", (*rec)->shape}, {"stats", stats_to_json((*rec)->stats)}};
+    else
+      e[side] = nullptr;
+  }
+  if (t.metrics) {
+    const auto& m = *t.metrics;
+    e["metrics"] = {{"cosine", number(m.cosine)},       {"max_abs_error", number(m.max_abs_error)},
+                    {"max_rel_error", number(m.max_rel_error)}, {"rmse", number(m.rmse)},
+                    {"share_rel_err_below_1e-3", number(m.share_rel_1e3)},
+                    {"share_rel_err_below_5e-3", number(m.share_rel_5e3)},
+                    {"finite_pairs", m.finite_pairs},   {"nonfinite_matched", m.nonfinite_matched},
+                    {"nonfinite_mismatched", m.nonfinite_mismatched}};
+  } else {
+    e["metrics"] = nullptr;
+  }
+  e["stat_rel_error"] = opt_json(t.stat_rel_error);
+  return e;
+}
+
+nlohmann::json loss_point_json(const LossStepDiff& s) {
+  return {{"step", s.step}, {"a", number(s.a)}, {"b", number(s.b)}, {"rel_diff", number(s.rel_diff)}};
+}
+
 }  // namespace
 
 std::string verdict_line(const CompareResult& r) {
@@ -189,7 +233,8 @@ std::string render_compare_console(const CompareResult& r, const ConsoleOptions&
   return out;
 }
 
-nlohmann::json compare_to_json(const CompareResult& r) {
+// The document without its two long arrays, "tensors" and "loss"/"curve" (left empty).
+nlohmann::json compare_skeleton(const CompareResult& r) {
   nlohmann::json j;
   j["schema_version"] = report::kJsonSchemaVersion;
   j["a"] = r.path_a;
@@ -221,49 +266,9 @@ nlohmann::json compare_to_json(const CompareResult& r) {
   j["first_warning"] = pointer(r.first_warning);
   j["divergence_window"] = nlohmann::json::array();
   for (size_t i : r.divergence_window()) j["divergence_window"].push_back(r.tensors[i].name);
-  j["tensors"] = nlohmann::json::array();
-  for (const auto& t : r.tensors) {
-    nlohmann::json e = {{"step", t.step},
-                        {"name", t.name},
-                        {"kind", record_kind_name(t.kind)},
-                        {"status", pair_status_name(t.status)},
-                        {"method", t.method.empty() ? nlohmann::json(nullptr) : nlohmann::json(t.method)},
-                        {"verdict", verdict_name(t.verdict)},
-                        {"exact", t.exact()},
-                        {"reason", t.reason},
-                        {"effective_dtype", dtype_name(t.effective_dtype)}};
-    if (!t.name_b.empty()) e["name_b"] = t.name_b;
-    if (t.status == PairStatus::Compared)
-      e["noise"] = {{"scale", number(t.noise_scale)},
-                    {"scale_from", t.scale_from_inputs ? "inputs" : "own"},
-                    {"rel_error", t.rel_error ? number(*t.rel_error) : nlohmann::json(nullptr)},
-                    {"warn_at", t.tolerance.warn},
-                    {"error_at", t.tolerance.error},
-                    {"rule", t.rel_error ? (t.tolerance.by_noise ? "noise" : "table") : "cosine"}};
-    for (auto [side, rec] : {std::pair{"a", &t.a}, std::pair{"b", &t.b}}) {
-      if (*rec)
-        e[side] = {{"dtype", dtype_name((*rec)->dtype)}, {"shape", (*rec)->shape}, {"stats", stats_to_json((*rec)->stats)}};
-      else
-        e[side] = nullptr;
-    }
-    if (t.metrics) {
-      const auto& m = *t.metrics;
-      e["metrics"] = {{"cosine", number(m.cosine)},       {"max_abs_error", number(m.max_abs_error)},
-                      {"max_rel_error", number(m.max_rel_error)}, {"rmse", number(m.rmse)},
-                      {"share_rel_err_below_1e-3", number(m.share_rel_1e3)},
-                      {"share_rel_err_below_5e-3", number(m.share_rel_5e3)},
-                      {"finite_pairs", m.finite_pairs},   {"nonfinite_matched", m.nonfinite_matched},
-                      {"nonfinite_mismatched", m.nonfinite_mismatched}};
-    } else {
-      e["metrics"] = nullptr;
-    }
-    e["stat_rel_error"] = opt_json(t.stat_rel_error);
-    j["tensors"].push_back(std::move(e));
-  }
+  j["tensors"] = nlohmann::json::array();  // streamed: compare_to_streamed_json
   if (r.loss) {
     const auto& l = *r.loss;
-    nlohmann::json curve = nlohmann::json::array();
-    for (const auto& s : l.steps) curve.push_back({{"step", s.step}, {"a", number(s.a)}, {"b", number(s.b)}, {"rel_diff", number(s.rel_diff)}});
     j["loss"] = {{"rtol", l.rtol},
                  {"steps_compared", l.steps.size()},
                  {"only_in_a", l.only_in_a},
@@ -274,13 +279,28 @@ nlohmann::json compare_to_json(const CompareResult& r) {
                  {"max_rel_step", l.max_rel_step},
                  {"mean_rel_diff", number(l.mean_rel_diff)},
                  {"within_tolerance", l.within_tolerance()},
-                 {"curve", curve}};
+                 {"curve", nlohmann::json::array()}};  // streamed
   } else {
     j["loss"] = nullptr;
   }
   j["problems"] = r.problems;
   return j;
 }
+
+report::StreamedJson compare_to_streamed_json(const CompareResult& r) {
+  report::StreamedJson doc;
+  doc.skeleton = compare_skeleton(r);
+  add_compare_arrays(r, "", doc.arrays);
+  return doc;
+}
+
+void add_compare_arrays(const CompareResult& r, const std::string& at, std::vector<report::StreamedArray>& arrays) {
+  arrays.push_back({at + "/tensors", r.tensors.size(), [&r](size_t i) { return tensor_json(r.tensors[i]); }});
+  if (r.loss)
+    arrays.push_back({at + "/loss/curve", r.loss->steps.size(), [&r](size_t i) { return loss_point_json(r.loss->steps[i]); }});
+}
+
+nlohmann::json compare_to_json(const CompareResult& r) { return report::materialize(compare_to_streamed_json(r)); }
 
 std::vector<std::string> compare_csv_header() {
   std::vector<std::string> header = {"step", "name", "kind", "status", "method", "verdict", "exact", "dtype_a",

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "report/json_stream.h"
 #include "tools/align/dump_compare.h"
 
 namespace crosstrain::align {
@@ -19,6 +20,14 @@ struct ConsoleOptions {
 std::string verdict_line(const CompareResult& r);
 std::string render_compare_console(const CompareResult& r, const ConsoleOptions& options = {});
 nlohmann::json compare_to_json(const CompareResult& r);
+// The same document for writing record by record (report::write_json_streamed): the skeleton
+// holds everything but "tensors" and "loss"/"curve", made one entry at a time as they are
+// written. `r` must outlive the document.
+report::StreamedJson compare_to_streamed_json(const CompareResult& r);
+nlohmann::json compare_skeleton(const CompareResult& r);
+// The two arrays of `r`'s document placed under the JSON pointer `at` ("" for the root,
+// "/ranks/0/report" inside the ranks' document).
+void add_compare_arrays(const CompareResult& r, const std::string& at, std::vector<report::StreamedArray>& arrays);
 std::string compare_to_csv(const CompareResult& r);
 // The CSV's columns and rows, for documents that hold several results (one per rank).
 std::vector<std::string> compare_csv_header();

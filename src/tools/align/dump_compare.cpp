@@ -5,7 +5,9 @@
 #include <cmath>
 #include <filesystem>
 #include <future>
+#include <map>
 #include <stdexcept>
+#include <string_view>
 
 #include "report/input_file.h"
 #include "tools/align/dump_reader.h"
@@ -234,12 +236,35 @@ DumpIndex dump_of(const std::string& dir, const char* side) {
   }
 }
 
+std::map<std::string_view, int> name_counts(const std::vector<const DumpRecord*>& records) {
+  std::map<std::string_view, int> n;
+  for (const DumpRecord* r : records) ++n[r->name];
+  return n;
+}
+
+// Why a record has no partner: "only in A", or, when its name is written more than once in the
+// step (writers number repeats "#1", "#2": a damaged or merged index), that it is duplicated.
+std::string one_side_reason(const char* side, const std::string& name, const std::map<std::string_view, int>& mine,
+                            const std::map<std::string_view, int>& other) {
+  const auto count = [&](const std::map<std::string_view, int>& m) {
+    const auto it = m.find(name);
+    return it == m.end() ? 0 : it->second;
+  };
+  const int here = count(mine), there = count(other);
+  if (here <= 1) return std::string("only in ") + side;
+  const char* other_side = side[0] == 'A' ? "B" : "A";
+  return std::string("duplicated name: ") + side + " holds it " + std::to_string(here) + " times in this step, " +
+         other_side + " " + std::to_string(there) + (there == 1 ? " time" : " times") + "; the extra one has no partner";
+}
+
 // Pairs the two dumps' records step by step (record_alignment.h), in execution order.
 std::vector<TensorComparison> match_records(const DumpIndex& da, const DumpIndex& db, std::vector<std::string>& notes) {
   std::vector<TensorComparison> out;
   out.reserve(da.records.size() + db.records.size());
   size_t ia = 0, ib = 0;
   std::vector<const DumpRecord*> sa, sb;
+  size_t duplicated = 0;
+  std::string first_duplicate;
   while (ia < da.records.size() || ib < db.records.size()) {
     const int64_t step = ia == da.records.size()   ? db.records[ib].step
                          : ib == db.records.size() ? da.records[ia].step
@@ -249,6 +274,7 @@ std::vector<TensorComparison> match_records(const DumpIndex& da, const DumpIndex
     for (; ia < da.records.size() && da.records[ia].step == step; ++ia) sa.push_back(&da.records[ia]);
     for (; ib < db.records.size() && db.records[ib].step == step; ++ib) sb.push_back(&db.records[ib]);
     const StepAlignment al = align_records(sa, sb);
+    const auto count_a = name_counts(sa), count_b = name_counts(sb);
     if (!al.aligned)
       notes.push_back("step " + std::to_string(step) + ": the two runs' records differ in more than " +
                       std::to_string(kMaxAlignmentEdits) + " places; records were paired by name only");
@@ -264,15 +290,20 @@ std::vector<TensorComparison> match_records(const DumpIndex& da, const DumpIndex
       if (!tc.b) {
         tc.status = PairStatus::MissingInB;
         tc.verdict = Verdict::Error;
-        tc.reason = "only in A";
+        tc.reason = one_side_reason("A", tc.name, count_a, count_b);
       } else if (!tc.a) {
         tc.status = PairStatus::MissingInA;
         tc.verdict = Verdict::Error;
-        tc.reason = "only in B";
+        tc.reason = one_side_reason("B", tc.name, count_b, count_a);
       }
+      if (tc.reason.rfind("duplicated name", 0) == 0 && duplicated++ == 0)
+        first_duplicate = "step " + std::to_string(step) + " " + tc.name + " (" + tc.reason + ")";
       out.push_back(std::move(tc));
     }
   }
+  if (duplicated > 0)
+    notes.push_back(std::to_string(duplicated) + " record(s) on one side only are repeats of a name within its step, "
+                    "not records the other run lacks; first: " + first_duplicate);
   return out;
 }
 

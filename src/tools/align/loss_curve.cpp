@@ -3,12 +3,12 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
-#include <sstream>
 #include <map>
-#include <nlohmann/json.hpp>
+#include <optional>
 #include <stdexcept>
 
 #include "report/input_file.h"
+#include "report/json_scanner.h"
 #include "tools/align/dump_format.h"
 #include "tools/align/dump_writer.h"
 
@@ -32,6 +32,51 @@ bool parse_text_line(const std::string& line, LossPoint& out) {
   return true;
 }
 
+// The loss of a JSON line: a number, null (NaN) or the strings "nan", "inf", "-inf" (and
+// Python's spellings). Anything else is named by its type, without reading it: a value nested
+// a million deep costs nothing.
+double read_loss_value(report::JsonScanner& js) {
+  const char c = js.peek();
+  if (c == 'n') return js.read_null(), std::nan("");
+  if (c == '-' || (c >= '0' && c <= '9')) return js.read_number().value;
+  if (c == '"') {
+    const std::string s(js.read_string());
+    if (s == "nan" || s == "NaN") return std::nan("");
+    if (s == "inf" || s == "Infinity") return INFINITY;
+    if (s == "-inf" || s == "-Infinity") return -INFINITY;
+    throw std::invalid_argument("loss is not a number but the string \"" + s.substr(0, 40) + "\"");
+  }
+  const char* type = c == '[' ? "an array" : c == '{' ? "an object" : c == 't' || c == 'f' ? "a boolean" : "no JSON value";
+  throw std::invalid_argument(std::string("loss is not a number but ") + type);
+}
+
+// {"step": N, "loss": X, ...} starting at the scanner's position and ending before `line_end`;
+// other members are skipped (within the scanner's nesting limit).
+LossPoint parse_json_line(report::JsonScanner& js, size_t line_end) {
+  js.expect('{', "opening a loss record");
+  std::optional<int64_t> step;
+  std::optional<double> loss;
+  bool first = true;
+  while (js.next_member(first, '}')) {
+    const std::string key(js.read_string());
+    js.expect(':', "after a key");
+    if (key == "step") {
+      const char c = js.peek();
+      if (c != '-' && (c < '0' || c > '9')) throw std::invalid_argument("'step' is not an integer");
+      step = js.read_int();
+    } else if (key == "loss") {
+      loss = read_loss_value(js);
+    } else {
+      js.skip_value();
+    }
+    if (js.offset() > line_end) throw std::invalid_argument("the record runs past the end of its line");
+  }
+  if (js.offset() > line_end) throw std::invalid_argument("the record runs past the end of its line");
+  if (!step) throw std::invalid_argument("no 'step'");
+  if (!loss) throw std::invalid_argument("no 'loss'");
+  return {*step, *loss};
+}
+
 }  // namespace
 
 LossLog read_loss_log(const std::string& path) {
@@ -39,30 +84,38 @@ LossLog read_loss_log(const std::string& path) {
 }
 
 LossLog parse_loss_log(const std::string& text, const std::string& path) {
-  std::istringstream in(text);
   LossLog log;
   std::map<int64_t, double> by_step;
-  std::string line;
+  // One scanner over the whole text (it needs the NUL that ends a std::string), moved to each
+  // JSON line's start: no copy of the text and no tree of a line, however it is nested.
+  report::JsonScanner js(text.data(), text.size(), path);
   int64_t line_no = 0;
-  while (std::getline(in, line)) {
+  for (size_t begin = 0; begin < text.size();) {
+    size_t end = text.find('\n', begin);
+    if (end == std::string::npos) end = text.size();
     ++line_no;
-    const auto first = line.find_first_not_of(" \t\r");
-    if (first == std::string::npos || line[first] == '#') continue;
+    const size_t first = text.find_first_not_of(" \t\r", begin);
+    const size_t line_begin = begin;
+    begin = end + 1;
+    if (first >= end || text[first] == '#') continue;
     LossPoint pt;
     bool ok = false;
     std::string why = "not a loss record";
-    if (line[first] == '{') {
+    if (text[first] == '{') {
       try {
-        auto j = nlohmann::json::parse(line);
-        if (!j.is_object()) throw std::invalid_argument("not a JSON object");
-        pt.step = json_int64(j.at("step"), "step");
-        pt.loss = loss_from_json(j.at("loss"));
+        js.seek(first);
+        pt = parse_json_line(js, end);
+        if (text.find_first_not_of(" \t\r", js.offset()) < end) throw std::invalid_argument("text after the record");
         ok = true;
+      } catch (const report::JsonFormatError& e) {
+        why = e.offset() >= line_begin && e.offset() <= end
+                  ? "column " + std::to_string(e.offset() - line_begin + 1) + ": " + e.reason()
+                  : e.reason();
       } catch (const std::exception& e) {
         why = e.what();
       }
     } else {
-      ok = parse_text_line(line, pt);
+      ok = parse_text_line(text.substr(line_begin, end - line_begin), pt);
       if (!ok && line_no == 1) continue;  // a header such as "step,loss"
     }
     if (!ok) {

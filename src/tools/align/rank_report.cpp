@@ -1,6 +1,7 @@
 #include "tools/align/rank_report.h"
 
 #include "report/html_page.h"
+#include "report/json_stream.h"
 #include "report/output.h"
 
 namespace crosstrain::align {
@@ -47,23 +48,30 @@ std::string render_ranks_console(const RanksResult& r, const ConsoleOptions& opt
   return out + "\n" + overall_line(r) + "\n";
 }
 
-nlohmann::json ranks_to_json(const RanksResult& r) {
+report::StreamedJson ranks_to_streamed_json(const RanksResult& r) {
+  report::StreamedJson doc;
   nlohmann::json ranks = nlohmann::json::array();
-  for (const auto& rc : r.ranks)
+  for (size_t k = 0; k < r.ranks.size(); ++k) {
+    const auto& rc = r.ranks[k];
     ranks.push_back({{"rank", rc.rank}, {"agree", rc.result.agree}, {"verdict", rc.result.verdict()},
-                     {"report", compare_to_json(rc.result)}});
-  return {{"schema_version", report::kJsonSchemaVersion},
-          {"a", r.path_a},
-          {"b", r.path_b},
-          {"input", "rank_dumps"},
-          {"agree", r.agree},
-          {"verdict", r.agree ? "agree" : "differ"},
-          {"ranks", ranks},
-          {"ranks_only_in_a", r.only_in_a},
-          {"ranks_only_in_b", r.only_in_b},
-          {"differing_ranks", r.differing()},
-          {"seconds", r.seconds}};
+                     {"report", compare_skeleton(rc.result)}});
+    add_compare_arrays(rc.result, "/ranks/" + std::to_string(k) + "/report", doc.arrays);
+  }
+  doc.skeleton = {{"schema_version", report::kJsonSchemaVersion},
+                  {"a", r.path_a},
+                  {"b", r.path_b},
+                  {"input", "rank_dumps"},
+                  {"agree", r.agree},
+                  {"verdict", r.agree ? "agree" : "differ"},
+                  {"ranks", ranks},
+                  {"ranks_only_in_a", r.only_in_a},
+                  {"ranks_only_in_b", r.only_in_b},
+                  {"differing_ranks", r.differing()},
+                  {"seconds", r.seconds}};
+  return doc;
 }
+
+nlohmann::json ranks_to_json(const RanksResult& r) { return report::materialize(ranks_to_streamed_json(r)); }
 
 std::string ranks_to_csv(const RanksResult& r) {
   std::vector<std::string> header = compare_csv_header();

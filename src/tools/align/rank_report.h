@@ -13,6 +13,8 @@ std::string render_ranks_console(const RanksResult& r, const ConsoleOptions& opt
 // {"input": "rank_dumps", "agree", "verdict", "ranks": [{"rank", "agree", "verdict", "report"}],
 //  "ranks_only_in_a", "ranks_only_in_b", "differing_ranks", "seconds"}; "report" is compare_to_json's.
 nlohmann::json ranks_to_json(const RanksResult& r);
+// The same document for writing record by record (report::write_json_streamed).
+report::StreamedJson ranks_to_streamed_json(const RanksResult& r);
 // compare_to_csv's rows with a leading "rank" column.
 std::string ranks_to_csv(const RanksResult& r);
 // One page: the overall verdict and a row per rank (verdict, first divergence, counts).

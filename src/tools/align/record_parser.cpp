@@ -1,5 +1,6 @@
 #include "tools/align/record_parser.h"
 
+#include <memory>
 #include <stdexcept>
 #include <string>
 
@@ -171,7 +172,7 @@ DumpRecord parse_record(JsonScanner& js) {
     } else if (key == "stats") r.stats = read_stats(js), stats = true;
     else if (key == "file") r.file = string_of(js, "file");
     else if (key == "device") r.device = string_of(js, "device");
-    else if (key == "op") r.op = read_op(js);
+    else if (key == "op") r.op = std::make_shared<const OpOrigin>(read_op(js));
     else js.skip_value();
   }
   for (auto [have, key] : {std::pair{seq, "seq"}, std::pair{step, "step"}, std::pair{name, "name"},

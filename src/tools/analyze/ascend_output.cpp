@@ -4,11 +4,13 @@
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
-#include <fstream>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "report/input_file.h"
+#include "report/json_scanner.h"
+#include "report/json_tree.h"
 #include "report/table.h"
 #include "report/units.h"
 #include "tools/analyze/csv_reader.h"
@@ -63,11 +65,19 @@ bool read_json(const fs::path& p, nlohmann::json& j, std::vector<std::string>& n
     notes.push_back(p.string() + ": too large for a summary file, skipped");
     return false;
   }
-  std::ifstream in(p, std::ios::binary);
+  // Validated and costed before it becomes a tree: nesting and density cannot take the memory.
   try {
-    j = nlohmann::json::parse(in);
+    const std::string text = report::read_regular_file(p.string(), kMaxSideFileBytes, "summary file");
+    j = report::parse_json_tree(text, p.string(), report::tree_budget_for(text.size()));
+  } catch (const report::JsonFormatError& e) {
+    notes.push_back(p.string() + ": not valid JSON at byte " + std::to_string(e.offset()) + " (" + e.reason() +
+                    "), skipped");
+    return false;
   } catch (const nlohmann::json::parse_error& e) {
     notes.push_back(p.string() + ": not valid JSON at byte " + std::to_string(e.byte) + " (truncated?), skipped");
+    return false;
+  } catch (const std::runtime_error& e) {
+    notes.push_back(std::string(e.what()) + ", skipped");
     return false;
   }
   if (!j.is_object()) {

@@ -12,7 +12,6 @@
 // The file is a side file: a missing one means "no source lines", a malformed one is a note, and
 // neither stops the trace from being analyzed.
 #include <cstdint>
-#include <map>
 #include <string>
 #include <utility>
 #include <vector>
@@ -43,13 +42,20 @@ struct DataLoaderSettings {
   std::string made_text;           // that line's code
 };
 
+// The text of one line of a file, as the side file gives it (at most 200 bytes kept).
+struct CodeLine {
+  uint32_t file = 0;
+  int32_t line = 0;
+  std::string text;
+};
+
 struct CallSites {
   bool present = false;
   std::string path;                // the side file
   int cpus = 0;                    // CPUs the process could use
   std::vector<SourceFile> files;
   std::vector<CallSite> calls;     // sorted by start_ns
-  std::map<std::pair<uint32_t, int32_t>, std::string> code;  // (file, line) -> the line's text
+  std::vector<CodeLine> code;      // sorted by (file, line), one entry each
   std::vector<DataLoaderSettings> loaders;
 
   // The call that started at `start_ns`, or nullptr.

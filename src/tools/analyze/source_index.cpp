@@ -22,9 +22,10 @@ bool starts_before(const Trace& t, int32_t a, int32_t b) {
 
 SourceIndex::SourceIndex(const Trace& t, const SpanLinks& links) : trace_(t) {
   const CallSites& cs = t.call_sites;
-  // A trace's times are (base + 1000 * (time_base_us + ts)) ns on the profiler's clock; beyond
-  // ~100 days of microseconds that sum would not fit: such a trace did not come from the agent.
-  if (!cs.present || cs.calls.empty() || !t.has_base_time || std::llabs(t.time_base_us) > (int64_t{1} << 53)) return;
+  // A trace's times are (base + 1000 * (time_base_us + ts)) ns on the profiler's clock (torch
+  // before 2.2 writes no base: it is 0, and the agent's side file counts from 0 too); beyond ~100
+  // days of microseconds that sum would not fit: such a trace did not come from the agent.
+  if (!cs.present || cs.calls.empty() || std::llabs(t.time_base_us) > (int64_t{1} << 53)) return;
   const size_t n = t.spans.size();
   own_.assign(n, kNoSite);
   const int64_t base = t.base_time_ns + t.time_base_us * 1000;

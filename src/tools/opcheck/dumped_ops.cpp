@@ -7,6 +7,7 @@
 #include <stdexcept>
 
 #include "report/input_file.h"
+#include "report/json_tree.h"
 #include "tools/align/dump_reader.h"
 
 namespace crosstrain::opcheck {
@@ -55,7 +56,8 @@ DumpedOps parse_dumped_ops(const std::string& text, const std::string& dir) {
     ++line_no;
     if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
     try {
-      const nlohmann::json j = nlohmann::json::parse(line);
+      // Validated and costed before it becomes a tree: no line can take the memory by nesting.
+      const nlohmann::json j = report::parse_json_tree(line, where, report::tree_budget_for(line.size()));
       Line l{align::record_from_json(j), std::nullopt};
       if (!is_op_kind(l.record.kind) || !l.record.op) {
         ++d.other_records;

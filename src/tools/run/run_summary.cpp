@@ -6,6 +6,8 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "report/json_tree.h"
+
 namespace fs = std::filesystem;
 
 namespace crosstrain::run {
@@ -65,6 +67,7 @@ ProcessReport parse_report(const nlohmann::json& j) {
                     (place.empty() ? "" : ", " + place + (str(w, "code").empty() ? "" : ": " + str(w, "code")));
   }
   r.dump_error = str(j, "dump_error");
+  r.refused = !str(j, "refused").empty();
   if (j.contains("skipped") && j["skipped"].is_object())
     for (const auto& [reason, count] : j["skipped"].items())
       if (count.is_number_integer())
@@ -96,8 +99,15 @@ std::vector<ProcessReport> read_reports(const std::string& dir) {
   for (fs::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
     const std::string name = it->path().filename().string();
     if (name.rfind("agent-", 0) != 0 || it->path().extension() != ".json") continue;
-    std::ifstream in(it->path());
-    nlohmann::json j = nlohmann::json::parse(in, nullptr, false);
+    std::ifstream in(it->path(), std::ios::binary);
+    std::ostringstream text;
+    text << in.rdbuf();
+    nlohmann::json j;
+    try {  // the tree's cost is bounded by the text's size (a damaged report is no report)
+      j = report::parse_json_tree(text.str(), it->path().string(), report::tree_budget_for(text.str().size()));
+    } catch (const std::exception&) {
+      continue;
+    }
     if (!j.is_object()) continue;
     out.push_back(parse_report(j));
   }
@@ -110,6 +120,9 @@ std::vector<ProcessReport> read_reports(const std::string& dir) {
 std::vector<std::string> summary_lines(const std::vector<ProcessReport>& reports, bool python,
                                        const ProfileSchedule* schedule) {
   std::vector<std::string> lines;
+  // The agent's own line said why, and the script never ran: nothing to add.
+  if (!reports.empty() && std::all_of(reports.begin(), reports.end(), [](const auto& r) { return r.refused; }))
+    return lines;
   if (reports.empty()) {
     lines.push_back(python ? "no process of the command imported torch under the agent: nothing was recorded "
                              "(python -I or -E ignores PYTHONPATH, which carries the agent)"

@@ -23,6 +23,7 @@ struct ProcessReport {
   std::string dump_error;            // why recording stopped before the end (the script went on)
   std::string skipped;               // tensors not recorded, by reason ("5 nested tensor, 2 dtype float8_e4m3fn")
   bool profiled = false;             // the process ran the profiler
+  bool refused = false;              // the agent refused its options (and said why) before the script ran
   std::vector<std::string> traces;   // trace files (or torch_npu folders) it wrote, one per cycle
 };
 

@@ -238,8 +238,20 @@ void CheckpointWriter::run() {
         throw;
       }
       release_copies(copies);
+      // A file of this name that was not resumable (judged, or refused by --resume auto) and
+      // perhaps noted as kept is about to be replaced: say so, so no note claims it still exists.
+      const std::string name = path.filename().string();
+      const auto judged = verdicts_.find(name);
+      const std::string replaced_why = judged != verdicts_.end() ? judged->second : "";
       core::save_state_file(job.first, path.string());
-      verdicts_[path.filename().string()] = "";  // replaces whatever had that name
+      verdicts_[name] = "";  // replaces whatever had that name
+      if (!replaced_why.empty()) {
+        reported_.erase(name);
+        std::lock_guard<std::mutex> lock(mutex_);
+        notes_.push_back("note: checkpoint " + path.string() + ", which this run could not resume from (" +
+                         replaced_why.substr(0, replaced_why.find('\n')).substr(0, 400) +
+                         "), was replaced by this run's checkpoint of step " + std::to_string(job.second));
+      }
       prune(job.first);
     } catch (const std::exception& e) {
       error = std::string("checkpoint at step ") + std::to_string(job.second) + " failed: " + e.what();

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -160,4 +161,39 @@ TEST(HostileDump, IntegersOutOfRangeOrFractionalAreRefused) {
   EXPECT_EQ(log.problems.size(), 1u);
   EXPECT_THROW(parse_dump_index("{\"format\":\"crosstrain-dump\",\"version\":1e300}\n", "x"), std::runtime_error);
   EXPECT_THROW(parse_dump_index("{\"format\":7,\"version\":1}\n", "x"), std::runtime_error);
+}
+
+// A version below 1 is a damaged header, said as such: never "newer than this crosstrain reads".
+TEST(HostileDump, VersionsBelowOneAreDamagedNotNewer) {
+  for (const std::string v : {"-1", "0", "-5"}) {
+    try {
+      parse_dump_index("{\"format\":\"crosstrain-dump\",\"version\":" + v + "}\n", "x/index.jsonl");
+      ADD_FAILURE() << v;
+    } catch (const std::runtime_error& e) {
+      const std::string what = e.what();
+      EXPECT_EQ(what.find("newer"), std::string::npos) << what;
+      EXPECT_NE(what.find("x/index.jsonl: format version " + v + " is no version of the dump format"), std::string::npos)
+          << what;
+    }
+  }
+  EXPECT_THROW(parse_dump_index("{\"format\":\"crosstrain-dump\",\"version\":\"1\"}\n", "x"), std::runtime_error);
+  EXPECT_THROW(parse_dump_index("{\"format\":\"crosstrain-dump\",\"version\":1} trailing\n", "x"), std::runtime_error);
+  // The header's meta keeps its scalars (compare reads meta.precision) and skips what nests.
+  const DumpIndex idx = parse_dump_index(
+      "{\"format\":\"crosstrain-dump\",\"version\":1,\"meta\":{\"precision\":\"bf16\",\"seed\":3,\"x\":[[1]]}}\n", "x");
+  EXPECT_EQ(idx.meta["precision"], "bf16");
+  EXPECT_EQ(idx.meta["seed"], 3);
+  EXPECT_FALSE(idx.meta.contains("x"));
+}
+
+// A loss line nested deep under any key is a problem of that line, named with its column and the
+// nesting limit; the other lines are read.
+TEST(HostileDump, DeepLossLineUnderAnyKeyIsAProblem) {
+  const std::string text = "{\"step\":0,\"loss\":1.0}\n{\"step\":1,\"x\":" + std::string(100000, '[') + "\n{\"step\":2,\"loss\":\"nan\"}\n";
+  const LossLog log = parse_loss_log(text, "loss.jsonl");
+  ASSERT_EQ(log.points.size(), 2u);
+  EXPECT_TRUE(std::isnan(log.points[1].loss));
+  ASSERT_EQ(log.problems.size(), 1u);
+  EXPECT_NE(log.problems[0].find("loss.jsonl line 2: column 272: JSON nested deeper than 256 levels"), std::string::npos)
+      << log.problems[0];
 }
