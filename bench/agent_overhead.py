@@ -7,10 +7,17 @@ for several rounds, so load from other work on a shared machine falls on all of 
 process times every step of one training loop and the first --warmup steps are left out. Variants:
 
   plain          the loop alone
+  mode-floor     an empty TorchDispatchMode around the loop: what any recorder of every operator in
+                 Python pays before it records anything (the agent's operator level runs in one)
   agent-idle     the agent loaded, nothing asked (`crosstrain run -- python train.py`): step counting
   agent-module   module-level statistics of every step (`--dump D --dump-steps '' --dump-level module`)
   agent-op       operator-level statistics of every step (`--dump-level op`)
   agent-tensors  module level in tensors mode (--tensors only)
+  agent-op-no-stats, agent-op-no-lines, agent-op-no-write   --breakdown: operator level with one
+                 part of each record's work replaced by nothing in the worker (statistics, the
+                 source-line walk, the JSON lines and their write): what that part costs
+  agent-module-py, agent-op-py   the same with the statistics in Python (--python-stats: without the
+                 compiled library, CROSSTRAIN_AGENT_NATIVE=0, as a `pip install`ed agent runs)
   msprobe-L0     msprobe task "statistics", level L0 (modules), every step
   msprobe-L1     msprobe task "statistics", level L1 (torch APIs), every step
   LABEL:module, LABEL:op   --other-agent LABEL=DIR: the same with another copy of the agent (DIR holds
@@ -25,7 +32,7 @@ with the rounds' spread and the wall-time ratio next to them. Before the rounds,
 at a step boundary is timed on its own (a one-element SGD step, 20,000 times), far below that noise.
 
 usage: .venv/bin/python bench/agent_overhead.py [--quick] [--rounds N] [--steps N] [--warmup N]
-           [--workloads gpt2,vit_s,resnet50] [--tensors] [--msprobe-path DIR] [--other-agent LABEL=DIR]
+           [--workloads gpt2,vit_s,resnet50,tiny_gpt,cnn_many] [--tensors] [--python-stats] [--breakdown] [--msprobe-path DIR] [--other-agent LABEL=DIR]
            [--json FILE]
 msprobe is looked up in --msprobe-path (or $MSPROBE_PATH), appended to sys.path so that the packages
 of .venv win; without it the msprobe variants are left out with a note.
@@ -51,13 +58,25 @@ WORKLOADS = {
               {"batch": 4, "image": 112}, {"batch": 2, "image": 64}),
     "resnet50": ("timm resnet50 at {image} px, 100 classes, batch {batch}, SGD momentum",
                  {"batch": 8, "image": 128}, {"batch": 2, "image": 64}),
+    "tiny_gpt": ("character GPT (bench/small_models.py), {layers} layers, d={width}, 4 heads, 64 tokens, batch {batch}, "
+                 "AdamW", {"batch": 16, "layers": 4, "width": 64}, {"batch": 4, "layers": 2, "width": 32}),
+    "cnn_many": ("CNN of {depth} conv-BN-ReLU layers (bench/small_models.py), 32 px, batch {batch}, SGD momentum",
+                 {"batch": 16, "depth": 24}, {"batch": 4, "depth": 8}),
 }
 AGENT_VARIANTS = {
     "agent-idle": {},
     "agent-module": {"dump_level": "module"},
     "agent-op": {"dump_level": "op"},
     "agent-tensors": {"dump_level": "module", "dump_mode": "tensors"},
+    "agent-module-py": {"dump_level": "module"},
+    "agent-op-py": {"dump_level": "op"},
+    "agent-op-no-stats": {"dump_level": "op"},
+    "agent-op-no-lines": {"dump_level": "op"},
+    "agent-op-no-write": {"dump_level": "op"},
 }
+ABLATIONS = ("no-stats", "no-lines", "no-write")
+# The agent's compiled statistics, as `crosstrain run` hands them over (built by scripts/build.sh).
+NATIVE = os.path.join(ROOT, "build", "libcrosstrain_tensor_stats.so")
 MSPROBE_VARIANTS = {"msprobe-L0": "L0", "msprobe-L1": "L1"}
 
 
@@ -77,6 +96,8 @@ def build(name, size, torch):
         def loss_fn(m, x, y):
             return m(input_ids=x, labels=y).loss
         return model, batches, loss_fn, torch.optim.AdamW(model.parameters(), lr=1e-4)
+    if name in ("tiny_gpt", "cnn_many"):
+        return build_small(name, size, torch, g)
     import timm
     torch.manual_seed(0)
     px = size["image"]
@@ -94,6 +115,54 @@ def build(name, size, torch):
     return model, batches, loss_fn, opt
 
 
+def build_small(name, size, torch, g):
+    import small_models
+    torch.manual_seed(0)
+    batch = size["batch"]
+    if name == "tiny_gpt":
+        model = small_models.TinyGPT(width=size["width"], layers=size["layers"])
+        text = [torch.randint(0, 65, (batch, 65), generator=g) for _ in range(4)]
+        batches = [(t[:, :-1], t[:, 1:]) for t in text]
+
+        def loss_fn(m, x, y):
+            return torch.nn.functional.cross_entropy(m(x).reshape(-1, 65), y.reshape(-1))
+        return model, batches, loss_fn, torch.optim.AdamW(model.parameters(), lr=1e-3)
+    model = small_models.ManyLayerCNN(depth=size["depth"])
+    batches = [(torch.randn(batch, 3, 32, 32, generator=g), torch.randint(0, 10, (batch,), generator=g))
+               for _ in range(4)]
+
+    def loss_fn(m, x, y):
+        return torch.nn.functional.cross_entropy(m(x), y)
+    return model, batches, loss_fn, torch.optim.SGD(model.parameters(), lr=0.01, momentum=0.9)
+
+
+def ablate(part):
+    """Replaces one part of the agent's per-record work by nothing (--breakdown; the dump is then not
+    a valid one): the statistics, the source-line walk, or the JSON lines and their write."""
+    import crosstrain._dumpfile as dumpfile
+    import crosstrain._source as source
+    import crosstrain._stats as stats
+    if part == "no-stats":
+        stats.device_vector = lambda t: [0.0, 0.0, 0.0, 0.0, 0, 0, 1]
+    elif part == "no-lines":
+        source.where = lambda skip=1: (None, None)
+    elif part == "no-write":
+        dumpfile.DumpFile.flush = dumpfile.DumpFile.drop_pending
+
+
+def empty_dispatch_mode(torch):
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    class Empty(TorchDispatchMode):
+        @classmethod
+        def _should_skip_dynamo(cls):  # as the agent's mode: no dynamo wrapper per operator
+            return False
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            return func(*args, **(kwargs or {}))
+    return Empty()
+
+
 def worker(args):
     if args.msprobe_config:
         sys.path.append(args.msprobe_path)
@@ -106,6 +175,10 @@ def worker(args):
         from msprobe.pytorch import PrecisionDebugger
         debugger = PrecisionDebugger(config_path=args.msprobe_config)
     model.train()
+    if args.ablate:
+        ablate(args.ablate)
+    if args.mode_floor:
+        empty_dispatch_mode(torch).__enter__()
     wall, cpu = [], []
     for step in range(args.steps):
         x, y = batches[step % len(batches)]
@@ -214,6 +287,12 @@ def run_variant(args, workload, variant, scratch):
         boot = os.path.join(args.other_agents[label], "crosstrain", "_boot") if level else BOOT
         env["PYTHONPATH"] = boot + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
         env["CROSSTRAIN_AGENT_CONFIG"] = json.dumps(options)
+        env["CROSSTRAIN_AGENT_NATIVE"] = "0" if variant.endswith("-py") else NATIVE
+        part = variant[len("agent-op-"):] if variant.startswith("agent-op-no-") else ""
+        if part:
+            cmd += ["--ablate", part]
+    elif variant == "mode-floor":
+        cmd.append("--mode-floor")
     elif variant.startswith("msprobe-"):
         config = os.path.join(scratch, "msprobe.json")
         with open(config, "w") as f:
@@ -281,6 +360,10 @@ def main():
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--workloads", help="comma-separated (default gpt2,vit_s; gpt2 with --quick)")
     p.add_argument("--tensors", action="store_true", help="also the agent's tensors mode (module level)")
+    p.add_argument("--breakdown", action="store_true",
+                   help="also operator level without its statistics, source lines or writes (what each costs)")
+    p.add_argument("--python-stats", action="store_true",
+                   help="also the agent with its statistics in Python (module and op level)")
     p.add_argument("--variants", help="comma-separated subset of the variants to run (plain is always run)")
     p.add_argument("--msprobe-path", default=os.environ.get("MSPROBE_PATH", ""))
     p.add_argument("--other-agent", action="append", default=[], metavar="LABEL=DIR",
@@ -290,6 +373,8 @@ def main():
     p.add_argument("--result", help=argparse.SUPPRESS)
     p.add_argument("--msprobe-config", help=argparse.SUPPRESS)
     p.add_argument("--hook-cost", action="store_true", help=argparse.SUPPRESS)
+    p.add_argument("--mode-floor", action="store_true", help=argparse.SUPPRESS)
+    p.add_argument("--ablate", choices=ABLATIONS, help=argparse.SUPPRESS)
     args = p.parse_args()
     if args.hook_cost:
         return hook_cost(args)
@@ -303,7 +388,12 @@ def main():
     for w in workloads:
         if w not in WORKLOADS:
             p.error(f"unknown workload {w!r} (known: {', '.join(WORKLOADS)})")
-    variants = ["plain", "agent-idle", "agent-module", "agent-op"] + (["agent-tensors"] if args.tensors else [])
+    variants = ["plain", "mode-floor", "agent-idle", "agent-module", "agent-op"] + \
+        (["agent-tensors"] if args.tensors else []) + \
+        (["agent-module-py", "agent-op-py"] if args.python_stats else []) + \
+        ([f"agent-op-{part}" for part in ABLATIONS] if args.breakdown else [])
+    if not os.path.isfile(NATIVE):
+        print(f"{NATIVE} is not built (scripts/build.sh): the agent variants compute statistics in Python")
     args.other_agents = {}
     for item in args.other_agent:
         label, _, path = item.partition("=")

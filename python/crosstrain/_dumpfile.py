@@ -24,8 +24,24 @@ def json_number(v):
     return v
 
 
+_ENCODER = json.JSONEncoder(allow_nan=False, separators=(",", ":"))  # json.dumps would build one a call
+
+
+encode = _ENCODER.encode
+
+
 def _line(obj):
-    return json.dumps(obj, allow_nan=False, separators=(",", ":")) + "\n"
+    return _ENCODER.encode(obj) + "\n"
+
+
+def _record_line(record):
+    """A record's line; an operator's "op" object (_ops.OpFields) brings its own JSON, most of it
+    encoded once per call site."""
+    op = record.get("op")
+    if op is None or isinstance(op, dict):
+        return _line(record)
+    del record["op"]
+    return _ENCODER.encode(record)[:-1] + ',"op":' + op.json() + "}\n"
 
 
 class TakenBySibling(Exception):
@@ -130,7 +146,8 @@ class DumpFile:
         return True
 
     def queue(self, record, vector):
-        """record: step, name, kind, dtype, shape (+ optional fields); vector: statistics (_stats)."""
+        """record: seq and stats (both filled here, placed first and after shape), step, name, kind,
+        dtype, shape, then optional fields; vector: statistics (_stats)."""
         record["seq"] = self.seq
         self.seq += 1
         self._pending.append((record, vector))
@@ -192,10 +209,8 @@ class DumpFile:
         self._files = []  # what is flushed stays
         rows = _stats.resolve([v for _, v in self._pending])
         for (record, _), row in zip(self._pending, rows):
-            record["stats"] = _stats.to_record_stats(row)
-            ordered = {k: record[k] for k in ("seq", "step", "name", "kind", "dtype", "shape", "stats") if k in record}
-            ordered.update({k: v for k, v in record.items() if k not in ordered})
-            text = _line(ordered)
+            record["stats"] = _stats.to_record_stats(row)  # its place was kept when the record was made
+            text = _record_line(record)
             if not self.room_for(len(text)):
                 break
             self.bytes += len(text)

@@ -16,12 +16,14 @@ the operator in C++.
 import math
 import os
 import threading
+import weakref
 
 from . import _source
+from ._dumpfile import encode
+from ._stats import dtype_name
 
 _TAG = "crosstrain"
 _NO_ORIGIN = ("", None, None)
-_DTYPE_NAMES = {}  # torch.dtype -> "float32", filled when torch is here
 _UNINITIALISED = {"empty", "empty_like", "empty_strided", "new_empty", "new_empty_strided", "resize_",
                   "set_", "resize_as_", "_local_scalar_dense", "lift_fresh", "detach", "detach_"}
 
@@ -39,7 +41,44 @@ class _OpInfo:
             skip, name, overload, label, random, args
 
 
+class _Site:
+    """What every call of one operator from one place shares: its fields and their JSON text."""
+    __slots__ = ("fields", "text")
+
+    def __init__(self, fields):
+        self.fields = fields
+        self.text = encode(fields)[1:-1]
+
+
+class OpFields:
+    """The "op" object of an operator record: its call site's fields (encoded once per site) and this
+    call's inputs, plus the arguments in tensors mode; get() reads it like the dict it is written as."""
+    __slots__ = ("site", "inputs", "args")
+
+    def __init__(self, site, inputs, args):
+        self.site, self.inputs, self.args = site, inputs, args
+
+    def get(self, key, default=None):
+        if key == "inputs":
+            return self.inputs
+        if key == "args":
+            return self.args if self.args is not None else default
+        return self.site.fields.get(key, default)
+
+    def json(self):
+        text = "{" + self.site.text + ',"inputs":' + encode(self.inputs)
+        if self.args is not None:
+            text += ',"args":' + encode(self.args)
+        return text + "}"
+
+
 class OpMode(_dispatch_mode_base()):
+    @classmethod
+    def _should_skip_dynamo(cls):
+        """No dynamo wrapper around __torch_dispatch__ (it costs every operator a frame-callback swap):
+        while this mode is pushed, torch.compile'd code runs eagerly and dynamo traces nothing."""
+        return False
+
     def __init__(self, recorder):
         super().__init__()
         import torch
@@ -50,10 +89,8 @@ class OpMode(_dispatch_mode_base()):
         self._pending = []            # forward outputs whose autograd node is not tagged yet
         self._made = {}               # id(tensor) -> (weakref, version, record name, saved file)
         self._ops = {}                # OpOverload -> _OpInfo
+        self._sites = {}              # (op, phase, module, source, user) -> _Site
         self._random = torch.Tag.nondeterministic_seeded
-        for dt in (torch.float32, torch.float64, torch.float16, torch.bfloat16, torch.int64, torch.int32,
-                   torch.uint8, torch.bool, torch.int8, torch.int16):
-            _DTYPE_NAMES[dt] = str(dt)[6:]
 
     def push(self):
         if not getattr(self._thread, "pushed", False):
@@ -144,18 +181,8 @@ class OpMode(_dispatch_mode_base()):
                 for _, t in _tensor_outputs(self.rec, out):
                     self._pending.append((t, (module, source, user)))
             return
-        op = {"name": info.name, "overload": info.overload, "phase": phase, "module": module,
-              "inputs": self._inputs(info, args, kwargs)}
-        if source:
-            op["source"] = source
-            op["code"] = _source.code_line(source)
-        if user:
-            op["user_source"] = user
-            op["user_code"] = _source.code_line(user)
-        if info.random:
-            op["random"] = True
-        if saved_args is not None:
-            op["args"] = saved_args
+        site = self._site(info, phase, module, source, user)
+        op = OpFields(site, self._inputs(info, args, kwargs), saved_args)
         base = f"op_{phase}/{module}/{info.label}" if module else f"op_{phase}/{info.label}"
         outs = _tensor_outputs(self.rec, out)
         f = rec.dump_file() if rec.selected_step(rec.step) else None
@@ -168,10 +195,27 @@ class OpMode(_dispatch_mode_base()):
                 self._pending.append((t, (module, source, user)))
             self._made_by(t, record, rec.last_file if rec.tensors else None)
 
+    def _site(self, info, phase, module, source, user):
+        """The fields of an operator record that repeat at every call from one place, made and
+        encoded once."""
+        key = (info, phase, module, source, user)
+        site = self._sites.get(key)
+        if site is None:
+            fields = {"name": info.name, "overload": info.overload, "phase": phase, "module": module}
+            if source:
+                fields["source"] = source
+                fields["code"] = _source.code_line(source)
+            if user:
+                fields["user_source"] = user
+                fields["user_code"] = _source.code_line(user)
+            if info.random:
+                fields["random"] = True
+            site = self._sites[key] = _Site(fields)
+        return site
+
     def _made_by(self, t, record, rel):
         """Remembers that record is t (for the next operators' "from" and, in tensors mode, their
         saved inputs), until t changes in place."""
-        import weakref
         try:
             self._made[id(t)] = (weakref.ref(t), t._version, record, rel)
         except TypeError:
@@ -287,9 +331,16 @@ def _tensor_outputs(rec, out):
 
 
 
+_DEVICE_NAMES = {}  # torch.device -> "cpu", "cuda:0"
+
+
 def _describe(t):
     try:
         shape = list(t.shape)
     except RuntimeError:  # a nested tensor has no single shape
         shape = None
-    return {"dtype": _DTYPE_NAMES.get(t.dtype) or str(t.dtype)[6:], "shape": shape, "device": str(t.device)}
+    device = t.device
+    name = _DEVICE_NAMES.get(device)
+    if name is None:
+        name = _DEVICE_NAMES[device] = str(device)
+    return {"dtype": dtype_name(t), "shape": shape, "device": name}

@@ -247,7 +247,7 @@ class Recorder:
 
     @_guarded
     def _pre_forward(self, module, args):
-        if os.getpid() != self.pid or self.torch.compiler.is_compiling():  # dynamo never traces the agent
+        if os.getpid() != self.pid or _is_compiling(self.torch):  # dynamo never traces the agent
             return None
         path, is_root, _ = self.names.enter(module)
         if is_root and self.provisional is not None and self.open and _has_parameters(module):
@@ -260,7 +260,7 @@ class Recorder:
 
     @_guarded
     def _post_forward(self, module, args, output):
-        if os.getpid() != self.pid or self.torch.compiler.is_compiling():
+        if os.getpid() != self.pid or _is_compiling(self.torch):
             return None
         s = self.names.stack()
         path = s[-1][1] if s else ""
@@ -390,9 +390,9 @@ class Recorder:
             self.watch.check(name, kind, self.step, tensor, vector, extra, inputs, self._seen_row)
         wanted = self.dump_ops if kind.startswith("op_") else self.dump_modules
         if f is not None and wanted and not f.full and (self.filter is None or self.filter.search(name)):
-            record = {"step": self.step, "name": name, "kind": kind, "dtype": _stats.dtype_name(tensor),
-                      "shape": list(tensor.shape)}
-            if tensor.device.type != "cpu":
+            record = {"seq": None, "step": self.step, "name": name, "kind": kind, "dtype": _stats.dtype_name(tensor),
+                      "shape": list(tensor.shape), "stats": None}  # the format's order; seq and stats come later
+            if not tensor.is_cpu:
                 record["device"] = str(tensor.device)
             if self.tensors:
                 rel, stored = f.save_array(self.step, f.seq, name, tensor)
@@ -414,8 +414,7 @@ class Recorder:
         seen = self._seen.get(key)
         if seen is not None and seen[0]() is tensor and seen[1] == tensor._version:
             return seen[2]
-        with self.torch.no_grad():
-            vector = _stats.device_vector(tensor)
+        vector = _stats.device_vector(tensor)
         try:
             self._seen[key] = (weakref.ref(tensor), tensor._version, vector)
         except TypeError:
@@ -445,6 +444,19 @@ class Recorder:
         self.write_losses()
         if self.file is not None:
             self.file.close(run_info)
+
+
+_compiling = None  # torch.compiler.is_compiling, or torch._dynamo's before torch 2.3 had it
+
+
+def _is_compiling(torch):
+    global _compiling
+    if _compiling is None:
+        _compiling = getattr(getattr(torch, "compiler", None), "is_compiling", None)
+        if _compiling is None:
+            import torch._dynamo
+            _compiling = torch._dynamo.is_compiling
+    return _compiling()
 
 
 def _in_dataloader_worker(torch):

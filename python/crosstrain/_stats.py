@@ -1,13 +1,16 @@
 """Statistics of a tensor where it lives: max, min, mean and L2 norm of its finite elements
 (float64 accumulation), NaN and Inf counts; the definitions of docs/DUMP_FORMAT.md.
 
-On an accelerator the statistics stay on the device as a float64 vector until the step is
+On the CPU, a tensor the compiled library can read (_native: dense, of a format dtype) gets one
+pass in C. On an accelerator the statistics stay on the device as a float64 vector until the step is
 written out, when every vector of the step comes back in one copy: no synchronisation per tensor.
 On the CPU there is nothing to overlap, so the cheap form (one pass each for min/max, sum, sum of
 squares) is read at once and the masked form runs only for a tensor that holds NaN or Inf. Sums
 run in float32 over rows of 512 elements and add the rows in float64 (_sum_and_squares).
 """
 import math
+
+from . import _native
 
 FIELDS = ("max", "min", "sum", "norm", "nan_count", "inf_count", "finite")
 DTYPE_NAMES = {
@@ -16,14 +19,34 @@ DTYPE_NAMES = {
 }
 
 
+_format_dtype_set = None  # the torch.dtype objects of DTYPE_NAMES, made once torch is here
+
+
+def _format_dtypes(torch):
+    global _format_dtype_set
+    if _format_dtype_set is None:
+        _format_dtype_set = {getattr(torch, name) for name in DTYPE_NAMES}
+    return _format_dtype_set
+
+
+_dtype_names = {}  # torch.dtype -> "float32"
+
+
 def dtype_name(t):
-    return str(t.dtype).replace("torch.", "")
+    dtype = t.dtype
+    name = _dtype_names.get(dtype)
+    if name is None:
+        name = _dtype_names[dtype] = str(dtype).replace("torch.", "")
+    return name
 
 
 def skip_reason(t):
     """None for a dense tensor of a dtype the format names; else why it is not recorded (nested,
     sparse, meta, or a dtype such as float8 that the format has no name for)."""
     import torch
+    if type(t) is torch.Tensor and t.dtype in _format_dtypes(torch) and t.layout is torch.strided and \
+            not t.is_nested and not t.is_meta:
+        return None
     if not isinstance(t, torch.Tensor):
         return "not a tensor"
     if t.is_nested:
@@ -48,10 +71,24 @@ _SMALL = 16384  # CPU tensors up to this size go through numpy
 def device_vector(t):
     """The 7 statistics of FIELDS as a float64 tensor on t's device (or a host list on the CPU)."""
     import torch
-    x = t.detach()
-    n = x.numel()
+    n = t.numel()
     if n == 0:
         return [None, None, None, None, 0, 0, 0]
+    if t.is_cpu:
+        row = _native.cpu_stats(torch, t)  # one pass in C (src/agent), where it is loaded and can read t
+        if row is not None:
+            return row
+    return python_vector(t.detach(), n)
+
+
+def python_vector(x, n):
+    """device_vector without the compiled library."""
+    import torch
+    with torch.no_grad():
+        return _python_vector(torch, x, n)
+
+
+def _python_vector(torch, x, n):
     if x.dtype == torch.bool:
         x = x.to(torch.uint8)
     if not x.is_floating_point():
@@ -68,8 +105,8 @@ def device_vector(t):
             a = x.reshape(-1).numpy()
             hi, lo = float(a.max()), float(a.min())
             values = [hi, lo] + torch.stack([total, sumsq.sqrt()]).tolist()
-        else:
-            lo, hi = torch.aminmax(x)
+        else:  # 16-bit floats widened first (exact): torch before 2.2 has no float16 aminmax on the CPU
+            lo, hi = torch.aminmax(x.float() if x.dtype in (torch.float16, torch.bfloat16) else x)
             values = torch.stack([hi.to(torch.float64), lo.to(torch.float64), total, sumsq.sqrt()]).tolist()
         if all(math.isfinite(a) for a in values):
             return values + [0, 0, n]
@@ -86,8 +123,9 @@ def _small_cpu(x, n):
     if flat.dtype in (torch.bfloat16, torch.float16):
         flat = flat.float()
     a = flat.numpy().astype(np.float64)
-    hi, lo = float(a.max()), float(a.min())
-    total, sumsq = float(a.sum()), float(a @ a)
+    with np.errstate(all="ignore"):  # inf - inf in a sum is a finding of the record, not a warning to the user
+        hi, lo = float(a.max()), float(a.min())
+        total, sumsq = float(a.sum()), float(np.square(a).sum())  # not a @ a: BLAS threads spin against the step
     if math.isfinite(total) and math.isfinite(sumsq) and math.isfinite(hi) and math.isfinite(lo):
         return [hi, lo, total, math.sqrt(sumsq), 0, 0, n]
     return masked_vector(x).tolist()

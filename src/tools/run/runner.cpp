@@ -118,6 +118,14 @@ std::string find_agent_dir(const std::string& self_exe) {
   return {};
 }
 
+std::string find_agent_native(const std::string& self_exe) {
+  std::error_code ec;
+  const fs::path exe_dir = fs::path(self_exe).parent_path();
+  for (const fs::path& candidate : {exe_dir / kAgentNativeLibrary, exe_dir.parent_path() / "lib" / kAgentNativeLibrary})
+    if (fs::is_regular_file(candidate, ec)) return candidate.string();
+  return {};
+}
+
 int run_command(const RunRequest& request, const RunOptions& options) {
   validate(request);
   auto note = options.note ? options.note : [](const std::string& line) { std::cerr << "crosstrain run: " << line << "\n"; };
@@ -134,21 +142,24 @@ int run_command(const RunRequest& request, const RunOptions& options) {
     throw std::runtime_error("run: the agent's Python package (crosstrain/_boot/sitecustomize.py) is not next to "
                              "this executable; rebuild, or set CROSSTRAIN_AGENT_DIR");
   // Checked and locked before the command starts; the locks are held until it ends.
-  const OutputFolder dump_folder = claim_output_folder(request.dump, "--dump");
-  const OutputFolder profile_folder =
-      request.profile == request.dump ? OutputFolder{} : claim_output_folder(request.profile, "--profile");
-  if (!request.dump.empty()) prepare_dump_dir(request.dump, request.dump_overwrite);
-  if (!request.profile.empty()) prepare_profile_dir(request.profile, request.profile_overwrite);
+  const AgentOptions& o = request.options;
+  const std::string dump = o.text("dump"), profile = o.text("profile");
+  const OutputFolder dump_folder = claim_output_folder(dump, "--dump");
+  const OutputFolder profile_folder = profile == dump ? OutputFolder{} : claim_output_folder(profile, "--profile");
+  if (!dump.empty()) prepare_dump_dir(dump, o.flag("dump_overwrite"));
+  if (!profile.empty()) prepare_profile_dir(profile, o.flag("profile_overwrite"));
   const CommandKind kind = classify_command(request.command, path_variable, options.self_exe);
   if (!kind.python) note(kind.reason + ": it runs without the agent unless it starts Python itself");
 
   const std::string state_dir = make_state_dir();
   RunRequest agent_request = request;
   // The script may chdir.
-  if (!agent_request.dump.empty()) agent_request.dump = fs::absolute(agent_request.dump).string();
-  if (!agent_request.profile.empty()) agent_request.profile = fs::absolute(agent_request.profile).string();
-  const Environment env =
+  if (!dump.empty()) agent_request.options.set("dump", fs::absolute(dump).string());
+  if (!profile.empty()) agent_request.options.set("profile", fs::absolute(profile).string());
+  Environment env =
       agent_environment(agent_request, base, (fs::path(options.agent_dir) / "crosstrain" / "_boot").string(), state_dir);
+  const std::string native = find_agent_native(options.self_exe);
+  if (!native.empty() && !env.count("CROSSTRAIN_AGENT_NATIVE")) env["CROSSTRAIN_AGENT_NATIVE"] = native;
   int status = 0;
   try {
     status = spawn_and_wait(program, request.command, env);
@@ -159,10 +170,9 @@ int run_command(const RunRequest& request, const RunOptions& options) {
   const auto reports = read_reports(state_dir);
   if (kind.python || !reports.empty())  // a command already said to be no Python needs no second word
   {
-    const ProfileSchedule schedule{request.profile_wait, request.profile_warmup, request.profile_active,
-                                   request.profile_repeat};
-    for (const auto& line : summary_lines(reports, kind.python, request.profile.empty() ? nullptr : &schedule))
-      note(line);
+    const ProfileSchedule schedule{static_cast<int>(o.integer("profile_wait")), static_cast<int>(o.integer("profile_warmup")),
+                                   static_cast<int>(o.integer("profile_active")), static_cast<int>(o.integer("profile_repeat"))};
+    for (const auto& line : summary_lines(reports, kind.python, profile.empty() ? nullptr : &schedule)) note(line);
   }
   std::error_code ec;
   fs::remove_all(state_dir, ec);

@@ -35,4 +35,10 @@ int run_command(const RunRequest& request, const RunOptions& options);
 // this was built from. Empty when none holds it.
 std::string find_agent_dir(const std::string& self_exe);
 
+// The agent's compiled statistics (src/agent, built beside this executable; <exe dir>/../lib in an
+// install), passed to the command as CROSSTRAIN_AGENT_NATIVE. Empty when it is not there: the agent
+// then computes the same statistics in Python.
+inline constexpr const char* kAgentNativeLibrary = "libcrosstrain_tensor_stats.so";
+std::string find_agent_native(const std::string& self_exe);
+
 }  // namespace crosstrain::run
