@@ -10,7 +10,7 @@ import threading
 import time
 
 from . import _lazy
-from ._config import AgentConfig, ConfigError
+from ._config import ENV_STATE_DIR, AgentConfig, ConfigError
 from ._seed import Seeder
 from ._steps import StepTracker
 
@@ -28,7 +28,7 @@ class Agent:
     def __init__(self, cfg):
         self.cfg = cfg
         self.tracker = StepTracker()
-        self.seeder = Seeder(cfg.seed, cfg.deterministic) if cfg.seed >= 0 else None
+        self.seeder = Seeder(cfg.seed, cfg.deterministic) if cfg.seed is not None else None
         self.recorder = None
         self.profiler = None
         self.torch_version = None
@@ -220,9 +220,11 @@ def start_from_environment():
     try:
         cfg = AgentConfig.from_environment()
     except ConfigError as e:
-        # A usage error of `crosstrain run`: said before the script starts, which never ran.
+        # A usage error of `crosstrain run`: said before the script starts, which never ran; the
+        # report tells run that this line was the whole story.
         sys.stderr.write(f"crosstrain: error: {e}\n")
         sys.stderr.flush()
+        _report_refusal(str(e))
         os._exit(2)
     if cfg is None:
         return None
@@ -231,6 +233,17 @@ def start_from_environment():
             _agent = Agent(cfg)
             _agent.arm()
     return _agent
+
+
+def _report_refusal(message):
+    state_dir = os.environ.get(ENV_STATE_DIR, "")
+    if not state_dir:
+        return
+    try:
+        with open(os.path.join(state_dir, f"agent-{os.getpid()}.json"), "w") as out:
+            json.dump({"pid": os.getpid(), "refused": message}, out)
+    except OSError:
+        pass
 
 
 def stop():

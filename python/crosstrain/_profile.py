@@ -135,7 +135,7 @@ class StepProfiler:
         doc = {"format": "crosstrain-call-sites", "version": 1, "cpus": _cpus(), "dataloaders": self.loaders}
         try:
             if self.call_sites is not None and results is not None:
-                doc.update(self.call_sites.describe(results))
+                doc.update(self.call_sites.describe(results, whole_us=not _has_time_base(path)))
             stem = path[:-5] if path.endswith(".json") else path
             with open(stem + ".sources.json.tmp", "w") as f:
                 json.dump(doc, f, separators=(",", ":"))
@@ -255,6 +255,19 @@ def _watch_dataloaders(torch, profiler):
     cls.__init__, cls.__iter__ = __init__, __iter__
 
 
+def _has_time_base(path):
+    """Whether the exported trace names its clock's base (Kineto writes it near the start or at the
+    end; a trace without one times events in whole microseconds). Reads 64 KiB at each end."""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(65536)
+            f.seek(max(0, os.fstat(f.fileno()).st_size - 65536))
+            tail = f.read()
+    except OSError:
+        return True
+    return b'"baseTimeNanoseconds"' in head or b'"baseTimeNanoseconds"' in tail
+
+
 class CallSites:
     """The caller of every Python event of a cycle that was made from a user's or a library's file
     (torch's own files and the standard library are left out: they are never the answer)."""
@@ -283,7 +296,10 @@ class CallSites:
         self.files[name] = entry
         return entry
 
-    def describe(self, results):
+    def describe(self, results, whole_us=False):
+        """`whole_us`: the trace's timestamps are whole microseconds of the clock, truncated from
+        the events' nanoseconds (no baseTimeNanoseconds: torch 2.1's Kineto); the starts written
+        are truncated alike, so that `analyze` finds each event by its start."""
         self.files, self.table = {}, []
         calls, lines = [], {}
         kinds = self.kinds
@@ -300,7 +316,8 @@ class CallSites:
             if f is None:
                 continue
             line = caller.line_number
-            calls.append([e.start_time_ns, f[0], line, caller.function_name])
+            start = e.start_time_ns // 1000 * 1000 if whole_us else e.start_time_ns
+            calls.append([start, f[0], line, caller.function_name])
             key = (f[0], line)
             if key not in lines:
                 lines[key] = linecache.getline(f[2], line).strip()

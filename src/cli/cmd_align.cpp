@@ -71,13 +71,14 @@ int align_command_form(CLI::App* cmd, const commands::AlignArgs& args, const Com
   if (req.command.empty() && (req.a.empty() || req.b.empty()))
     throw std::invalid_argument("align needs --a and --b (a setup or a command each), or --a-env/--b-env and a command after '--'");
   req.out = f.out;
-  req.shared.seed = f.base.seed;
-  req.shared.deterministic = cf.deterministic;
-  req.shared.step_marker = cf.step_marker;
-  req.shared.test_perturb = cf.test_perturb;
-  req.shared.dump_steps = f.dump.steps;
-  req.shared.dump_mode = f.dump.mode;
-  req.shared.dump_level = cf.dump_level;
+  auto& shared = req.shared.options;
+  shared.set("seed", f.base.seed);
+  shared.set("deterministic", cf.deterministic);
+  shared.set("step_marker", cf.step_marker);
+  shared.set("test_perturb", cf.test_perturb);
+  shared.set("dump_steps", f.dump.steps);
+  shared.set("dump_mode", f.dump.mode);
+  shared.set("dump_level", cf.dump_level);
   req.compare.strict = f.strict;
   run::RunOptions options;
   std::error_code ec;

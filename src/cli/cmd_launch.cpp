@@ -57,17 +57,10 @@ signal N), or 128+N when the launcher was stopped by signal N.
 // The words after `--` must be the whole worker command: a positional word before `--` would be
 // read as one too, and flags meant for the worker would be taken as the launcher's.
 void check_separator(const std::vector<std::string>& command) {
-  const auto& line = report::command_line();
-  size_t sep = line.size();
-  for (size_t i = 1; i < line.size(); ++i)
-    if (line[i] == "--") {
-      sep = i;
-      break;
-    }
+  const auto after = words_after_separator(report::command_line());
   const std::string usage = " (usage: crosstrain launch [OPTIONS] -- COMMAND [ARGS...])";
-  if (sep == line.size() || sep + 1 == line.size())
-    throw std::invalid_argument("launch needs the worker command after '--'" + usage);
-  if (command.size() != line.size() - sep - 1)
+  if (!after || *after == 0) throw std::invalid_argument("launch needs the worker command after '--'" + usage);
+  if (command.size() != *after)
     throw std::invalid_argument("launch: put the whole worker command after '--'" + usage);
 }
 

@@ -3,6 +3,9 @@
 // the first non-finite tensor. The command's exit status is run's.
 #include <filesystem>
 #include <iostream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <sstream>
 
 #include "cli/command.h"
 #include "cli/flag_checks.h"
@@ -13,11 +16,14 @@ namespace crosstrain::cli {
 
 namespace {
 
+// The words given for each option of the table, by name (std::map: CLI11 keeps pointers into it).
 struct RunFlags {
   run::RunRequest request;
-  int64_t seed = 0;
-  CLI::Option* seed_option = nullptr;
-  std::vector<std::string> meta;  // KEY=VALUE
+  // A string each: CLI11 2.1 ends a vector option at '--', and would read the command's flags as run's.
+  // An option given more than once (--meta) is joined with '\n'.
+  std::map<std::string, std::string> word;
+  std::map<std::string, bool> switches;
+  std::map<std::string, CLI::Option*> given;
 };
 
 const char* kExamples = R"(
@@ -45,22 +51,30 @@ std::string self_exe() {
   return ec ? std::string() : p.string();
 }
 
-void run_run(RunFlags& f) {
-  const auto& line = report::command_line();
-  size_t sep = line.size();
-  for (size_t i = 1; i < line.size(); ++i)
-    if (line[i] == "--") {
-      sep = i;
-      break;
+// Each option given becomes its JSON value; the checks are the table's (run::check, in validate).
+void take_options(RunFlags& f) {
+  for (const auto& spec : run::run_options()) {
+    if (f.given.at(spec.name)->count() == 0) continue;
+    if (spec.type == run::OptionType::Bool) {
+      f.request.options.set(spec.name, f.switches[spec.name]);
+      continue;
     }
-  if (sep == line.size() || f.request.command.size() != line.size() - sep - 1)
-    throw std::invalid_argument("run: put the whole command after '--' (usage: crosstrain run [OPTIONS] -- COMMAND [ARGS...])");
-  if (f.seed_option->count() > 0) f.request.seed = f.seed;
-  for (const auto& kv : f.meta) {
-    const auto eq = kv.find('=');
-    if (eq == std::string::npos || eq == 0) throw std::invalid_argument("--meta takes KEY=VALUE, not '" + kv + "'");
-    f.request.meta[kv.substr(0, eq)] = kv.substr(eq + 1);
+    if (spec.type != run::OptionType::KeyValues) {
+      f.request.options.set(spec.name, run::parse_option_word(spec, f.word[spec.name]));
+      continue;
+    }
+    nlohmann::json pairs = nlohmann::json::object();
+    std::istringstream each(f.word[spec.name]);
+    for (std::string word; std::getline(each, word);) pairs.update(run::parse_option_word(spec, word));
+    f.request.options.set(spec.name, pairs);
   }
+}
+
+void run_run(RunFlags& f) {
+  const auto after = words_after_separator(report::command_line());
+  if (!after || f.request.command.size() != *after)
+    throw std::invalid_argument("run: put the whole command after '--' (usage: crosstrain run [OPTIONS] -- COMMAND [ARGS...])");
+  take_options(f);
   run::RunOptions options;
   options.self_exe = self_exe();
   const char* dir = std::getenv("CROSSTRAIN_AGENT_DIR");
@@ -68,63 +82,53 @@ void run_run(RunFlags& f) {
   exit_with(run::run_command(f.request, options));
 }
 
+std::string joined(const std::vector<std::string>& words, const char* between) {
+  std::string out;
+  for (const auto& w : words) out += (out.empty() ? "" : between) + w;
+  return out;
+}
+
+// One flag of the table: --name (and --no-name for a switch that is on by default).
+void add_table_option(CLI::App* cmd, CLI::App* group, const run::OptionSpec& spec, RunFlags& f) {
+  CLI::App* where = spec.hidden ? cmd : group;
+  CLI::Option* opt = nullptr;
+  if (spec.type == run::OptionType::Bool) {
+    const bool on = spec.default_value.get<bool>();
+    f.switches[spec.name] = on;
+    opt = where->add_flag(on ? spec.flag() + ",!--no-" + spec.flag().substr(2) : spec.flag(), f.switches[spec.name],
+                          spec.help);
+  } else {
+    opt = where->add_option(spec.flag(), f.word[spec.name], spec.help);
+    if (spec.type == run::OptionType::KeyValues) opt->multi_option_policy(CLI::MultiOptionPolicy::Join);
+    opt->type_name(spec.type == run::OptionType::Choice ? joined(spec.choices, "|")
+                   : !spec.metavar.empty()              ? spec.metavar
+                   : spec.type == run::OptionType::Int  ? "N"
+                                                        : "VALUE");
+    const auto& d = spec.default_value;
+    if (d.is_string() && !d.get<std::string>().empty()) opt->default_str(d.get<std::string>());
+    if (d.is_number_integer()) opt->default_str(std::to_string(d.get<int64_t>()));
+    if (spec.type == run::OptionType::Bytes)
+      opt->transform(byte_count(static_cast<uint64_t>(spec.min), static_cast<uint64_t>(spec.max)).description(""));
+  }
+  if (spec.hidden) opt->group("");
+  f.given[spec.name] = opt;
+}
+
 }  // namespace
 
 void add_run_command(CLI::App& app) {
   auto flags = std::make_shared<RunFlags>();
-  auto& r = flags->request;
   auto* cmd = app.add_subcommand("run", "Run your own training command under crosstrain's agent: dumps at module and "
                                         "operator level, seeds, the first non-finite tensor; no edit to the script");
   cmd->footer(kExamples);
-  cmd->add_option("command", r.command, "The command, after '--' (python train.py ..., torchrun ...)")->required();
-  auto* dump = cmd->add_option_group("Dumps (docs/DUMP_FORMAT.md)");
-  dump->add_option("--dump", r.dump, "Write a dump of the chosen steps into DIR (DIR/rank<N> per rank)")->type_name("DIR");
-  dump->add_option("--dump-steps", r.dump_steps, "Steps to dump: list and ranges, '' for every step")->capture_default_str();
-  dump->add_option("--dump-level", r.dump_level, "module: module outputs and gradients; op: every aten operator; both")
-      ->capture_default_str()->check(CLI::IsMember({"module", "op", "both"}));
-  dump->add_option("--dump-mode", r.dump_mode, "stats: statistics per tensor (computed on the device); tensors: also .npy")
-      ->capture_default_str()->check(CLI::IsMember({"stats", "tensors"}));
-  dump->add_option("--dump-ranks", r.dump_ranks, "Ranks that dump: list and ranges ('' = all)");
-  dump->add_option("--dump-filter", r.dump_filter, "Only records whose name matches REGEX")->type_name("REGEX");
-  dump->add_option("--dump-max-bytes", r.dump_max_bytes, "Stop dumping (with a note) past this size per process")
-      ->capture_default_str()->transform(byte_count(1, uint64_t{1} << 50));
-  dump->add_flag("--dump-overwrite", r.dump_overwrite, "Replace a dump already in DIR");
-  dump->add_flag("--dump-optimizer-ops", r.dump_optimizer_ops,
-                 "Operator level: also record the optimizer's operators (several per parameter)");
-  auto* prof = cmd->add_option_group("Profiling (docs/RUN.md)");
-  prof->add_option("--profile", r.profile, "Record traces of the chosen steps into DIR/cycle<k>/rank<r>.pt.trace.json "
-                                           "(torch.profiler; torch_npu.profiler on Ascend)")->type_name("DIR");
-  prof->add_option("--profile-wait", r.profile_wait, "Steps skipped before each cycle")->capture_default_str()
-      ->check(int_range(0, 1e9));
-  prof->add_option("--profile-warmup", r.profile_warmup, "Steps the profiler warms up on (not written)")
-      ->capture_default_str()->check(int_range(0, 1e9));
-  prof->add_option("--profile-active", r.profile_active, "Steps recorded per cycle")->capture_default_str()
-      ->check(int_range(1, 1e9));
-  prof->add_option("--profile-repeat", r.profile_repeat, "Cycles (0: until the run ends)")->capture_default_str()
-      ->check(int_range(0, 1e9));
-  prof->add_flag("--profile-memory", r.profile_memory, "Record allocations (profile_memory)");
-  prof->add_flag("--profile-shapes", r.profile_shapes, "Record operators' input shapes (record_shapes)");
-  prof->add_flag("--profile-stack,!--no-profile-stack", r.profile_stack,
-                 "Python stacks, which tie operators to your source lines (default: on)");
-  prof->add_option("--profiler-level", r.profiler_level, "Ascend: level0 | level1 | level2 | none")
-      ->capture_default_str()->check(CLI::IsMember({"level0", "level1", "level2", "none"}));
-  prof->add_option("--aic-metrics", r.aic_metrics,
-                   "Ascend AI Core metrics: pipe-utilization, arithmetic-utilization, memory, memory-l0, memory-ub, "
-                   "resource-conflict-ratio, l2-cache, none");
-  prof->add_flag("--l2-cache", r.l2_cache, "Ascend: record L2 cache hits");
-  prof->add_flag("--profile-overwrite", r.profile_overwrite, "Replace traces already in DIR");
-  cmd->add_option("--meta", flags->meta, "KEY=VALUE into the dump's header (e.g. precision=bf16, which picks compare's thresholds)")
-      ->type_name("KEY=VALUE");
-  flags->seed_option = cmd->add_option("--seed", flags->seed,
-                                       "Seed random, numpy, torch (CPU and devices) and DataLoader workers before the script runs")
-                           ->check(int_range(0, 9.0e15));
-  cmd->add_flag("--deterministic", r.deterministic,
-                "torch.use_deterministic_algorithms(True), cuDNN deterministic, CUBLAS_WORKSPACE_CONFIG");
-  cmd->add_option("--step-marker", r.step_marker, "module:function whose return ends a step (loops without a torch optimizer)")
-      ->type_name("MODULE:FUNC");
-  cmd->add_flag("--stop-on-nonfinite", r.stop_on_nonfinite,
-                "Stop at the first tensor holding NaN or Inf and name its operator, module and source line");
-  cmd->add_option("--test-perturb", r.test_perturb, "Test aid: disturb one record (RECORD=SCALE)")->group("");
+  cmd->add_option("command", flags->request.command, "The command, after '--' (python train.py ..., torchrun ...)")
+      ->required();
+  std::map<std::string, CLI::App*> groups;
+  for (const auto& spec : run::run_options()) {
+    auto& group = groups[spec.group];
+    if (!group) group = cmd->add_option_group(run::option_group_title(spec.group));
+    add_table_option(cmd, group, spec, *flags);
+  }
   cmd->callback([flags] { run_run(*flags); });
 }
 

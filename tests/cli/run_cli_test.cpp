@@ -196,8 +196,23 @@ TEST(RunCli, TheAgentInstalledWithPipWritesWhatRunWrites) {
   auto pip = run_command(python() + " -m pip install -q --no-build-isolation --no-deps --target " + (dir / "site").string() +
                          " " + (dir / "src").string());
   ASSERT_EQ(pip.exit_code, 0) << pip.output;
-  auto direct = run_command("cd " + dir.string() + " && PYTHONPATH=" + (dir / "site").string() + " " + python() + " " +
-                            scripts() + "/start_from_script.py from_script 3");
+  // The distribution pip installed is `crosstrain`, the package it imports as, at the project's version,
+  // with the results reader inside.
+  auto names = run_command("PYTHONPATH=" + (dir / "site").string() + " " + python() +
+                           " -c \"import importlib.metadata as m, crosstrain.results; "
+                           "print(m.version('crosstrain'), m.packages_distributions()['crosstrain'], "
+                           "crosstrain.results.__file__)\"");
+  ASSERT_EQ(names.exit_code, 0) << names.output;
+  EXPECT_EQ(names.output.rfind(std::string(CROSSTRAIN_VERSION) + " ['crosstrain'] " + (dir / "site").string() +
+                               "/crosstrain/results/__init__.py", 0),
+            0u)
+      << names.output;
+  // With the compiled statistics run hands its agent (CROSSTRAIN_AGENT_NATIVE), the records are
+  // equal to the bit; without them the Python path's sums differ in their last digits
+  // (tests/python/agent/test_native.py compares the two).
+  const std::string native = (fs::path(binary()).parent_path() / "libcrosstrain_tensor_stats.so").string();
+  auto direct = run_command("cd " + dir.string() + " && CROSSTRAIN_AGENT_NATIVE=" + native + " PYTHONPATH=" +
+                            (dir / "site").string() + " " + python() + " " + scripts() + "/start_from_script.py from_script 3");
   ASSERT_EQ(direct.exit_code, 0) << direct.output;
   // Under run the script's own start() finds the agent run loaded and changes nothing.
   auto via_run = run_script(dir, "--seed 0 --dump from_run --dump-level both --dump-steps 0-1", "start_from_script.py",

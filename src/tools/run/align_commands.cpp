@@ -52,9 +52,9 @@ Side side_of(const char* name, const std::string& text, const std::map<std::stri
 void run_side(const Side& side, const AlignCommands& req, const std::string& dump, const RunOptions& options) {
   RunRequest r = req.shared;
   r.command = side.words.argv;
-  r.dump = dump;
-  r.dump_overwrite = false;
-  if (side.name == "A") r.test_perturb.clear();  // the test disturbance belongs to B
+  r.options.set("dump", dump);
+  r.options.set("dump_overwrite", false);
+  if (side.name == "A") r.options.set("test_perturb", "");  // the test disturbance belongs to B
   RunOptions o = options;
   o.extra_env = side.words.env;
   const std::string label = side.name;

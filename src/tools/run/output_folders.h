@@ -3,8 +3,8 @@
 // starts, so that what can be checked is checked then (one line, exit 2) and never kills the
 // user's training later:
 //
-//   OutputFolder dump = claim_output_folder(request.dump, "--dump");   // holds the folder's lock
-//   prepare_dump_dir(request.dump, request.dump_overwrite);
+//   OutputFolder dump = claim_output_folder(dir, "--dump");   // holds the folder's lock
+//   prepare_dump_dir(dir, overwrite);
 //
 // claim_output_folder creates the folder (a dangling link, a file in the way, a read-only file
 // system, no permission or no free space is std::invalid_argument naming the folder), writes and

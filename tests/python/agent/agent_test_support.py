@@ -1,8 +1,10 @@
 """Running small training programs under crosstrain's agent, in a fresh interpreter each (the agent
 patches torch process-wide, so every case gets its own process), and reading their dumps."""
 import atexit
+import importlib.metadata
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -26,6 +28,11 @@ def run_under_agent(source, config, cwd, args=(), env_extra=None, timeout=600, p
     env.update(env_extra or {})
     return subprocess.run([sys.executable, path, *args], cwd=cwd, env=env, capture_output=True, text=True,
                           timeout=timeout, preexec_fn=preexec_fn)
+
+
+def torch_version():
+    """(major, minor) of the torch the programs import, read from its metadata (not imported)."""
+    return tuple(int(x) for x in re.match(r"(\d+)\.(\d+)", importlib.metadata.version("torch")).groups())
 
 
 def read_index(directory):

@@ -5,7 +5,7 @@ import json
 import os
 import unittest
 
-from agent_test_support import load_json, run_under_agent, scratch
+from agent_test_support import load_json, run_under_agent, scratch, torch_version
 
 # Line numbers below are those of this program as written to prog.py (the first line is empty).
 PROGRAM = """
@@ -43,7 +43,7 @@ class ProfileTest(unittest.TestCase):
 
     def test_each_call_site_is_a_python_event_of_the_trace_and_names_its_callers_line(self):
         trace, doc = load_json(self.trace_path), load_json(self.sources_path)
-        base = trace["baseTimeNanoseconds"]
+        base = trace.get("baseTimeNanoseconds", 0)  # torch 2.1: none, whole microseconds of the clock
         starts = {base + round(e["ts"] * 1000): e["name"] for e in trace["traceEvents"]
                   if e.get("cat") == "python_function"}
         files = doc["files"]
@@ -77,7 +77,8 @@ class ProfileTest(unittest.TestCase):
         steps = {e["name"]: e for e in events if e.get("name", "").startswith("ProfilerStep#")}
         starts = [e for e in events if e.get("name", "").startswith("DataLoader.__iter__ (num_workers=0")]
         self.assertEqual(len(starts), 1, [e.get("name") for e in events if "DataLoader" in e.get("name", "")])
-        s3 = steps["ProfilerStep#3"]
+        # torch before 2.3 labels step N ProfilerStep#N-1 (pytorch/pytorch#121126).
+        s3 = steps["ProfilerStep#3" if torch_version() >= (2, 3) else "ProfilerStep#2"]
         self.assertTrue(s3["ts"] <= starts[0]["ts"] < s3["ts"] + s3["dur"])
 
     def test_without_stacks_the_side_file_has_no_calls(self):

@@ -5,7 +5,7 @@ import subprocess
 import sys
 import unittest
 
-from agent_test_support import BOOT, load_json, run_under_agent, scratch
+from agent_test_support import BOOT, load_json, run_under_agent, scratch, torch_version
 
 # A program that prints, after each of its iterations, the step counter the agent keeps.
 COUNTER = """
@@ -36,6 +36,7 @@ for i in range(3):
     print("steps", steps())
 """, [1, 2, 3])
 
+    @unittest.skipIf(torch_version() < (2, 4), "fused AdamW on the CPU and torch.amp.GradScaler('cpu'): torch 2.4")
     def test_grad_scaler_lr_scheduler_and_fused_adamw(self):
         self.check("""
 m = nn.Linear(3, 2)
@@ -48,6 +49,7 @@ for i in range(2):
     print("steps", steps())
 """, [1, 2])
 
+    @unittest.skipIf(torch_version() < (2, 3), "torch.amp.GradScaler('cpu'): torch 2.3")
     def test_a_step_skipped_by_the_grad_scaler_still_ends(self):
         # An Inf gradient makes GradScaler skip optimizer.step(); the iteration is still a step.
         self.check("""
