@@ -57,11 +57,12 @@ class AgentConfig:
     def __eq__(self, other):
         return isinstance(other, AgentConfig) and self.values() == other.values()
 
-    def validate(self):
+    def validate(self, as_flags=False):
+        """`as_flags`: a refusal names `crosstrain run`'s flag (the values came from it), not the keyword."""
         try:
             for option in OPTIONS:
-                setattr(self, option.name, check_value(option, getattr(self, option.name)))
-            check_needs(self.values())
+                setattr(self, option.name, check_value(option, getattr(self, option.name), as_flags))
+            check_needs(self.values(), as_flags)
         except OptionError as e:
             raise ConfigError(str(e)) from None
         for name in _SETTINGS:
@@ -78,12 +79,12 @@ class AgentConfig:
         return [o.name for o in OPTIONS] + list(_SETTINGS)
 
     @classmethod
-    def from_mapping(cls, values):
+    def from_mapping(cls, values, as_flags=False):
         known = cls.known_names()
         unknown = sorted(set(values) - set(known))
         if unknown:
             raise ConfigError(f"unknown agent option(s): {', '.join(unknown)} (known: {', '.join(sorted(known))})")
-        return cls(**values).validate()
+        return cls(**values).validate(as_flags)
 
     @classmethod
     def from_environment(cls, environ=None):
@@ -99,4 +100,4 @@ class AgentConfig:
         if not isinstance(values, dict):
             raise ConfigError(f"{ENV_CONFIG} must hold a JSON object")
         values.setdefault("state_dir", environ.get(ENV_STATE_DIR, ""))
-        return cls.from_mapping(values)
+        return cls.from_mapping(values, as_flags=True)

@@ -97,9 +97,10 @@ def _is_int(value):
     return isinstance(value, int) and not isinstance(value, bool)
 
 
-def check_value(option, value):
-    """The value as the agent keeps it; OptionError naming the option when it is not one it takes."""
-    name, kind = option.name, option.type
+def check_value(option, value, as_flag=False):
+    """The value as the agent keeps it; OptionError naming the option when it is not one it takes:
+    as `crosstrain run`'s flag (--dump-filter) when `as_flag`, else as start()'s keyword."""
+    name, kind = (option.flag if as_flag else option.name), option.type
     if value is None and option.default is None:
         return None
     if kind == "bool":
@@ -139,11 +140,14 @@ def check_value(option, value):
     return value
 
 
-def check_needs(values):
+def check_needs(values, as_flag=False):
     """An option left at its default needs nothing; one set needs the option it names set too."""
     for option in OPTIONS:
         if option.needs and values[option.name] != option.default and not values[option.needs]:
-            raise OptionError(f"{option.name} needs {option.needs}")
+            needed = BY_NAME[option.needs]
+            if as_flag:
+                raise OptionError(f"{option.flag} needs {needed.flag}")
+            raise OptionError(f"{option.name} needs {needed.name}")
 
 
 def _default_text(option):

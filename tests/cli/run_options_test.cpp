@@ -263,6 +263,6 @@ TEST(RunOptions, APythonRegexTheAgentRefusesEndsTheRunBeforeTheScriptsFirstLine)
                              python() + " -c \"print('ran')\"");
   EXPECT_EQ(r.exit_code, 2) << r.output;
   EXPECT_EQ(r.output.find("ran"), std::string::npos) << r.output;
-  EXPECT_EQ(r.output.rfind("crosstrain: error: dump_filter '(unclosed' is not a regular expression", 0), 0u) << r.output;
+  EXPECT_EQ(r.output.rfind("crosstrain: error: --dump-filter '(unclosed' is not a regular expression", 0), 0u) << r.output;
   EXPECT_EQ(std::count(r.output.begin(), r.output.end(), '\n'), 1) << r.output;
 }

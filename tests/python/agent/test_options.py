@@ -3,6 +3,7 @@ start()'s keywords and docs/RUN.md's table. The front's side of the same checks 
 these in tests/cli/run_options_test.cpp."""
 import os
 import sys
+import json
 import unittest
 
 from agent_test_support import REPO, run_under_agent, scratch
@@ -72,6 +73,19 @@ class OptionChecks(unittest.TestCase):
         # At its default it needs nothing, given or not.
         AgentConfig.from_mapping({"dump_level": "module", "profile_stack": True})
 
+    def test_values_from_crosstrain_run_are_refused_by_their_flags(self):
+        # run hands its flags' values through the environment: the user typed --dump-steps.
+        def refused_from_run(values):
+            with self.assertRaises(ConfigError) as e:
+                AgentConfig.from_environment({"CROSSTRAIN_AGENT_CONFIG": json.dumps(values)})
+            return str(e.exception)
+        self.assertTrue(refused_from_run({"dump": "d", "dump_steps": "3-1"}).startswith("--dump-steps: "))
+        self.assertIn("--dump-filter '(x' is not a regular expression",
+                      refused_from_run({"dump": "d", "dump_filter": "(x"}))
+        self.assertEqual(refused_from_run({"dump_level": "op"}), "--dump-level needs --dump")
+        # start()'s keywords stay keywords.
+        self.assertTrue(self.refused(dump="d", dump_steps="3-1").startswith("dump_steps: "))
+
     def test_the_step_lists_are_the_fronts_syntax(self):
         keep = _options.list_ranges
         self.assertEqual(keep("0-4,10"), [(0, 4), (10, 10)])
@@ -89,9 +103,10 @@ class OptionChecks(unittest.TestCase):
 class OptionsThroughTheEnvironment(unittest.TestCase):
     def test_a_bad_value_in_the_hand_off_is_one_line_and_exit_two_before_the_script(self):
         d = scratch()
-        for config, name in (({"dump": "d", "dump_filter": "[a-"}, "dump_filter"),
-                             ({"step_marker": "nocolon"}, "step_marker"),
-                             ({"profile_active": 2}, "profile_active")):
+        # The hand-off is crosstrain run's: a refusal names the flag the user typed.
+        for config, name in (({"dump": "d", "dump_filter": "[a-"}, "--dump-filter"),
+                             ({"step_marker": "nocolon"}, "--step-marker"),
+                             ({"profile_active": 2}, "--profile-active")):
             r = run_under_agent("print('ran')\n", config, d)
             self.assertEqual(r.returncode, 2, config)
             self.assertEqual(r.stdout, "")
