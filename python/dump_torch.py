@@ -1,6 +1,9 @@
 #!/usr/bin/env python3
 """Dump a PyTorch (Python) run in crosstrain's dump format (docs/DUMP_FORMAT.md).
 
+The records, their statistics and the files are written by the crosstrain package's writer
+(python/crosstrain/_dumpfile.py), the one the agent of `crosstrain run` uses.
+
 `crosstrain compare A B` then compares it with a crosstrain run or with another Python run.
 
 As a library, around your own training loop:
@@ -30,138 +33,34 @@ step (torchvision's shared ReLU) gets "#1" on its second record, as crosstrain's
 """
 import argparse
 import contextlib
-import json
-import math
 import os
-import re
-import shutil
 import sys
 
 import numpy as np
+import torch
 
-from crosstrain._dumpfile import FORMAT_NAME, FORMAT_VERSION, json_number as _json_number
-KINDS = ("forward", "grad_output", "param_grad", "param_grad_unscaled", "loss", "loss_scale")
-DUMP_DTYPES = ("float32", "float64", "float16", "bfloat16", "int64", "int32", "uint8", "bool")
-_NUMPY_DTYPES = {
-    "float32": np.float32, "float64": np.float64, "float16": np.float16, "int64": np.int64,
-    "int32": np.int32, "uint8": np.uint8, "bool": np.bool_,
-}
+from crosstrain._config import parse_int_list
+from crosstrain._dumpfile import DumpFile
+from crosstrain._record import _disturb, flatten
+from crosstrain._stats import dumpable
 
 
-def parse_steps(text):
-    """'0-4,10' -> predicate; '' -> every step (same syntax as crosstrain --dump-steps)."""
-    if not text:
-        return lambda s: True
-    ranges = []
-    for part in text.split(","):
-        m = re.fullmatch(r"(\d+)(?:-(\d+))?", part)
-        if not m:
-            raise ValueError(f"bad step list {text!r} (expected e.g. 0-4,10,20-22)")
-        lo = int(m.group(1))
-        hi = int(m.group(2)) if m.group(2) else lo
-        if hi < lo:
-            raise ValueError(f"bad step range {part!r}")
-        ranges.append((lo, hi))
-    return lambda s: any(lo <= s <= hi for lo, hi in ranges)
-
-
-def tensor_stats(arr):
-    """max/min/mean/L2 norm over finite elements (float64 accumulation), NaN and Inf counted apart."""
-    a = np.asarray(arr)
-    if a.dtype == np.bool_:
-        a = a.astype(np.uint8)
-    if np.issubdtype(a.dtype, np.floating):
-        a64 = a.astype(np.float64, copy=False).ravel()
-        nan = int(np.isnan(a64).sum())
-        inf = int(np.isinf(a64).sum())
-        finite = a64[np.isfinite(a64)] if (nan or inf) else a64
-    else:
-        finite = a.astype(np.float64).ravel()
-        nan = inf = 0
-    if finite.size == 0:
-        mx = mn = mean = norm = None
-    else:
-        mx, mn = float(finite.max()), float(finite.min())
-        mean = float(finite.sum() / finite.size)
-        norm = float(math.sqrt(float(np.dot(finite, finite))))
-    return {"max": mx, "min": mn, "mean": mean, "norm": norm, "nan_count": nan, "inf_count": inf}
-
-
-class DumpWriter:
-    """Python twin of crosstrain's C++ DumpWriter: same index, loss log and .npy layout."""
+class DumpWriter(DumpFile):
+    """The package's dump writer (crosstrain._dumpfile) with this script's defaults: every record
+    written at once, no byte budget, no run.json."""
 
     def __init__(self, directory, mode="tensors", producer="dump_torch.py", meta=None, overwrite=False):
         if mode not in ("stats", "tensors"):
             raise ValueError(f"unknown dump mode {mode!r} (valid: stats, tensors)")
-        os.makedirs(directory, exist_ok=True)
-        index = os.path.join(directory, "index.jsonl")
-        if os.path.exists(index):
-            if not overwrite:
-                raise RuntimeError(f"{directory}: already holds a dump (index.jsonl exists)")
-            os.remove(index)
-            shutil.rmtree(os.path.join(directory, "tensors"), ignore_errors=True)
-        self.dir = directory
-        self.mode = mode
-        self._seq = 0
-        self._names_step = None
-        self._names = {}
-        self._index = open(index, "w")
-        self._loss = open(os.path.join(directory, "loss.jsonl"), "w")
-        self._line(self._index, {"format": FORMAT_NAME, "version": FORMAT_VERSION, "mode": mode,
-                                 "producer": producer, "meta": meta or {}})
-
-    @staticmethod
-    def _line(f, obj):
-        f.write(json.dumps(obj, allow_nan=False) + "\n")
-        f.flush()
-
-    def _unique(self, step, name):
-        if step != self._names_step:
-            self._names_step, self._names = step, {}
-        n = self._names.get(name, 0)
-        self._names[name] = n + 1
-        return name if n == 0 else f"{name}#{n}"
-
-    def write_array(self, step, name, kind, arr, dtype=None):
-        """arr: numpy array; dtype: the run's dtype name when it differs from arr's (e.g. 'bfloat16')."""
-        arr = np.asarray(arr)
-        if not arr.flags.c_contiguous:  # (np.ascontiguousarray would turn a 0-d loss into shape (1,))
-            arr = arr.copy(order="C")
-        stored = next((k for k, v in _NUMPY_DTYPES.items() if arr.dtype == v), None)
-        if stored is None:
-            raise ValueError(f"unsupported dtype {arr.dtype}")
-        full = name if kind in ("loss", "loss_scale") or name.startswith(kind + "/") else f"{kind}/{name}"
-        if kind in ("loss", "loss_scale"):
-            full = kind
-        rec = {"seq": self._seq, "step": int(step), "name": self._unique(step, full), "kind": kind,
-               "dtype": dtype or stored, "shape": list(arr.shape), "stats": tensor_stats(arr)}
-        if self.mode == "tensors":
-            stem = re.sub(r"[^A-Za-z0-9._-]", "_", rec["name"])[:120]
-            rel = f"tensors/step{int(step)}/{self._seq:06d}-{stem}.npy"
-            os.makedirs(os.path.dirname(os.path.join(self.dir, rel)), exist_ok=True)
-            np.save(os.path.join(self.dir, rel), arr, allow_pickle=False)
-            rec["file"] = rel
-            rec["stored_dtype"] = stored
-        self._line(self._index, rec)
-        self._seq += 1
-        return rec
+        super().__init__(directory, mode, producer, meta or {}, overwrite=overwrite, overwrite_option="--overwrite")
 
     def write_tensor(self, step, name, kind, tensor):
-        """A torch tensor; bfloat16 is stored widened to float32 (numpy has no bfloat16)."""
-        import torch
-        t = tensor.detach()
-        dtype = str(t.dtype).replace("torch.", "")
-        if t.dtype == torch.bfloat16:
-            t = t.float()
-        return self.write_array(step, name, kind, t.cpu().contiguous().numpy(), dtype=dtype)
+        """A torch tensor or numpy array as record "<kind>/<name>" ("loss", "loss_scale": the kind
+        alone); bfloat16 is stored widened to float32 (numpy has no bfloat16)."""
+        full = kind if kind in ("loss", "loss_scale") else name if name.startswith(kind + "/") else f"{kind}/{name}"
+        return self.write(step, full, kind, tensor)
 
-    def log_loss(self, step, loss):
-        self._line(self._loss, {"step": int(step), "loss": _json_number(float(loss))})
-
-    def close(self):
-        for f in (self._index, self._loss):
-            if not f.closed:
-                f.close()
+    write_array = write_tensor
 
 
 class ModelDumper:
@@ -169,7 +68,7 @@ class ModelDumper:
 
     def __init__(self, model, writer, steps=""):
         self.model, self.writer = model, writer
-        self.selected = parse_steps(steps)
+        self.selected = parse_int_list(steps, "steps")
         self.current = None
         self._handles = [m.register_forward_hook(self._forward_hook(name))
                          for name, m in model.named_modules() if name]
@@ -179,13 +78,11 @@ class ModelDumper:
             if self.current is None:
                 return
             step = self.current
-            outs = output if isinstance(output, (tuple, list)) else (output,)
-            for i, out in enumerate(outs):
-                # Non-tensors and dtypes the format has no name for (int8, complex) are skipped
-                # rather than stopping the user's training run.
-                if not hasattr(out, "detach") or str(out.dtype).replace("torch.", "") not in DUMP_DTYPES:
+            for label, out in flatten(output, name):  # a tuple's tensors as name[i]
+                # Tensors the format cannot hold (int8, complex, sparse) are skipped rather than
+                # stopping the user's training run.
+                if not dumpable(out):
                     continue
-                label = name if len(outs) == 1 else f"{name}[{i}]"
                 # Written now: in-place ops later in forward (ReLU(inplace=True)) would change it.
                 self.writer.write_tensor(step, label, "forward", out)
                 if out.requires_grad:
@@ -223,25 +120,21 @@ class ModelDumper:
         """With a GradScaler: the unscaled gradients and the scale; call after scaler.unscale_(opt)."""
         if self.current is not None:
             self._param_grads("param_grad_unscaled")
-            self.writer.write_array(self.current, "", "loss_scale", np.array(float(scale), dtype=np.float32))
+            self.writer.write_tensor(self.current, "", "loss_scale", torch.tensor(float(scale)))
 
     def remove(self):
         for h in self._handles:
             h.remove()
 
 
-def _disturb_hook(kind, scale, seed):
-    """Test-only: change one module's output (relative noise, or a NaN) to prove divergences are found."""
-    import torch
-
+def _disturb_hook(scale):
+    """Test-only: change one module's output to prove divergences are found: relative noise of
+    scale x mean|output| (the agent's --test-perturb), or with scale None a NaN in its first element."""
     def hook(module, inputs, output):
+        if scale is not None:
+            return _disturb(torch, output, scale, in_place=False)
         out = output.clone()
-        if kind == "nan":
-            out.view(-1)[0] = float("nan")
-        else:
-            g = torch.Generator().manual_seed(seed)
-            noise = torch.randn(out.shape, generator=g, dtype=torch.float32).to(out.dtype)
-            out = out + scale * out.detach().abs().mean() * noise
+        out.view(-1)[0] = float("nan")
         return out
     return hook
 
@@ -264,18 +157,11 @@ REFERENCE_DTYPES = ("float32", "float64", "float16", "bfloat16", "int64", "int32
 
 def write_reference_arrays(directory):
     """A dump of known tensors of every dtype, to check that this script and crosstrain agree."""
-    import torch
     writer = DumpWriter(directory, mode="tensors", meta={"precision": "fp32"}, overwrite=True)
-    shape = (3, 5, 7)
-    n = int(np.prod(shape))
     for k, dtype in enumerate(REFERENCE_DTYPES):
-        values = [reference_value(k, i, dtype) for i in range(n)]
-        if dtype == "bfloat16":
-            t = torch.tensor(values, dtype=torch.float32).reshape(shape).to(torch.bfloat16)
-            writer.write_tensor(0, f"check.{dtype}", "forward", t)
-        else:
-            writer.write_array(0, f"check.{dtype}", "forward", np.array(values, dtype=_NUMPY_DTYPES[dtype]).reshape(shape))
-    writer.write_array(0, "", "loss", np.array(1.25, dtype=np.float32))
+        values = torch.tensor([reference_value(k, i, dtype) for i in range(3 * 5 * 7)])  # exact in every dtype
+        writer.write_tensor(0, f"check.{dtype}", "forward", values.to(getattr(torch, dtype)).reshape(3, 5, 7))
+    writer.write_tensor(0, "", "loss", torch.tensor(1.25))
     writer.log_loss(0, 1.25)
     writer.log_loss(1, float("nan"))
     writer.close()
@@ -283,7 +169,6 @@ def write_reference_arrays(directory):
 
 
 def run_demo(args):
-    import torch
     import torchvision
 
     torch.manual_seed(args.seed)
@@ -294,9 +179,9 @@ def run_demo(args):
         model.load_state_dict(torch.load(args.weights, map_location="cpu"))
     for spec in args.perturb:
         name, _, scale = spec.partition("=")
-        dict(model.named_modules())[name].register_forward_hook(_disturb_hook("noise", float(scale or 1e-2), 1234))
+        dict(model.named_modules())[name].register_forward_hook(_disturb_hook(float(scale or 1e-2)))
     for name in args.inject_nan:
-        dict(model.named_modules())[name].register_forward_hook(_disturb_hook("nan", 0.0, 0))
+        dict(model.named_modules())[name].register_forward_hook(_disturb_hook(None))
     writer = DumpWriter(args.out, mode=args.mode, meta={"model": args.model, "precision": args.precision,
                                                         "seed": args.seed, "device": "cpu"},
                         overwrite=args.overwrite)
@@ -354,11 +239,11 @@ def main(argv=None):
                    help="write known tensors of every dtype instead of training (format conformance)")
     args = p.parse_args(argv)
     try:
-        parse_steps(args.steps)
+        parse_int_list(args.steps, "--steps")
         if args.format_check:
             return write_reference_arrays(args.out)
         return run_demo(args)
-    except (ValueError, KeyError, RuntimeError) as e:
+    except (ValueError, KeyError, RuntimeError, FileExistsError) as e:
         print(f"dump_torch.py: error: {e}", file=sys.stderr)
         return 2
 

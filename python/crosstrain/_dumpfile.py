@@ -1,13 +1,16 @@
 """Writes crosstrain's dump format (docs/DUMP_FORMAT.md): index.jsonl, loss.jsonl, tensors/*.npy.
 
 Records are queued with their statistics still on the device and written when the step ends
-(`flush`), in the order they were queued (`seq`). The writer counts the bytes it writes and stops
-at max_bytes with a note in run.json: a dump never fills a disk.
+(`flush`), in the order they were queued (`seq`); `write` is one record written at once. The writer
+counts the bytes it writes and stops at max_bytes (None: no limit) with a note in run.json: a dump
+never fills a disk.
 """
 import json
 import math
 import os
 import re
+
+from . import _stats
 
 FORMAT_NAME = "crosstrain-dump"
 FORMAT_VERSION = 1
@@ -75,10 +78,11 @@ def _clear(directory):
     shutil.rmtree(os.path.join(directory, "tensors"), ignore_errors=True)
 
 
-def claim(directory, overwrite, run_id):
+def claim(directory, overwrite, run_id, overwrite_option="--dump-overwrite"):
     """Opens directory/index.jsonl for this process alone (created exclusively). A dump already
-    there is refused, replaced when overwrite, or, when it belongs to this run (a second Python
-    process of the same command), left to its writer: TakenBySibling."""
+    there is refused (the message names overwrite_option), replaced when overwrite, or, when it
+    belongs to this run (a second Python process of the same command), left to its writer:
+    TakenBySibling."""
     os.makedirs(directory, exist_ok=True)
     index = os.path.join(directory, "index.jsonl")
     for _ in range(3):
@@ -89,7 +93,7 @@ def claim(directory, overwrite, run_id):
             if owner is None or (run_id and owner == run_id):  # a sibling's, or one being claimed now
                 raise TakenBySibling(directory)
             if not overwrite:
-                raise FileExistsError(f"{directory} already holds a dump (use --dump-overwrite to replace it)")
+                raise FileExistsError(f"{directory} already holds a dump (use {overwrite_option} to replace it)")
             _clear(directory)
             continue
         if run_id:
@@ -100,11 +104,12 @@ def claim(directory, overwrite, run_id):
 
 
 class DumpFile:
-    def __init__(self, directory, mode, producer, meta, max_bytes, overwrite=False, run_id=""):
-        self._index = claim(directory, overwrite, run_id)
+    def __init__(self, directory, mode, producer, meta, max_bytes=None, overwrite=False, run_id="",
+                 overwrite_option="--dump-overwrite"):
+        self._index = claim(directory, overwrite, run_id, overwrite_option)
         self.dir = directory
         self.mode = mode
-        self.max_bytes = int(max_bytes)
+        self.max_bytes = None if max_bytes is None else int(max_bytes)
         self.bytes = 0
         self.full = False
         self.note = ""
@@ -138,7 +143,7 @@ class DumpFile:
         """False once writing nbytes more would pass max_bytes (then the dump stops, with a note)."""
         if self.full:
             return False
-        if self.bytes + nbytes > self.max_bytes:
+        if self.max_bytes is not None and self.bytes + nbytes > self.max_bytes:
             self.full = True
             self.note = (f"the dump stopped at {self.bytes} bytes: the next record would pass "
                          f"--dump-max-bytes {self.max_bytes}")
@@ -151,6 +156,33 @@ class DumpFile:
         record["seq"] = self.seq
         self.seq += 1
         self._pending.append((record, vector))
+
+    def add(self, step, name, kind, tensor, vector, extra=None):
+        """Queues the record of one tensor already named (unique within the step): dtype, shape,
+        device when not the CPU, in tensors mode the .npy (saved now), then extra's fields.
+        Returns the record; its "file" is absent when the byte budget is spent."""
+        record = {"seq": None, "step": int(step), "name": name, "kind": kind, "dtype": _stats.dtype_name(tensor),
+                  "shape": list(tensor.shape), "stats": None}  # the format's order; seq and stats come later
+        if not tensor.is_cpu:
+            record["device"] = str(tensor.device)
+        if self.mode == "tensors":
+            rel, stored = self.save_array(step, self.seq, name, tensor)
+            if rel is not None:
+                record["file"] = rel
+                record["stored_dtype"] = stored
+        if extra:
+            record.update(extra)
+        self.queue(record, vector)
+        return record
+
+    def write(self, step, name, kind, tensor):
+        """One record written now: `name` (made unique within the step), its statistics and, in
+        tensors mode, its .npy. tensor: a torch tensor or a numpy array. Returns the record."""
+        import torch
+        t = torch.as_tensor(tensor).detach()
+        record = self.add(step, self.unique(step, name), kind, t, _stats.device_vector(t))
+        self.flush()
+        return record
 
     def save_input(self, step, label, tensor):
         """An operator's input (for replay), named in-<n>-<label>.npy with a counter of its own."""
@@ -205,7 +237,6 @@ class DumpFile:
         if not self._pending or self._index is None:
             self._pending = []
             return
-        from . import _stats
         self._files = []  # what is flushed stays
         rows = _stats.resolve([v for _, v in self._pending])
         for (record, _), row in zip(self._pending, rows):
@@ -253,7 +284,9 @@ class DumpFile:
                 pass
         self._index = self._loss = None
 
-    def close(self, run_info):
+    def close(self, run_info=None):
+        """Flushes and closes; run_info (a dict) goes into run.json, with the records and bytes
+        written (None: no run.json)."""
         if self.disowned:
             return
         self.flush()
@@ -261,6 +294,8 @@ class DumpFile:
             if f is not None and not f.closed:
                 f.close()
         self._index = self._loss = None
+        if run_info is None:
+            return
         info = dict(run_info)
         info["records"] = self.records
         info["bytes"] = self.bytes

@@ -390,19 +390,7 @@ class Recorder:
             self.watch.check(name, kind, self.step, tensor, vector, extra, inputs, self._seen_row)
         wanted = self.dump_ops if kind.startswith("op_") else self.dump_modules
         if f is not None and wanted and not f.full and (self.filter is None or self.filter.search(name)):
-            record = {"seq": None, "step": self.step, "name": name, "kind": kind, "dtype": _stats.dtype_name(tensor),
-                      "shape": list(tensor.shape), "stats": None}  # the format's order; seq and stats come later
-            if not tensor.is_cpu:
-                record["device"] = str(tensor.device)
-            if self.tensors:
-                rel, stored = f.save_array(self.step, f.seq, name, tensor)
-                if rel is not None:
-                    self.last_file = rel
-                    record["file"] = rel
-                    record["stored_dtype"] = stored
-            if extra:
-                record.update(extra)
-            f.queue(record, vector)
+            self.last_file = f.add(self.step, name, kind, tensor, vector, extra).get("file")
         if replaced is not None and replaceable:
             return name, replaced
         return name
