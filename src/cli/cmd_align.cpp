@@ -12,6 +12,7 @@
 #include "cli/command.h"
 #include "cli/flag_checks.h"
 #include "cli/dump_flags.h"
+#include "cli/table_flags.h"
 #include "cli/train_flags.h"
 #include "report/envelope.h"
 #include "report/output.h"
@@ -25,11 +26,16 @@ namespace crosstrain::cli {
 namespace {
 
 struct CommandFlags {
-  std::string a_env, b_env, dump_level = "both";
+  std::string a_env, b_env;
   std::vector<std::string> command;
-  bool deterministic = false;
-  std::string step_marker, test_perturb;
+  TableFlags agent;  // run's options that set both sides' agents (kAgentOptions)
 };
+
+// Options of `crosstrain run` that the command form takes as run does (their flags, help and checks
+// come from run's table); --seed, --dump-steps and --dump-mode are shared with crosstrain's own runs.
+constexpr const char* kAgentOptions[] = {"dump_level", "deterministic", "step_marker", "test_perturb"};
+// Both sides record modules and operators unless asked otherwise.
+constexpr const char* kAlignDumpLevel = "both";
 
 // The flags of the command form; any other one given with commands is a mistake (it would be
 // silently ignored).
@@ -73,21 +79,14 @@ int align_command_form(CLI::App* cmd, const commands::AlignArgs& args, const Com
   req.out = f.out;
   auto& shared = req.shared.options;
   shared.set("seed", f.base.seed);
-  shared.set("deterministic", cf.deterministic);
-  shared.set("step_marker", cf.step_marker);
-  shared.set("test_perturb", cf.test_perturb);
   shared.set("dump_steps", f.dump.steps);
   shared.set("dump_mode", f.dump.mode);
-  shared.set("dump_level", cf.dump_level);
+  shared.set("dump_level", kAlignDumpLevel);
+  cf.agent.take(shared);
   req.compare.strict = f.strict;
-  run::RunOptions options;
-  std::error_code ec;
-  options.self_exe = std::filesystem::read_symlink("/proc/self/exe", ec).string();
-  const char* dir = std::getenv("CROSSTRAIN_AGENT_DIR");
-  options.agent_dir = dir && *dir ? dir : run::find_agent_dir(options.self_exe);
   run::AlignCommandsResult r;
   try {
-    r = run::align_commands(req, options);
+    r = run::align_commands(req, agent_run_options());
   } catch (const run::AlignSideError& e) {
     std::cerr << "crosstrain: error: " << e.what() << "\n";
     return align::kNoVerdictExit;
@@ -148,14 +147,11 @@ void add_align_command(CLI::App& app) {
   cmd->add_option("--html", args->html, "Write the comparison as a self-contained HTML page")->type_name("PATH");
   cmd->add_flag("--strict", f.strict, "Warnings make the runs differ");
   const char* user = "Your own command (docs/RUN.md)";
-  cmd->add_option("--a-env", cf->a_env, "Side A's environment for the command after '--': NAME=VALUE ...")->group(user);
-  cmd->add_option("--b-env", cf->b_env, "Side B's environment for the command after '--'")->group(user);
-  cmd->add_option("--dump-level", cf->dump_level, "module | op | both (commands only)")->capture_default_str()
-      ->check(CLI::IsMember({"module", "op", "both"}))->group(user);
-  cmd->add_flag("--deterministic", cf->deterministic, "torch.use_deterministic_algorithms(True) on both sides")->group(user);
-  cmd->add_option("--step-marker", cf->step_marker, "module:function ending a step (loops without a torch optimizer)")
-      ->group(user);
-  cmd->add_option("--test-perturb", cf->test_perturb, "Test aid: disturb one record on side B")->group("");
+  CLI::App* agent_group = cmd->add_option_group(user);
+  agent_group->add_option("--a-env", cf->a_env, "Side A's environment for the command after '--': NAME=VALUE ...");
+  agent_group->add_option("--b-env", cf->b_env, "Side B's environment for the command after '--'");
+  for (const char* name : kAgentOptions) cf->agent.add(cmd, agent_group, run::run_option(name));
+  agent_group->get_option("--dump-level")->default_str(kAlignDumpLevel);
   cmd->add_option("command", cf->command, "With --a-env/--b-env: the command, after '--'");
   const char* model = "Model";
   cmd->add_option("--model", c.model, "resnet18 | resnet34 | resnet50 | resnet101 | resnet152")->capture_default_str()->group(model);

@@ -266,3 +266,29 @@ TEST(RunOptions, APythonRegexTheAgentRefusesEndsTheRunBeforeTheScriptsFirstLine)
   EXPECT_EQ(r.output.rfind("crosstrain: error: --dump-filter '(unclosed' is not a regular expression", 0), 0u) << r.output;
   EXPECT_EQ(std::count(r.output.begin(), r.output.end(), '\n'), 1) << r.output;
 }
+
+// align's command form takes run's agent options from the same table: the same flags, the same
+// verdicts, before either side starts or anything is written.
+TEST(RunOptions, AlignsCommandFormChecksRunsOptionsBeforeEitherSideStarts) {
+  const auto dir = scratch_dir("run_options_align");
+  const std::string side = "\"touch ran\"";
+  const std::vector<std::pair<std::string, std::string>> bad = {
+      {"--dump-level bogus", "--dump-level must be one of module, op, both, not 'bogus'"},
+      {"--step-marker nocolon", "--step-marker takes MODULE:FUNC, not 'nocolon'"},
+  };
+  for (const auto& [flags, message] : bad) {
+    const auto r = run_command("cd " + dir.string() + " && " + binary() + " align " + flags + " --out out --a " + side +
+                               " --b " + side);
+    EXPECT_EQ(r.exit_code, 2) << flags << "\n" << r.output;
+    EXPECT_NE(r.output.find(message), std::string::npos) << flags << "\n" << r.output;
+    EXPECT_FALSE(fs::exists(dir / "ran")) << flags;
+    EXPECT_FALSE(fs::exists(dir / "out")) << flags;
+  }
+  const auto help = run_command(binary() + " align --help");
+  for (const char* name : {"dump_level", "deterministic", "step_marker"}) {
+    json spec;
+    for (const auto& e : table_options())
+      if (e["name"] == name) spec = e;
+    EXPECT_NE(help.output.find(spec["help"].get<std::string>()), std::string::npos) << name << "\n" << help.output;
+  }
+}

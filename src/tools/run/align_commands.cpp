@@ -77,6 +77,10 @@ void run_side(const Side& side, const AlignCommands& req, const std::string& dum
 AlignCommandsResult align_commands(const AlignCommands& req, const RunOptions& options) {
   const Side a = side_of("A", req.a, req.a_env, req.command);
   const Side b = side_of("B", req.b, req.b_env, req.command);
+  // Both sides' options, as each side's run will check them, before anything is created or started.
+  AgentOptions both = req.shared.options;
+  both.set("dump", "align");
+  check(both);
   AlignCommandsResult out;
   out.out_dir = req.out.empty() ? default_out_dir() : req.out;
   std::error_code ec;
