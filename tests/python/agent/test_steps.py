@@ -156,7 +156,7 @@ print("torch" in sys.modules, "numpy" in sys.modules)
         self.assertEqual(r.returncode, 2)
         self.assertEqual(r.stdout.strip(), "")
         self.assertEqual(len(r.stderr.strip().splitlines()), 1, r.stderr)
-        self.assertIn("dump_level", r.stderr)
+        self.assertIn("--dump-level", r.stderr)  # run's flag: run handed the value over
 
     def test_the_state_report_counts_steps(self):
         d = scratch()
