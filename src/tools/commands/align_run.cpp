@@ -14,6 +14,7 @@
 #include "tools/commands/align_ranks.h"
 #include "tools/dist/worker_env.h"
 #include "tools/train/precision.h"
+#include "tools/train/run_plan.h"
 #include "tools/train/train.h"
 #include "tools/train/trainer.h"
 
@@ -61,13 +62,8 @@ std::string initial_weights_path(const std::string& out) { return (fs::path(out)
 
 // The initial weights both sides load, from the shared configuration's seed.
 std::string write_initial_weights(const train::TrainConfig& base, const std::string& out) {
-  core::ModelOptions mo;
-  mo.num_classes = base.num_classes;
-  mo.small_stem = base.small_stem;
-  mo.base_width = base.base_width;
-  mo.zero_init_residual = base.zero_init_residual;
   at::manual_seed(base.seed);
-  auto model = core::create_model(base.model, mo);
+  auto model = core::create_model(base.model, train::model_options(base));
   const std::string weights = initial_weights_path(out);
   core::save_weights(*model, weights);
   return weights;

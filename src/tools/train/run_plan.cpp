@@ -211,6 +211,25 @@ RunPlan resolve(const TrainConfig& asked, const core::DeviceContext& device, con
   return p;
 }
 
+core::ModelOptions model_options(const TrainConfig& c) {
+  core::ModelOptions o;
+  o.num_classes = c.num_classes;
+  o.small_stem = c.small_stem;
+  o.base_width = c.base_width;
+  o.zero_init_residual = c.zero_init_residual;
+  return o;
+}
+
+core::SyntheticOptions synthetic_options(const TrainConfig& c) {
+  core::SyntheticOptions o;
+  o.batch_size = c.batch_size;
+  o.image_size = c.image_size;
+  o.num_classes = c.num_classes;
+  o.seed = c.seed + static_cast<uint64_t>(c.rank);  // ranks see different synthetic batches
+  o.channels_last = c.channels_last;
+  return o;
+}
+
 core::GradScalerOptions scaler_options(const RunPlan& p) {
   core::GradScalerOptions o;
   o.growth_interval = p.resolved.scale_growth_interval;

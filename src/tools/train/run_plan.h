@@ -14,7 +14,9 @@
 #include <vector>
 
 #include "core/amp.h"
+#include "core/batch_source.h"
 #include "core/device.h"
+#include "core/models.h"
 #include "core/optim.h"
 #include "tools/train/precision.h"
 #include "tools/train/train_config.h"
@@ -67,6 +69,12 @@ void fit_profile_schedule(profile::ProfileOptions& options, int64_t steps, bool 
 int64_t steps_per_epoch(const TrainConfig& config, const DataFacts& data);
 // Samples per optimizer step over all ranks.
 int64_t global_batch(const TrainConfig& config);
+
+// The model and the synthetic batches a configuration asks for: every model or synthetic source
+// built from a TrainConfig gets its options here (a rank's synthetic batches are seeded by
+// --seed + rank, so ranks see different ones).
+core::ModelOptions model_options(const TrainConfig& config);
+core::SyntheticOptions synthetic_options(const TrainConfig& config);
 
 // The parts' options as the plan says.
 core::GradScalerOptions scaler_options(const RunPlan& plan);

@@ -86,13 +86,7 @@ std::unique_ptr<core::BatchSource> make_source(const TrainConfig& c, const Train
                                                c10::Device device, const std::string& device_name) {
   if (hooks.make_source) return hooks.make_source(device_name);
   if (data.loader) return std::move(data.loader);
-  core::SyntheticOptions so;
-  so.batch_size = c.batch_size;
-  so.image_size = c.image_size;
-  so.num_classes = c.num_classes;
-  so.seed = c.seed + static_cast<uint64_t>(c.rank);  // ranks see different synthetic batches
-  so.channels_last = c.channels_last;
-  return core::make_synthetic_source(so, device);
+  return core::make_synthetic_source(synthetic_options(c), device);
 }
 
 std::unique_ptr<EvalObserver> make_evaluation(const RunPlan& plan, const OpenedData& data, core::TrainableModel& model,
@@ -301,11 +295,7 @@ TrainResult run_training(const TrainConfig& config, const TrainHooks& hooks) {
   dev.reset_peak_memory();
   if (dev.is_cpu()) check_model_fits_in_memory(c);
   at::manual_seed(c.seed);
-  core::ModelOptions mo;
-  mo.num_classes = c.num_classes;
-  mo.small_stem = c.small_stem;
-  mo.base_width = c.base_width;
-  mo.zero_init_residual = c.zero_init_residual;
+  const core::ModelOptions mo = model_options(c);
   auto model = core::create_model(c.model, mo);
   if (!c.weights_in.empty()) core::load_weights(*model, c.weights_in, &notes);
   r.parameters = core::parameter_count(*model);

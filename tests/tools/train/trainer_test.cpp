@@ -78,12 +78,8 @@ struct TinyRun {
     model = std::make_shared<TinyNetImpl>();
     model->train();
     if (!source) {
-      core::SyntheticOptions so;
-      so.batch_size = c.batch_size;
-      so.image_size = c.image_size;
-      so.num_classes = c.num_classes;
+      core::SyntheticOptions so = synthetic_options(c);
       so.distinct_batches = 3;
-      so.seed = c.seed;
       source = core::make_synthetic_source(so, at::kCPU);
     }
     trainer = std::make_unique<Trainer>(plan, dev, make_trainer_parts(plan, at::kCPU, model, std::move(source), nullptr));
@@ -419,4 +415,36 @@ TEST(RunPlan, RejectsNonFiniteAndNegativeSettings) {
     edit(c);
     EXPECT_THROW(resolve(c, dev), std::invalid_argument);
   }
+}
+
+TEST(RunPlan, ModelOptionsAreTheConfigurations) {
+  TrainConfig c = tiny_config();
+  c.num_classes = 37;
+  c.small_stem = true;
+  c.base_width = 16;
+  c.zero_init_residual = true;
+  const core::ModelOptions o = model_options(c);
+  EXPECT_EQ(o.num_classes, 37);
+  EXPECT_TRUE(o.small_stem);
+  EXPECT_EQ(o.base_width, 16);
+  EXPECT_TRUE(o.zero_init_residual);
+  EXPECT_EQ(o.in_channels, 3);
+}
+
+TEST(RunPlan, SyntheticBatchesAreTheConfigurationsAndDifferByRank) {
+  TrainConfig c = tiny_config();
+  c.batch_size = 6;
+  c.image_size = 20;
+  c.num_classes = 7;
+  c.channels_last = true;
+  c.seed = 11;
+  const core::SyntheticOptions o = synthetic_options(c);
+  EXPECT_EQ(o.batch_size, 6);
+  EXPECT_EQ(o.image_size, 20);
+  EXPECT_EQ(o.num_classes, 7);
+  EXPECT_TRUE(o.channels_last);
+  EXPECT_EQ(o.seed, 11u);
+  c.rank = 3;
+  c.world_size = 4;
+  EXPECT_EQ(synthetic_options(c).seed, 14u);  // --seed + rank
 }
