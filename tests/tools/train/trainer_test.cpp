@@ -73,7 +73,7 @@ struct TinyRun {
   std::unique_ptr<Trainer> trainer;
 
   explicit TinyRun(const TrainConfig& c, std::unique_ptr<core::BatchSource> source = nullptr) {
-    plan = resolve(c, dev);
+    plan = resolve(check_config(c), dev);
     at::manual_seed(c.seed);
     model = std::make_shared<TinyNetImpl>();
     model->train();
@@ -360,17 +360,17 @@ TEST(RunPlan, DefaultWarmupIsLoweredForShortRunsAndSaid) {
   auto dev = core::DeviceContext::open("cpu");
   TrainConfig c = tiny_config();
   c.steps = 3;
-  const RunPlan p = resolve(c, dev);
+  const RunPlan p = resolve(check_config(c), dev);
   EXPECT_EQ(p.resolved.warmup_steps, 2);
   EXPECT_EQ(p.asked.warmup_steps, -1);
   ASSERT_EQ(p.notes.size(), 1u);
   EXPECT_NE(p.notes[0].find("warm-up"), std::string::npos);
   c.steps = 10;
-  EXPECT_EQ(resolve(c, dev).resolved.warmup_steps, 3);
-  EXPECT_TRUE(resolve(c, dev).notes.empty());
+  EXPECT_EQ(resolve(check_config(c), dev).resolved.warmup_steps, 3);
+  EXPECT_TRUE(resolve(check_config(c), dev).notes.empty());
   c.steps = 3;
   c.warmup_steps = 3;  // explicit and impossible: an error, not a silent change
-  EXPECT_THROW(resolve(c, dev), std::invalid_argument);
+  EXPECT_THROW(check_config(c), std::invalid_argument);
 }
 
 TEST(RunPlan, ResolvesDerivedValuesWithoutChangingTheRequest) {
@@ -380,7 +380,7 @@ TEST(RunPlan, ResolvesDerivedValuesWithoutChangingTheRequest) {
   c.batch_size = 64;
   c.num_classes = 0;
   c.image_size = 0;
-  const RunPlan p = resolve(c, dev);
+  const RunPlan p = resolve(check_config(c), dev);
   EXPECT_DOUBLE_EQ(p.resolved.lr, 0.025);  // 0.1 x 64 / 256
   EXPECT_EQ(p.resolved.num_classes, 1000);
   EXPECT_EQ(p.resolved.image_size, 224);
@@ -394,17 +394,16 @@ TEST(RunPlan, ResolvesDerivedValuesWithoutChangingTheRequest) {
   f.has_val_split = false;
   c.data = "imagefolder:/x";
   c.epochs = 2;
-  const RunPlan q = resolve(c, dev, f);
+  const RunPlan q = resolve(check_config(c), dev, f);
   EXPECT_EQ(q.resolved.steps, 10);
   EXPECT_EQ(q.resolved.num_classes, 10);
   EXPECT_FALSE(q.resolved.eval_at_end);
   EXPECT_EQ(q.notes.size(), 1u);
   c.eval_every_steps = 2;
-  EXPECT_THROW(resolve(c, dev, f), std::invalid_argument);
+  EXPECT_THROW(resolve(check_config(c), dev, f), std::invalid_argument);
 }
 
 TEST(RunPlan, RejectsNonFiniteAndNegativeSettings) {
-  auto dev = core::DeviceContext::open("cpu");
   for (auto edit : std::vector<std::function<void(TrainConfig&)>>{
            [](TrainConfig& c) { c.lr = std::numeric_limits<double>::quiet_NaN(); },
            [](TrainConfig& c) { c.clip_grad_norm = std::numeric_limits<double>::quiet_NaN(); },
@@ -413,7 +412,7 @@ TEST(RunPlan, RejectsNonFiniteAndNegativeSettings) {
            [](TrainConfig& c) { c.cpu_allocator = "slab"; }}) {
     TrainConfig c = tiny_config();
     edit(c);
-    EXPECT_THROW(resolve(c, dev), std::invalid_argument);
+    EXPECT_THROW(check_config(c), std::invalid_argument);
   }
 }
 
