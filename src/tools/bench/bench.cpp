@@ -85,6 +85,7 @@ std::vector<train::TrainResult> run_bench(const BenchOptions& o, std::ostream* m
   if (precisions.empty()) precisions = {"fp32", train::default_amp_precision(dev)};
   const auto runs = checked_runs(shared, precisions);
   train::TrainHooks hooks;
+  hooks.device = &dev;
   hooks.messages = &out;
   hooks.notes_said = say_emulation(runs, dev, out);
   std::vector<train::TrainResult> results;

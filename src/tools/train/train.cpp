@@ -182,9 +182,9 @@ core::DeviceContext open_device(const std::string& spec, const std::optional<dis
                                    std::to_string(env->local_rank));
 }
 
-// The request's device; the CPU's allocator as the request says.
-core::DeviceContext run_device(const CheckedConfig& checked) {
-  auto dev = open_device(checked.config().device, checked.workers());
+// The caller's device, or the request's; the CPU's allocator as the request says.
+core::DeviceContext run_device(const CheckedConfig& checked, const TrainHooks& hooks) {
+  auto dev = hooks.device ? *hooks.device : open_device(checked.config().device, checked.workers());
   if (dev.is_cpu()) {
     core::install_cpu_memory_tracking();
     core::set_cpu_block_caching(checked.config().cpu_allocator == "caching");
@@ -222,7 +222,7 @@ TrainResult run_training(const CheckedConfig& checked, const TrainHooks& hooks) 
   std::ostream& msg = hooks.messages ? *hooks.messages : std::cerr;
   core::load_backend_libraries(asked.backend_libs);
   if (asked.threads > 0) at::set_num_threads(asked.threads);
-  const core::DeviceContext dev = run_device(checked);
+  const core::DeviceContext dev = run_device(checked, hooks);
   const std::unique_ptr<dist::Group> group = join_group(checked, dev);
   std::ostringstream quiet;  // ranks other than 0 keep their notes to themselves
   std::ostream& notes = asked.rank == 0 ? msg : quiet;

@@ -2,7 +2,7 @@
 // One training run of a checked request (tools/train/checked_config.h): joins its process group,
 // opens the data, resolves the plan (tools/train/run_plan.h), builds the model and a Trainer
 // (tools/train/trainer.h), attaches the observers the flags ask for (log, profiler, evaluation,
-// progress) and runs the steps. bench calls it once per precision.
+// progress) and runs the steps. bench calls it once per precision, on the device it opened.
 //
 //   TrainConfig cfg; cfg.model = "resnet18"; cfg.precision = "bf16";
 //   TrainResult r = run_training(check_config(cfg));
@@ -20,6 +20,7 @@
 
 namespace crosstrain::core {
 class BatchSource;
+class DeviceContext;
 }  // namespace crosstrain::core
 
 namespace crosstrain::train {
@@ -28,6 +29,9 @@ class TrainObserver;
 
 // What a caller adds to a run: its own data and its own observers (dumps, checks).
 struct TrainHooks {
+  // The device to run on, already opened by the caller (bench opens one for all its runs); when
+  // null the run opens the configuration's (cuda:LOCAL_RANK in a process group).
+  const core::DeviceContext* device = nullptr;
   // Replaces the synthetic data when set; called once the device is known.
   std::function<std::unique_ptr<core::BatchSource>(const std::string& device)> make_source;
   // Attached after the profiler and before the run's own observers (tools/train/train_observer.h).

@@ -10,6 +10,7 @@
 #include "tools/bench/bench.h"
 #include "tools/bench/bench_report.h"
 #include "tools/train/model_catalog.h"
+#include "core/device.h"
 #include "core/models.h"
 #include "tools/train/train_report.h"
 
@@ -123,6 +124,19 @@ TEST(Train, RejectsBadConfigurations) {
   c = tiny();
   c.cpu_allocator = "jemalloc";
   EXPECT_THROW(run_training(check_config(c)), std::invalid_argument);
+}
+
+// A caller that opened the device hands it over: the run does not open the request's again.
+TEST(Train, RunsOnTheDeviceTheCallerOpened) {
+  const auto cpu = crosstrain::core::DeviceContext::open("cpu");
+  auto c = tiny();
+  c.steps = 2;
+  c.device = "cuda:7";  // would not open here
+  TrainHooks hooks;
+  hooks.device = &cpu;
+  const auto r = run_training(check_config(c), hooks);
+  EXPECT_EQ(r.device, "cpu");
+  EXPECT_EQ(r.steps.size(), 2u);
 }
 
 TEST(Train, CpuAllocatorModesGiveIdenticalLosses) {
