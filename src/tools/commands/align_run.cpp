@@ -12,8 +12,8 @@
 #include "core/device.h"
 #include "core/models.h"
 #include "tools/commands/align_ranks.h"
-#include "tools/dist/worker_env.h"
 #include "tools/train/precision.h"
+#include "tools/train/run_plan.h"
 #include "tools/train/train.h"
 #include "tools/train/trainer.h"
 
@@ -60,17 +60,10 @@ std::string fresh_out_dir() {
 std::string initial_weights_path(const std::string& out) { return (fs::path(out) / "initial_weights.pt").string(); }
 
 // The initial weights both sides load, from the shared configuration's seed.
-std::string write_initial_weights(const train::TrainConfig& base, const std::string& out) {
-  core::ModelOptions mo;
-  mo.num_classes = base.num_classes;
-  mo.small_stem = base.small_stem;
-  mo.base_width = base.base_width;
-  mo.zero_init_residual = base.zero_init_residual;
+void write_initial_weights(const train::TrainConfig& base, const std::string& out) {
   at::manual_seed(base.seed);
-  auto model = core::create_model(base.model, mo);
-  const std::string weights = initial_weights_path(out);
-  core::save_weights(*model, weights);
-  return weights;
+  auto model = core::create_model(base.model, train::model_options(base));
+  core::save_weights(*model, initial_weights_path(out));
 }
 
 std::string first_line(const std::string& s) { return s.substr(0, s.find('\n')); }
@@ -78,6 +71,15 @@ std::string first_line(const std::string& s) { return s.substr(0, s.find('\n'));
 // "run B (device=cuda precision=bf16)", or "run B" for an empty spec.
 std::string side_name(const std::string& side, const std::string& spec) {
   return "run " + side + (spec.empty() ? "" : " (" + spec + ")");
+}
+
+// The side as it will train, checked once (a bad one names the side).
+train::CheckedConfig check_side(const train::TrainConfig& c, const std::string& name) {
+  try {
+    return train::check_config(c);
+  } catch (const std::invalid_argument& e) {
+    throw std::invalid_argument(name + ": " + first_line(e.what()));
+  }
 }
 
 // The side's device must open before either side trains: a typo in B must not cost A's run. A
@@ -101,7 +103,7 @@ std::string open_side_device(const train::TrainConfig& c, const std::string& nam
 // Trains one side with its dump attached. A NaN or infinite loss stops the side but keeps its
 // dump: returns why ("" when it finished). Any other failure is AlignSideFailed (or, for a caller
 // mistake only found now, std::invalid_argument), naming the side.
-std::string run_side(const AlignOptions& o, const train::TrainConfig& c, const std::string& dir, bool disturbed,
+std::string run_side(const AlignOptions& o, const train::CheckedConfig& c, const std::string& dir, bool disturbed,
                      const std::string& name, std::ostream& log, const std::vector<std::string>& notes_said = {}) {
   train::TrainHooks hooks;
   hooks.messages = &log;
@@ -114,7 +116,7 @@ std::string run_side(const AlignOptions& o, const train::TrainConfig& c, const s
   }
   std::string stopped;
   try {
-    DumpAttachment attachment = attach_dump(d, dir, c, hooks, /*host_batches=*/c.data.empty());
+    DumpAttachment attachment = attach_dump(d, dir, c.config(), hooks, /*host_batches=*/c.config().data.empty());
     try {
       train::run_training(c, hooks);
     } catch (const train::NonFiniteLoss& e) {
@@ -162,7 +164,6 @@ AlignSide parse_align_side(const train::TrainConfig& base, const std::string& si
                                   "' (valid: device, precision, threads, channels_last, backend_lib, loss_scale, "
                                   "nproc, accumulate_steps)");
   }
-  train::validate_config(c);
   return r;
 }
 
@@ -187,8 +188,6 @@ void match_align_sides(AlignSide& a, AlignSide& b, std::ostream* log) {
   // One sharded dataset, generated on the host, with exactly the samples of every step.
   const int64_t samples = a.config.steps * want * a.config.batch_size;
   a.config.data = b.config.data = "synthetic:" + std::to_string(samples);
-  train::validate_config(a.config);
-  train::validate_config(b.config);
 }
 
 namespace {
@@ -208,16 +207,27 @@ Sides resolve_sides(AlignOptions& o, std::ostream* log) {
   return s;
 }
 
+// What a side takes from the process that trains it, set before it is checked. A thread count set
+// for one side stays set in the process: a side without one gets the default explicitly, so the
+// order of the runs does not change what B measures. Ranks get one thread each from the launcher
+// unless OMP_NUM_THREADS or the spec says otherwise. Both sides load the initial weights in `out`
+// unless the base names some.
+void settle_sides(Sides& s, const AlignOptions& o, const std::string& out) {
+  const int default_threads = at::get_num_threads();
+  for (AlignSide* side : {&s.a, &s.b}) {
+    if (side->config.threads == 0 && side->nproc == 1) side->config.threads = default_threads;
+    if (o.base.weights_in.empty()) side->config.weights_in = initial_weights_path(out);
+  }
+}
+
 // A rank of a multi-process side, started by run_side_ranks: trains its side into SIDE/rank<R>.
 AlignRun run_as_rank(AlignOptions o, const AlignWorkerRole& role, std::ostream& log) {
   Sides s = resolve_sides(o, nullptr);
+  settle_sides(s, o, role.out);
   const bool is_b = role.side == "b";
-  train::TrainConfig c = (is_b ? s.b : s.a).config;
-  if (o.base.weights_in.empty()) c.weights_in = initial_weights_path(role.out);
-  const auto env = dist::WorkerEnv::from_environment();
-  const int rank = env ? env->rank : 0;
-  const std::string dir = (fs::path(role.out) / role.side / ("rank" + std::to_string(rank))).string();
   const std::string name = side_name(is_b ? "B" : "A", is_b ? o.b : o.a);
+  const train::CheckedConfig c = check_side((is_b ? s.b : s.a).config, name);
+  const std::string dir = (fs::path(role.out) / role.side / ("rank" + std::to_string(c.config().rank))).string();
   AlignRun run;
   run.worker = true;
   run.out_dir = role.out;
@@ -228,12 +238,12 @@ AlignRun run_as_rank(AlignOptions o, const AlignWorkerRole& role, std::ostream& 
 }
 
 // Trains one side, in this process or as its ranks; returns why it stopped early ("" if it did not).
-std::string train_side(const AlignOptions& o, const AlignSide& side, const std::string& letter,
-                       const std::string& name, const std::string& out, std::ostream& log,
+std::string train_side(const AlignOptions& o, const AlignSide& side, const train::CheckedConfig& checked,
+                       const std::string& letter, const std::string& name, const std::string& out, std::ostream& log,
                        const std::vector<std::string>& notes_said) {
   const std::string dir = (fs::path(out) / letter).string();
   const bool disturbed = letter == "b";
-  if (side.nproc == 1) return run_side(o, side.config, dir, disturbed, name, log, notes_said);
+  if (side.nproc == 1) return run_side(o, checked, dir, disturbed, name, log, notes_said);
   log << "align: " << name << " trains as " << side.nproc << " processes; rank 0's dump is compared\n";
   const int status = run_side_ranks(letter, side.nproc, out);
   if (status == 0) return "";
@@ -254,32 +264,24 @@ AlignRun run_align(const AlignOptions& options, std::ostream& log) {
   AlignOptions o = options;
   if (const auto role = align_worker_role()) return run_as_rank(o, *role, log);
   Sides s = resolve_sides(o, &log);
-  train::TrainConfig& sa = s.a.config;
-  train::TrainConfig& sb = s.b.config;
-  train::check_threads_fit_machine(sa);
-  train::check_threads_fit_machine(sb);
   align::StepSelection::parse(o.dump.steps);  // a malformed selection fails before anything runs
+  AlignRun run;
+  run.out_dir_generated = o.out.empty();
+  run.out_dir = run.out_dir_generated ? fresh_out_dir() : o.out;
+  settle_sides(s, o, run.out_dir);
   const std::string name_a = side_name("A", o.a), name_b = side_name("B", o.b);
+  const train::CheckedConfig checked_a = check_side(s.a.config, name_a), checked_b = check_side(s.b.config, name_b);
   std::vector<std::string> notes_said;
-  for (const auto& [config, name] : {std::pair{&sa, &name_a}, std::pair{&sb, &name_b}}) {
-    const std::string note = open_side_device(*config, *name);
+  for (const auto& [checked, name] : {std::pair{&checked_a, &name_a}, std::pair{&checked_b, &name_b}}) {
+    const std::string note = open_side_device(checked->config(), *name);
     if (note.empty()) continue;
     log << "note: " << *name << ": " << note << "\n";
     notes_said.push_back(note);
   }
-  AlignRun run;
-  run.out_dir_generated = o.out.empty();
-  run.out_dir = run.out_dir_generated ? fresh_out_dir() : o.out;
   fs::create_directories(run.out_dir);
-  // A thread count set for one side stays set in the process: a side without one gets the default
-  // explicitly, so the order of the runs does not change what B measures. Ranks get one thread
-  // each from the launcher unless OMP_NUM_THREADS or the spec says otherwise.
-  const int default_threads = at::get_num_threads();
-  if (sa.threads == 0 && s.a.nproc == 1) sa.threads = default_threads;
-  if (sb.threads == 0 && s.b.nproc == 1) sb.threads = default_threads;
   if (o.base.weights_in.empty()) {
     try {
-      sa.weights_in = sb.weights_in = write_initial_weights(sa, run.out_dir);
+      write_initial_weights(checked_a.config(), run.out_dir);
     } catch (const c10::Error& e) {
       throw std::runtime_error("initial weights: " + first_line(e.what_without_backtrace()));
     }
@@ -287,9 +289,9 @@ AlignRun run_align(const AlignOptions& options, std::ostream& log) {
   log << "align: dumps in " << run.out_dir
       << (run.out_dir_generated ? " (a new directory under the current one; --out to choose)" : "") << "\n";
   log << "align: running A (" << o.a << ")\n";
-  const std::string stopped_a = train_side(o, s.a, "a", name_a, run.out_dir, log, notes_said);
+  const std::string stopped_a = train_side(o, s.a, checked_a, "a", name_a, run.out_dir, log, notes_said);
   log << "align: running B (" << o.b << ")\n";
-  const std::string stopped_b = train_side(o, s.b, "b", name_b, run.out_dir, log, notes_said);
+  const std::string stopped_b = train_side(o, s.b, checked_b, "b", name_b, run.out_dir, log, notes_said);
 
   align::CompareOptions compare;
   compare.strict = o.strict;

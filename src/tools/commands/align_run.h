@@ -53,8 +53,8 @@ struct AlignRun {
 };
 
 // The keys a side may set: device, precision, threads, channels_last, backend_lib, loss_scale,
-// nproc, accumulate_steps. std::invalid_argument naming the side and key for a malformed spec or an
-// invalid configuration.
+// nproc, accumulate_steps. std::invalid_argument naming the side and key for a malformed spec; the
+// side's configuration is checked once both sides are matched (run_align).
 struct AlignSide {
   train::TrainConfig config;
   int nproc = 1;                // processes the side trains as
@@ -68,9 +68,9 @@ AlignSide parse_align_side(const train::TrainConfig& base, const std::string& si
 // Notes what it changed to `log` when given.
 void match_align_sides(AlignSide& a, AlignSide& b, std::ostream* log);
 
-// Validates both sides and opens both devices before anything runs (std::invalid_argument for a
-// malformed side, AlignSideFailed for a device that does not open), then trains A, then B, and
-// compares. Progress lines go to `log`.
+// Checks both sides once (train::check_config) and opens both devices before anything runs
+// (std::invalid_argument naming the side for a malformed or invalid side, AlignSideFailed for a
+// device that does not open), then trains A, then B, and compares. Progress lines go to `log`.
 AlignRun run_align(const AlignOptions& options, std::ostream& log);
 
 }  // namespace crosstrain::commands

@@ -4,6 +4,7 @@
 
 #include "tools/dump/dump_session.h"
 #include "tools/dump/shared_batches.h"
+#include "tools/train/run_plan.h"
 #include "tools/train/train.h"
 
 namespace crosstrain::commands {
@@ -68,12 +69,7 @@ DumpAttachment attach_dump(const DumpOptions& f, const std::string& dir, const t
       return dump::make_npy_batch_source(npy, device, classes, cl);
     };
   } else if (host_batches) {
-    core::SyntheticOptions so;
-    so.batch_size = c.batch_size;
-    so.image_size = c.image_size;
-    so.num_classes = c.num_classes;
-    so.seed = c.seed;
-    so.channels_last = c.channels_last;
+    const core::SyntheticOptions so = train::synthetic_options(c);
     hooks.make_source = [so](const std::string& device) { return dump::make_host_synthetic_source(so, device); };
   }
   return a;

@@ -6,7 +6,7 @@
 //   DumpOptions o; o.dir = "dump"; o.steps = "0-1";
 //   train::TrainHooks hooks;
 //   DumpAttachment dump = attach_dump(o, o.dir, config, hooks, /*host_batches=*/false);
-//   train::run_training(config, hooks);
+//   train::run_training(train::check_config(config), hooks);
 //   dump.close();
 #include <cstdint>
 #include <memory>

@@ -8,7 +8,6 @@
 #include "tools/bench/bench_report.h"
 #include "tools/commands/commands.h"
 #include "tools/commands/torch_errors.h"
-#include "tools/dist/worker_env.h"
 #include "tools/train/train.h"
 #include "tools/train/train_report.h"
 
@@ -20,16 +19,16 @@ int train(const TrainArgs& args) {
   const bool quiet = report::json_to_stdout(args.json);
   train::TrainHooks hooks;
   hooks.messages = &std::cerr;
-  train::validate_config(args.config);
+  const train::CheckedConfig checked = train::check_config(args.config);
   // A typo in an output path must not cost the run: every output location is checked first.
   for (const auto* path : {&args.json, &args.config.weights_out, &args.config.log_path})
     if (!path->empty()) report::check_writable(*path);
   // Data-parallel workers dump one folder each: DIR/rank<N> (as --profile does).
   std::string dump_dir = args.dump.dir;
-  if (const auto env = dist::WorkerEnv::from_environment(); env && env->world_size > 1 && !dump_dir.empty())
-    dump_dir = (std::filesystem::path(dump_dir) / ("rank" + std::to_string(env->rank))).string();
+  if (checked.config().world_size > 1 && !dump_dir.empty())
+    dump_dir = (std::filesystem::path(dump_dir) / ("rank" + std::to_string(checked.config().rank))).string();
   DumpAttachment dump = attach_dump(args.dump, dump_dir, args.config, hooks, /*host_batches=*/false);
-  const auto result = train::run_training(args.config, hooks);
+  const auto result = train::run_training(checked, hooks);
   if (dump.dumping()) {
     dump.close();
     std::cerr << "dump: " << dump.dir() << " (" << dump.records_written() << " records)\n";

@@ -5,7 +5,7 @@
 //   DumpSessionOptions o; o.dir = "dump_a"; o.mode = align::DumpMode::Stats; o.steps = StepSelection::parse("0-1");
 //   DumpSession dump(o);                          // opens the dump now: a bad directory fails early
 //   train::TrainHooks hooks; hooks.train_observers.push_back(&dump);
-//   train::run_training(config, hooks);
+//   train::run_training(train::check_config(config), hooks);
 //   dump.close();
 //
 // Per dumped step, in execution order: every module's forward output (block and leaf), the loss and

@@ -1,21 +1,28 @@
 #pragma once
-// From what the user asked (a TrainConfig of strings and defaults) to what a run does (a RunPlan of
-// typed, resolved values). Every check of a configuration happens here, once; the CLI only parses.
+// From what the user asked to what a run does (a RunPlan of typed, resolved values), in two steps:
+// check_config (tools/train/checked_config.h) checks the request once, before anything is opened;
+// resolve fits the checked request to the opened device and data. Every check of a configuration
+// happens in one of the two; the CLI only parses.
 //
-//   RunPlan plan = resolve(config, device, data_facts);   // std::invalid_argument on a bad request
+//   const CheckedConfig checked = check_config(config);        // std::invalid_argument on a bad request
+//   RunPlan plan = resolve(checked, device, data_facts);       // ... on a request that does not fit
 //   plan.resolved.steps, plan.precision.autocast_dtype, plan.optimizer, plan.notes ...
 //
-// `asked` is never changed; `resolved` has every derived value filled in: the learning rate (linear
-// scaling rule), image size and class count (from the dataset), steps (from --epochs), warm-up
-// steps. A default that does not fit the request is adjusted and said in `notes` (the summary
-// prints them); an explicit value that does not fit is an error.
+// `asked` is the checked request as this process runs it and is never changed; `resolved` has every
+// derived value filled in: the learning rate (linear scaling rule), image size and class count (from
+// the dataset), steps (from --epochs), warm-up steps. A default that does not fit the request is
+// adjusted and said in `notes` (the summary prints them); an explicit value that does not fit is an
+// error.
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "core/amp.h"
+#include "core/batch_source.h"
 #include "core/device.h"
+#include "core/models.h"
 #include "core/optim.h"
+#include "tools/train/checked_config.h"
 #include "tools/train/precision.h"
 #include "tools/train/train_config.h"
 
@@ -46,8 +53,9 @@ struct RunPlan {
   std::vector<std::string> notes;  // defaults adjusted to fit the request
 };
 
-// `data`: the facts of the opened dataset when the run reads one (--data), else nullopt.
-RunPlan resolve(const TrainConfig& config, const core::DeviceContext& device,
+// `data`: the facts of the opened dataset when the run reads one (--data), else nullopt. On the CPU,
+// a model whose weights, gradients and optimizer state alone exceed the machine's memory is refused.
+RunPlan resolve(const CheckedConfig& config, const core::DeviceContext& device,
                 const std::optional<DataFacts>& data = std::nullopt);
 
 // A command's own default timing warm-up (`preferred` steps, the user gave none) made to fit a run
@@ -67,6 +75,12 @@ void fit_profile_schedule(profile::ProfileOptions& options, int64_t steps, bool 
 int64_t steps_per_epoch(const TrainConfig& config, const DataFacts& data);
 // Samples per optimizer step over all ranks.
 int64_t global_batch(const TrainConfig& config);
+
+// The model and the synthetic batches a configuration asks for: every model or synthetic source
+// built from a TrainConfig gets its options here (a rank's synthetic batches are seeded by
+// --seed + rank, so ranks see different ones).
+core::ModelOptions model_options(const TrainConfig& config);
+core::SyntheticOptions synthetic_options(const TrainConfig& config);
 
 // The parts' options as the plan says.
 core::GradScalerOptions scaler_options(const RunPlan& plan);

@@ -4,12 +4,9 @@
 #include <ATen/Parallel.h>
 #include <c10/util/Exception.h>
 
-#include <unistd.h>
-
 #include <algorithm>
 #include <csignal>
 #include <cstdlib>
-#include <filesystem>
 #include <iostream>
 #include <optional>
 #include <sstream>
@@ -26,7 +23,6 @@
 #include "tools/dist/data_parallel.h"
 #include "tools/dist/group.h"
 #include "tools/dist/sync_batch_norm.h"
-#include "tools/train/model_catalog.h"
 #include "tools/train/run_plan.h"
 #include "tools/train/train_observers.h"
 #include "tools/train/trainer.h"
@@ -40,24 +36,6 @@ namespace {
                            " (" + c.model + ", " + std::to_string(c.image_size) + "px, " + c.precision +
                            "): lower --batch-size, or use --precision bf16/fp16 to halve activation memory. " +
                            what.substr(0, what.find('\n')));
-}
-
-// Weights, gradients and optimizer state alone must fit in the machine's memory (activations come
-// on top): otherwise building the model grows the process until the kernel kills it.
-void check_model_fits_in_memory(const TrainConfig& c) {
-  const long pages = ::sysconf(_SC_PHYS_PAGES), page = ::sysconf(_SC_PAGESIZE);
-  if (pages <= 0 || page <= 0) return;
-  const double memory = static_cast<double>(pages) * static_cast<double>(page);
-  const double params = static_cast<double>(estimate_parameters(c.model, c.num_classes, c.small_stem, c.base_width));
-  const double copies = 2 + (c.optimizer == "adamw" ? 2 : (c.momentum > 0 ? 1 : 0));
-  const double bytes = params * 4 * copies;
-  if (bytes <= memory) return;
-  std::ostringstream msg;
-  msg.precision(3);
-  msg << c.model << " with --base-width " << c.base_width << " and " << c.num_classes << " classes has "
-      << params / 1e9 << " billion parameters: " << bytes / 1e9 << " GB for weights, gradients and optimizer state, "
-      << "more than the " << memory / 1e9 << " GB of memory of this machine; lower --base-width or --num-classes";
-  throw std::invalid_argument(msg.str());
 }
 
 // The training split of --data behind the threaded loader, and what it decides about the run.
@@ -86,13 +64,7 @@ std::unique_ptr<core::BatchSource> make_source(const TrainConfig& c, const Train
                                                c10::Device device, const std::string& device_name) {
   if (hooks.make_source) return hooks.make_source(device_name);
   if (data.loader) return std::move(data.loader);
-  core::SyntheticOptions so;
-  so.batch_size = c.batch_size;
-  so.image_size = c.image_size;
-  so.num_classes = c.num_classes;
-  so.seed = c.seed + static_cast<uint64_t>(c.rank);  // ranks see different synthetic batches
-  so.channels_last = c.channels_last;
-  return core::make_synthetic_source(so, device);
+  return core::make_synthetic_source(synthetic_options(c), device);
 }
 
 std::unique_ptr<EvalObserver> make_evaluation(const RunPlan& plan, const OpenedData& data, core::TrainableModel& model,
@@ -202,22 +174,31 @@ void run_steps(Trainer& trainer, const RunPlan& plan, const TrainHooks& hooks, c
 }
 
 
-// Data-parallel: the process group this run joins, from torchrun's variables or --distributed.
-std::optional<dist::WorkerEnv> worker_env(const TrainConfig& c) {
-  auto env = dist::WorkerEnv::from_environment();
-  if (!env && c.distributed) {
-    env = dist::WorkerEnv::single();
-    env->master_port = 0;  // a store of its own, on any free port
-  }
-  return env;
-}
-
 // One device per local rank: "cuda" (or "auto" resolving to an accelerator) becomes cuda:LOCAL_RANK.
 core::DeviceContext open_device(const std::string& spec, const std::optional<dist::WorkerEnv>& env) {
   auto dev = core::DeviceContext::open(spec);
   if (!env || dev.is_cpu() || spec.find(':') != std::string::npos) return dev;
   return core::DeviceContext::open(c10::DeviceTypeName(dev.device().type(), /*lower_case=*/true) + ":" +
                                    std::to_string(env->local_rank));
+}
+
+// The caller's device, or the request's; the CPU's allocator as the request says.
+core::DeviceContext run_device(const CheckedConfig& checked, const TrainHooks& hooks) {
+  auto dev = hooks.device ? *hooks.device : open_device(checked.config().device, checked.workers());
+  if (dev.is_cpu()) {
+    core::install_cpu_memory_tracking();
+    core::set_cpu_block_caching(checked.config().cpu_allocator == "caching");
+  }
+  return dev;
+}
+
+// The process group the request was checked for, joined on `dev`; null on one process.
+std::unique_ptr<dist::Group> join_group(const CheckedConfig& checked, const core::DeviceContext& dev) {
+  if (!checked.workers()) return nullptr;
+  dist::GroupOptions go;
+  go.backend = checked.config().dist_backend;
+  go.timeout = std::chrono::milliseconds(static_cast<int64_t>(checked.config().dist_timeout_s * 1000));
+  return dist::Group::join(*checked.workers(), dev, go);
 }
 
 // Rank 0 picks the checkpoint to resume from (trying each under --resume auto) and every rank
@@ -236,46 +217,24 @@ ResumePoint agree_on_resume(const TrainConfig& c, dist::Group* group, Trainer& t
 
 }  // namespace
 
-TrainResult run_training(const TrainConfig& config, const TrainHooks& hooks) {
-  validate_config(config);
-  check_threads_fit_machine(config);
+TrainResult run_training(const CheckedConfig& checked, const TrainHooks& hooks) {
+  const TrainConfig& asked = checked.config();
   std::ostream& msg = hooks.messages ? *hooks.messages : std::cerr;
-  core::load_backend_libraries(config.backend_libs);
-  if (config.threads > 0) at::set_num_threads(config.threads);
-  const auto env = worker_env(config);
-  if (config.sync_bn && !env)
-    throw std::invalid_argument("--sync-bn needs a process group: run under torchrun or crosstrain launch, or add --distributed");
-  auto dev = open_device(config.device, env);
-  if (dev.is_cpu()) {
-    core::install_cpu_memory_tracking();
-    core::set_cpu_block_caching(config.cpu_allocator == "caching");
-  }
-  std::unique_ptr<dist::Group> group;
-  TrainConfig asked = config;
-  if (env) {
-    if (!config.drop_last && env->world_size > 1)
-      throw std::invalid_argument("--keep-last cannot be used with more than one rank: every rank must take as many steps");
-    dist::GroupOptions go;
-    go.backend = config.dist_backend;
-    go.timeout = std::chrono::milliseconds(static_cast<int64_t>(config.dist_timeout_s * 1000));
-    group = dist::Group::join(*env, dev, go);
-    asked.rank = group->rank();
-    asked.world_size = group->size();
-    asked.distributed = true;
-    if (group->size() > 1 && !asked.profile.dir.empty())  // one trace folder per rank; analyze reads the parent
-      asked.profile.dir = (std::filesystem::path(asked.profile.dir) / ("rank" + std::to_string(group->rank()))).string();
-  }
+  core::load_backend_libraries(asked.backend_libs);
+  if (asked.threads > 0) at::set_num_threads(asked.threads);
+  const core::DeviceContext dev = run_device(checked, hooks);
+  const std::unique_ptr<dist::Group> group = join_group(checked, dev);
   std::ostringstream quiet;  // ranks other than 0 keep their notes to themselves
   std::ostream& notes = asked.rank == 0 ? msg : quiet;
   // The rank that writes checkpoints owns the directory from before --resume reads it to the end.
   std::optional<CheckpointDirLock> checkpoint_lock;
-  if (!config.checkpoint_dir.empty() && asked.rank == 0) {
+  if (!asked.checkpoint_dir.empty() && asked.rank == 0) {
     std::string note;
-    checkpoint_lock.emplace(config.checkpoint_dir, &note);
+    checkpoint_lock.emplace(asked.checkpoint_dir, &note);
     if (!note.empty()) notes << "note: " << note << "\n";
   }
   OpenedData data = open_data(asked, hooks, dev.device());
-  const RunPlan plan = resolve(asked, dev, data.facts);
+  const RunPlan plan = resolve(checked, dev, data.facts);
   const TrainConfig& c = plan.resolved;
   apply_math_mode(plan.precision, dev);
   for (const auto& note : plan.notes)
@@ -284,7 +243,7 @@ TrainResult run_training(const TrainConfig& config, const TrainHooks& hooks) {
 
   TrainResult r;
   r.config = c;
-  r.requested = config;
+  r.requested = checked.requested();
   r.notes = plan.notes;
   r.device = dev.name();
   r.device_description = dev.info().description;
@@ -299,13 +258,8 @@ TrainResult run_training(const TrainConfig& config, const TrainHooks& hooks) {
 
   dev.synchronize();
   dev.reset_peak_memory();
-  if (dev.is_cpu()) check_model_fits_in_memory(c);
   at::manual_seed(c.seed);
-  core::ModelOptions mo;
-  mo.num_classes = c.num_classes;
-  mo.small_stem = c.small_stem;
-  mo.base_width = c.base_width;
-  mo.zero_init_residual = c.zero_init_residual;
+  const core::ModelOptions mo = model_options(c);
   auto model = core::create_model(c.model, mo);
   if (!c.weights_in.empty()) core::load_weights(*model, c.weights_in, &notes);
   r.parameters = core::parameter_count(*model);

@@ -1,22 +1,26 @@
 #pragma once
-// One training run: resolves the configuration (tools/train/run_plan.h), opens the data, builds the model
-// and a Trainer (tools/train/trainer.h), attaches the observers the flags ask for (log, profiler,
-// evaluation, progress) and runs the steps. bench calls it once per precision.
+// One training run of a checked request (tools/train/checked_config.h): joins its process group,
+// opens the data, resolves the plan (tools/train/run_plan.h), builds the model and a Trainer
+// (tools/train/trainer.h), attaches the observers the flags ask for (log, profiler, evaluation,
+// progress) and runs the steps. bench calls it once per precision, on the device it opened.
 //
 //   TrainConfig cfg; cfg.model = "resnet18"; cfg.precision = "bf16";
-//   TrainResult r = run_training(cfg);
+//   TrainResult r = run_training(check_config(cfg));
 //
-// Throws std::invalid_argument for bad configurations (exit 2 at the CLI) and std::runtime_error
-// for failures while running (out of memory, NaN loss in fp32, unreadable weights).
+// Throws std::invalid_argument for a request that does not fit the device or the data (exit 2 at
+// the CLI) and std::runtime_error for failures while running (out of memory, NaN loss in fp32,
+// unreadable weights).
 #include <functional>
 #include <memory>
 #include <ostream>
 #include <vector>
 
+#include "tools/train/checked_config.h"
 #include "tools/train/train_config.h"
 
 namespace crosstrain::core {
 class BatchSource;
+class DeviceContext;
 }  // namespace crosstrain::core
 
 namespace crosstrain::train {
@@ -25,6 +29,9 @@ class TrainObserver;
 
 // What a caller adds to a run: its own data and its own observers (dumps, checks).
 struct TrainHooks {
+  // The device to run on, already opened by the caller (bench opens one for all its runs); when
+  // null the run opens the configuration's (cuda:LOCAL_RANK in a process group).
+  const core::DeviceContext* device = nullptr;
   // Replaces the synthetic data when set; called once the device is known.
   std::function<std::unique_ptr<core::BatchSource>(const std::string& device)> make_source;
   // Attached after the profiler and before the run's own observers (tools/train/train_observer.h).
@@ -36,16 +43,9 @@ struct TrainHooks {
   std::vector<std::string> notes_said;
 };
 
-TrainResult run_training(const TrainConfig& config, const TrainHooks& hooks = {});
+TrainResult run_training(const CheckedConfig& config, const TrainHooks& hooks = {});
 
 // The learning rate a run uses: --lr, or 0.1 x batch / 256 when it is not set.
 double effective_lr(const TrainConfig& config);
-
-// Validates a configuration without running it (flag combinations, names, ranges).
-void validate_config(const TrainConfig& config);
-// std::invalid_argument when --threads asks for more intra-op threads than the machine has (OpenMP's
-// spinning workers make such a run crawl). Apart from validate_config, which does not depend on the
-// machine; run_training and align check both.
-void check_threads_fit_machine(const TrainConfig& config);
 
 }  // namespace crosstrain::train

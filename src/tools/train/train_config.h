@@ -10,7 +10,7 @@
 
 namespace crosstrain::train {
 
-// The largest values validate_config accepts; the flags check the same bounds before anything
+// The largest values check_config accepts; the flags check the same bounds before anything
 // runs. Past them a run cannot work on any machine (an allocation of petabytes, 64-bit overflow in
 // step counts) or only stalls it (thousands of threads). --threads is also refused above the
 // machine's hardware threads: OpenMP's spinning workers make an oversubscribed run crawl.

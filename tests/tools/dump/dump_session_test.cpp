@@ -29,9 +29,9 @@ void dumped_run(const train::TrainConfig& c, const std::string& dir, ModuleDistu
   hooks.train_observers.push_back(&dump);
   if (disturb) hooks.train_observers.push_back(disturb);
   if (expect_failure) {
-    EXPECT_THROW(train::run_training(c, hooks), std::runtime_error);
+    EXPECT_THROW(train::run_training(train::check_config(c), hooks), std::runtime_error);
   } else {
-    train::run_training(c, hooks);
+    train::run_training(train::check_config(c), hooks);
   }
   dump.close();
 }

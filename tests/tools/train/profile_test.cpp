@@ -34,7 +34,7 @@ class Recorders : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(Recorders, WritesTorchProfilerSchemaOnTheSchedule) {
   auto dir = crosstrain::testing::scratch_dir("profile_" + GetParam());
-  auto r = run_training(profiled(dir.string(), GetParam()));
+  auto r = run_training(check_config(profiled(dir.string(), GetParam())));
   EXPECT_EQ(r.profile_recorder, GetParam());
   ASSERT_EQ(r.profile_traces.size(), 2u);  // two cycles of (wait 1, warmup 1, active 2)
 
@@ -96,12 +96,12 @@ TEST(Profile, ShortRunWritesThePartialWindowAndBadScheduleIsRejected) {
   auto dir = crosstrain::testing::scratch_dir("profile_short");
   auto c = profiled(dir.string(), "portable");
   c.steps = 3;  // wait 1, warmup 1, then one of two active steps
-  auto r = run_training(c);
+  auto r = run_training(check_config(c));
   ASSERT_EQ(r.profile_traces.size(), 1u);
   auto doc = load(r.profile_traces[0]);
   int steps = 0;
   for (const auto& e : doc["traceEvents"]) steps += e.value("name", "").rfind("ProfilerStep#", 0) == 0;
   EXPECT_EQ(steps, 1);
   c.profile.active = 0;
-  EXPECT_THROW(run_training(c), std::invalid_argument);
+  EXPECT_THROW(run_training(check_config(c)), std::invalid_argument);
 }

@@ -10,6 +10,7 @@
 #include "tools/bench/bench.h"
 #include "tools/bench/bench_report.h"
 #include "tools/train/model_catalog.h"
+#include "core/device.h"
 #include "core/models.h"
 #include "tools/train/train_report.h"
 
@@ -29,24 +30,24 @@ std::vector<double> losses(const TrainResult& r) {
 }  // namespace
 
 TEST(Train, SameSeedGivesIdenticalLosses) {
-  auto a = run_training(tiny());
-  auto b = run_training(tiny());
+  auto a = run_training(check_config(tiny()));
+  auto b = run_training(check_config(tiny()));
   EXPECT_EQ(losses(a), losses(b));
   auto other = tiny();
   other.seed = 1;
-  EXPECT_NE(losses(run_training(other)), losses(a));
+  EXPECT_NE(losses(run_training(check_config(other))), losses(a));
 }
 
 TEST(Train, LossGoesDownOnFixedData) {
   auto c = tiny();
   c.steps = 8;
   c.lr = 0.05;
-  auto r = run_training(c);
+  auto r = run_training(check_config(c));
   EXPECT_LT(r.steps.back().loss, r.steps.front().loss * 0.8);
 }
 
 TEST(Train, ReportsTimingMemoryAndCost) {
-  auto r = run_training(tiny());
+  auto r = run_training(check_config(tiny()));
   EXPECT_EQ(r.measured_steps, 3);
   EXPECT_GT(r.throughput_img_s, 0);
   EXPECT_GE(r.batch_time_ms_p90, r.batch_time_ms_median);
@@ -67,7 +68,7 @@ TEST(Train, InjectedOverflowIsSkippedAndLogged) {
   std::ostringstream messages;
   TrainHooks hooks;
   hooks.messages = &messages;
-  auto r = run_training(c, hooks);
+  auto r = run_training(check_config(c), hooks);
   EXPECT_EQ(r.skipped_steps, 1);
   EXPECT_TRUE(r.steps[2].skipped);
   EXPECT_FALSE(r.steps[1].skipped);
@@ -87,9 +88,9 @@ TEST(Train, PortableScalerPathMatchesFusedPath) {
   std::ostringstream sink;
   TrainHooks hooks;
   hooks.messages = &sink;
-  auto fused = run_training(c, hooks);
+  auto fused = run_training(check_config(c), hooks);
   c.scaler_kernels = "portable";
-  auto portable = run_training(c, hooks);
+  auto portable = run_training(check_config(c), hooks);
   EXPECT_TRUE(fused.fused_scaler);
   EXPECT_FALSE(portable.fused_scaler);
   EXPECT_EQ(losses(fused), losses(portable));
@@ -100,7 +101,7 @@ TEST(Train, NanLossInFp32StopsWithTheStep) {
   auto c = tiny();
   c.inject_inf_at_step = 1;  // no scaler: the weights become inf, the next loss NaN
   try {
-    run_training(c);
+    run_training(check_config(c));
     FAIL() << "no error";
   } catch (const std::runtime_error& e) {
     EXPECT_NE(std::string(e.what()).find("at step 2"), std::string::npos) << e.what();
@@ -110,27 +111,40 @@ TEST(Train, NanLossInFp32StopsWithTheStep) {
 TEST(Train, RejectsBadConfigurations) {
   auto c = tiny();
   c.precision = "tf32";  // CUDA-only math mode
-  EXPECT_THROW(run_training(c), std::invalid_argument);
+  EXPECT_THROW(run_training(check_config(c)), std::invalid_argument);
   c = tiny();
   c.warmup_steps = 4;
-  EXPECT_THROW(run_training(c), std::invalid_argument);
+  EXPECT_THROW(run_training(check_config(c)), std::invalid_argument);
   c = tiny();
   c.model = "vgg16";
-  EXPECT_THROW(run_training(c), std::invalid_argument);
+  EXPECT_THROW(run_training(check_config(c)), std::invalid_argument);
   c = tiny();
   c.device = "cuda:7";
-  EXPECT_THROW(run_training(c), std::invalid_argument);
+  EXPECT_THROW(run_training(check_config(c)), std::invalid_argument);
   c = tiny();
   c.cpu_allocator = "jemalloc";
-  EXPECT_THROW(run_training(c), std::invalid_argument);
+  EXPECT_THROW(run_training(check_config(c)), std::invalid_argument);
+}
+
+// A caller that opened the device hands it over: the run does not open the request's again.
+TEST(Train, RunsOnTheDeviceTheCallerOpened) {
+  const auto cpu = crosstrain::core::DeviceContext::open("cpu");
+  auto c = tiny();
+  c.steps = 2;
+  c.device = "cuda:7";  // would not open here
+  TrainHooks hooks;
+  hooks.device = &cpu;
+  const auto r = run_training(check_config(c), hooks);
+  EXPECT_EQ(r.device, "cpu");
+  EXPECT_EQ(r.steps.size(), 2u);
 }
 
 TEST(Train, CpuAllocatorModesGiveIdenticalLosses) {
   auto c = tiny();
   c.cpu_allocator = "system";
-  auto a = run_training(c);
+  auto a = run_training(check_config(c));
   c.cpu_allocator = "caching";
-  auto b = run_training(c);
+  auto b = run_training(check_config(c));
   ASSERT_EQ(a.steps.size(), b.steps.size());
   for (size_t i = 0; i < a.steps.size(); ++i) EXPECT_EQ(a.steps[i].loss, b.steps[i].loss) << "step " << i;
 }
@@ -141,7 +155,7 @@ TEST(Train, WritesJsonLinesLog) {
   c.precision = "bf16";
   c.loss_scale = "dynamic";
   c.log_path = (dir / "log.jsonl").string();
-  auto r = run_training(c);
+  auto r = run_training(check_config(c));
   std::ifstream in(c.log_path);
   std::string line;
   int n = 0;
@@ -178,6 +192,21 @@ TEST(Bench, RunsEachPrecisionAndComparesThem) {
   EXPECT_NE(table.find("FP32"), std::string::npos);
   EXPECT_NE(table.find("BF16"), std::string::npos);
   EXPECT_NE(table.find("throughput (img/s)"), std::string::npos);
+}
+
+// Every precision is checked before the first run starts: a bad second one costs no run.
+TEST(Bench, ABadPrecisionIsRefusedBeforeAnyRun) {
+  crosstrain::bench::BenchOptions o;
+  o.base = tiny();
+  o.model = "resnet18";
+  o.steps = 2;
+  o.warmup_steps = 1;
+  for (const char* bad : {"fp99", "tf32"}) {  // not a precision; CUDA-only math
+    o.precisions = {"fp32", bad};
+    std::ostringstream sink;
+    EXPECT_THROW(crosstrain::bench::run_bench(o, &sink), std::invalid_argument) << bad;
+    EXPECT_EQ(sink.str().find("[bench]"), std::string::npos) << bad << ": " << sink.str();
+  }
 }
 
 // The count a run checks its memory with is the count of the model it would build.

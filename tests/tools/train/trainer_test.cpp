@@ -73,17 +73,13 @@ struct TinyRun {
   std::unique_ptr<Trainer> trainer;
 
   explicit TinyRun(const TrainConfig& c, std::unique_ptr<core::BatchSource> source = nullptr) {
-    plan = resolve(c, dev);
+    plan = resolve(check_config(c), dev);
     at::manual_seed(c.seed);
     model = std::make_shared<TinyNetImpl>();
     model->train();
     if (!source) {
-      core::SyntheticOptions so;
-      so.batch_size = c.batch_size;
-      so.image_size = c.image_size;
-      so.num_classes = c.num_classes;
+      core::SyntheticOptions so = synthetic_options(c);
       so.distinct_batches = 3;
-      so.seed = c.seed;
       source = core::make_synthetic_source(so, at::kCPU);
     }
     trainer = std::make_unique<Trainer>(plan, dev, make_trainer_parts(plan, at::kCPU, model, std::move(source), nullptr));
@@ -364,17 +360,17 @@ TEST(RunPlan, DefaultWarmupIsLoweredForShortRunsAndSaid) {
   auto dev = core::DeviceContext::open("cpu");
   TrainConfig c = tiny_config();
   c.steps = 3;
-  const RunPlan p = resolve(c, dev);
+  const RunPlan p = resolve(check_config(c), dev);
   EXPECT_EQ(p.resolved.warmup_steps, 2);
   EXPECT_EQ(p.asked.warmup_steps, -1);
   ASSERT_EQ(p.notes.size(), 1u);
   EXPECT_NE(p.notes[0].find("warm-up"), std::string::npos);
   c.steps = 10;
-  EXPECT_EQ(resolve(c, dev).resolved.warmup_steps, 3);
-  EXPECT_TRUE(resolve(c, dev).notes.empty());
+  EXPECT_EQ(resolve(check_config(c), dev).resolved.warmup_steps, 3);
+  EXPECT_TRUE(resolve(check_config(c), dev).notes.empty());
   c.steps = 3;
   c.warmup_steps = 3;  // explicit and impossible: an error, not a silent change
-  EXPECT_THROW(resolve(c, dev), std::invalid_argument);
+  EXPECT_THROW(check_config(c), std::invalid_argument);
 }
 
 TEST(RunPlan, ResolvesDerivedValuesWithoutChangingTheRequest) {
@@ -384,7 +380,7 @@ TEST(RunPlan, ResolvesDerivedValuesWithoutChangingTheRequest) {
   c.batch_size = 64;
   c.num_classes = 0;
   c.image_size = 0;
-  const RunPlan p = resolve(c, dev);
+  const RunPlan p = resolve(check_config(c), dev);
   EXPECT_DOUBLE_EQ(p.resolved.lr, 0.025);  // 0.1 x 64 / 256
   EXPECT_EQ(p.resolved.num_classes, 1000);
   EXPECT_EQ(p.resolved.image_size, 224);
@@ -398,17 +394,16 @@ TEST(RunPlan, ResolvesDerivedValuesWithoutChangingTheRequest) {
   f.has_val_split = false;
   c.data = "imagefolder:/x";
   c.epochs = 2;
-  const RunPlan q = resolve(c, dev, f);
+  const RunPlan q = resolve(check_config(c), dev, f);
   EXPECT_EQ(q.resolved.steps, 10);
   EXPECT_EQ(q.resolved.num_classes, 10);
   EXPECT_FALSE(q.resolved.eval_at_end);
   EXPECT_EQ(q.notes.size(), 1u);
   c.eval_every_steps = 2;
-  EXPECT_THROW(resolve(c, dev, f), std::invalid_argument);
+  EXPECT_THROW(resolve(check_config(c), dev, f), std::invalid_argument);
 }
 
 TEST(RunPlan, RejectsNonFiniteAndNegativeSettings) {
-  auto dev = core::DeviceContext::open("cpu");
   for (auto edit : std::vector<std::function<void(TrainConfig&)>>{
            [](TrainConfig& c) { c.lr = std::numeric_limits<double>::quiet_NaN(); },
            [](TrainConfig& c) { c.clip_grad_norm = std::numeric_limits<double>::quiet_NaN(); },
@@ -417,6 +412,38 @@ TEST(RunPlan, RejectsNonFiniteAndNegativeSettings) {
            [](TrainConfig& c) { c.cpu_allocator = "slab"; }}) {
     TrainConfig c = tiny_config();
     edit(c);
-    EXPECT_THROW(resolve(c, dev), std::invalid_argument);
+    EXPECT_THROW(check_config(c), std::invalid_argument);
   }
+}
+
+TEST(RunPlan, ModelOptionsAreTheConfigurations) {
+  TrainConfig c = tiny_config();
+  c.num_classes = 37;
+  c.small_stem = true;
+  c.base_width = 16;
+  c.zero_init_residual = true;
+  const core::ModelOptions o = model_options(c);
+  EXPECT_EQ(o.num_classes, 37);
+  EXPECT_TRUE(o.small_stem);
+  EXPECT_EQ(o.base_width, 16);
+  EXPECT_TRUE(o.zero_init_residual);
+  EXPECT_EQ(o.in_channels, 3);
+}
+
+TEST(RunPlan, SyntheticBatchesAreTheConfigurationsAndDifferByRank) {
+  TrainConfig c = tiny_config();
+  c.batch_size = 6;
+  c.image_size = 20;
+  c.num_classes = 7;
+  c.channels_last = true;
+  c.seed = 11;
+  const core::SyntheticOptions o = synthetic_options(c);
+  EXPECT_EQ(o.batch_size, 6);
+  EXPECT_EQ(o.image_size, 20);
+  EXPECT_EQ(o.num_classes, 7);
+  EXPECT_TRUE(o.channels_last);
+  EXPECT_EQ(o.seed, 11u);
+  c.rank = 3;
+  c.world_size = 4;
+  EXPECT_EQ(synthetic_options(c).seed, 14u);  // --seed + rank
 }
