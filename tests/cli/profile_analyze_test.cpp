@@ -34,7 +34,7 @@ TEST(ProfileAnalyze, OwnTracesFromBothRecordersAnalyzeAlike) {
                          (dir / rec).string() + " --profile-recorder " + rec + " --profile-wait 1 --profile-warmup 1 "
                          "--profile-active 2");
     ASSERT_EQ(r.exit_code, 0) << r.output;
-    traces[rec] = analyze((dir / rec / "trace_cycle0.pt.trace.json").string());
+    traces[rec] = analyze((dir / rec / "cycle0" / "rank0.pt.trace.json").string());
   }
   for (auto& [rec, t] : traces) {
     ASSERT_EQ(t["steps"].size(), 2u) << rec;
@@ -61,7 +61,7 @@ TEST(ProfileAnalyze, SlowInputPipelineTriggersTheDataLoadingAdvice) {
                        " --warmup-steps 1 --workers 0 --threads 1 --no-final-eval --profile " +
                        (dir / "p").string() + " --profile-wait 0 --profile-warmup 1 --profile-active 2");
   ASSERT_EQ(r.exit_code, 0) << r.output;
-  auto t = analyze((dir / "p" / "trace_cycle0.pt.trace.json").string());
+  auto t = analyze((dir / "p").string());
   EXPECT_TRUE(fired(t, "data_loading")) << t["findings"].dump();
   EXPECT_GT(t["total"]["data_wait_us"].get<double>(), 0.05 * t["total"]["duration_us"].get<double>());
 }

@@ -9,7 +9,6 @@
 #include <algorithm>
 #include <csignal>
 #include <cstdlib>
-#include <filesystem>
 #include <iostream>
 #include <optional>
 #include <sstream>
@@ -262,8 +261,7 @@ TrainResult run_training(const TrainConfig& config, const TrainHooks& hooks) {
     asked.rank = group->rank();
     asked.world_size = group->size();
     asked.distributed = true;
-    if (group->size() > 1 && !asked.profile.dir.empty())  // one trace folder per rank; analyze reads the parent
-      asked.profile.dir = (std::filesystem::path(asked.profile.dir) / ("rank" + std::to_string(group->rank()))).string();
+    asked.profile.rank = group->rank();  // DIR/cycle<k>/rank<r>.pt.trace.json, as `run --profile` names them
   }
   std::ostringstream quiet;  // ranks other than 0 keep their notes to themselves
   std::ostream& notes = asked.rank == 0 ? msg : quiet;
