@@ -24,7 +24,7 @@ build-gpu/bench/optim_bench 50 cuda | tee "$OUT/optim_bench.txt"
 $BIN train --device cuda --model resnet50 --batch-size 256 --precision fp16 --channels-last --steps 12 \
   --warmup-steps 2 --profile "$OUT/profile" --profile-wait 4 --profile-warmup 2 --profile-active 3 --no-progress \
   --json "$OUT/train_profiled.json" > /dev/null
-$BIN analyze "$OUT"/profile/trace_cycle0.pt.trace.json --json "$OUT/analyze.json" | tee "$OUT/analyze.txt"
+$BIN analyze "$OUT"/profile/cycle0/rank0.pt.trace.json --json "$OUT/analyze.json" | tee "$OUT/analyze.txt"
 # 4. NCCL at world size 1: the same Reducer, buckets and rank-0 reporting as on N GPUs.
 $BIN launch --nproc-per-node 1 --master-port 0 -- train --device cuda --dist-backend nccl --model resnet50 \
   --batch-size 256 --precision bf16 --channels-last --steps 20 --warmup-steps 5 --no-progress \

@@ -61,7 +61,8 @@ void add_common_train_flags(CLI::App* cmd, train::TrainConfig& c) {
   cmd->add_flag("--probe-peak", c.probe_peak, "Measure the peak with a short matmul probe")->group("Reporting");
   cmd->add_flag("!--no-progress", c.progress, "No progress line")->group("Reporting");
   const char* prof = "Profiling";
-  cmd->add_option("--profile", c.profile.dir, "Record a Chrome trace (torch.profiler schema) into DIR")
+  cmd->add_option("--profile", c.profile.dir,
+                  "Record Chrome traces (torch.profiler schema) into DIR/cycle<k>/rank<r>.pt.trace.json")
       ->type_name("DIR")->group(prof);
   cmd->add_option("--profile-wait", c.profile.wait, "Steps skipped before each recording cycle")
       ->capture_default_str()->check(int_range(0, kSteps))->group(prof);

@@ -182,7 +182,7 @@ TEST(Cli, ProfileScheduleIsLoweredSoShortRunsRecordATrace) {
     auto r = run_command(binary() + " train" + model + c.flags + " --profile " + (dir / "prof").string());
     ASSERT_EQ(r.exit_code, 0) << r.output;
     EXPECT_NE(r.output.find("note: " + c.note), std::string::npos) << r.output;
-    std::ifstream trace(dir / "prof" / "trace_cycle0.pt.trace.json");
+    std::ifstream trace(dir / "prof" / "cycle0" / "rank0.pt.trace.json");
     ASSERT_TRUE(trace.good()) << r.output;
     const auto j = nlohmann::json::parse(trace);
     bool recorded_a_step = false;

@@ -202,15 +202,16 @@ TEST(Distributed, AnElasticRestartResumesFromTheLastCheckpoint) {
   fs::remove_all(dir);
 }
 
-// --profile on 2 ranks: one trace folder per rank, which analyze reads as one job: both ranks, the
-// Gloo collectives as communication, and how much of them ran under compute on the other thread.
+// --profile on 2 ranks: one trace per rank in each cycle's folder, which analyze reads as one job:
+// both ranks, the Gloo collectives as communication, and how much of them ran under compute on the
+// other thread.
 TEST(Distributed, ProfilesOneTracePerRankThatAnalyzeReadsTogether) {
   const auto dir = ct::scratch_dir("dist_profile");
   Workers w(dir, 2, "train" + kData + kModel + " --steps 6 --lr 0.01 --profile " + (dir / "prof").string());
   const auto deadline = Clock::now() + std::chrono::seconds(300);
   for (int r = 0; r < 2; ++r) ASSERT_EQ(w.wait(r, deadline), 0) << read_file(w.err(r));
-  EXPECT_TRUE(fs::exists(dir / "prof" / "rank0")) << read_file(w.out(0));
-  EXPECT_TRUE(fs::exists(dir / "prof" / "rank1"));
+  EXPECT_TRUE(fs::exists(dir / "prof" / "cycle0" / "rank0.pt.trace.json")) << read_file(w.out(0));
+  EXPECT_TRUE(fs::exists(dir / "prof" / "cycle0" / "rank1.pt.trace.json"));
   const auto r = ct::run_command(ct::binary() + " analyze " + (dir / "prof").string() + " --json " +
                                  (dir / "a.json").string() + " > /dev/null");
   ASSERT_EQ(r.exit_code, 0) << r.output;

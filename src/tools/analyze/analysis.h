@@ -266,7 +266,7 @@ struct TraceAnalysis {
 
   // Source lines (traces recorded by `crosstrain run --profile`, see source_index.h).
   bool source_lines = false;               // call sites were read and matched the trace
-  bool module_spans = false;               // nn.Module spans (with_stack + with_modules): forward time known
+  bool module_spans = false;  // forward time known: nn.Module spans (with_stack + with_modules) or the trainer's forward
   std::map<std::string, std::vector<SourceLine>> lines;  // the lines behind each advisor rule's evidence
   // Tensor values read on the host (.item(), .tolist(), .cpu(), .numpy(), nonzero ...) by calls
   // made from the user's own lines inside steps: on an accelerator each one waits for the device.

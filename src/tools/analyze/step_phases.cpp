@@ -30,6 +30,28 @@ bool is_backward_python(std::string_view n) {
          n.find("run_backward") != std::string_view::npos;
 }
 
+// The phase a span stands for, by its name and the kinds of span its writer records it with: torch's
+// own spans, and the user scopes crosstrain's trainer opens around its phases (tools/train/trainer.cpp,
+// phase_name; its data_wait is a data-loading name).
+struct PhaseRule {
+  StepPhase phase = StepPhase::Other;
+  uint32_t kinds = 0;  // one bit per SpanKind
+};
+constexpr uint32_t kind_bit(SpanKind k) { return 1u << static_cast<unsigned>(k); }
+constexpr uint32_t kAnnotation = kind_bit(SpanKind::Annotation);
+
+PhaseRule phase_rule(std::string_view name, bool data_loading) {
+  if (data_loading) return {StepPhase::DataWait, kAnnotation};
+  if (starts_with(name, "Optimizer.step#") || starts_with(name, "Optimizer.zero_grad#") || name == "optimizer_step")
+    return {StepPhase::Optimizer, kAnnotation};
+  if (name == "backward") return {StepPhase::Backward, kAnnotation};
+  if (name == "forward") return {StepPhase::Forward, kAnnotation};
+  if (starts_with(name, "autograd::engine::evaluate_function:") || is_backward_python(name))
+    return {StepPhase::Backward, kind_bit(SpanKind::CpuOp) | kind_bit(SpanKind::PythonFunction)};
+  if (starts_with(name, "nn.Module: ")) return {StepPhase::Forward, kind_bit(SpanKind::PythonFunction)};
+  return {};
+}
+
 struct Edge {
   double t;
   int8_t label;
@@ -92,20 +114,17 @@ void compute_step_phases(const Trace& t, const SpanLinks& L, const std::vector<S
     if (k >= 0) ++out.steps[static_cast<size_t>(k)].h2d_copies;
     if (L.device_op[static_cast<size_t>(d)] != kNoSpan) copies_to_device[static_cast<size_t>(L.device_op[static_cast<size_t>(d)])] = 1;
   }
-  // The phase a name stands for, decided once per interned name (traces repeat a few thousand
-  // names millions of times): Other when none.
-  std::vector<int8_t> phase_of_name(t.strings.size(), -1);
+  // The rule of a name, decided once per interned name (traces repeat a few thousand names
+  // millions of times).
+  std::vector<PhaseRule> rule_of_name(t.strings.size());
+  std::vector<char> rule_known(t.strings.size(), 0);
   auto named_phase = [&](const Span& s) {
-    int8_t& p = phase_of_name[s.name];
-    if (p >= 0) return static_cast<StepPhase>(p);
-    const std::string& name = t.strings.str(s.name);
-    StepPhase ph = StepPhase::Other;
-    if (names(s.name).data_loading) ph = StepPhase::DataWait;
-    else if (starts_with(name, "Optimizer.step#") || starts_with(name, "Optimizer.zero_grad#")) ph = StepPhase::Optimizer;
-    else if (starts_with(name, "autograd::engine::evaluate_function:") || is_backward_python(name)) ph = StepPhase::Backward;
-    else if (starts_with(name, "nn.Module: ")) ph = StepPhase::Forward;
-    p = static_cast<int8_t>(ph);
-    return ph;
+    if (!rule_known[s.name]) {
+      rule_of_name[s.name] = phase_rule(t.strings.str(s.name), names(s.name).data_loading);
+      rule_known[s.name] = 1;
+    }
+    const PhaseRule& r = rule_of_name[s.name];
+    return (r.kinds & kind_bit(s.kind)) != 0 ? r.phase : StepPhase::Other;
   };
   for (size_t i = 0; i < t.spans.size(); ++i) {
     const Span& s = t.spans[i];
@@ -120,12 +139,7 @@ void compute_step_phases(const Trace& t, const SpanLinks& L, const std::vector<S
       continue;
     }
     const StepPhase p = named_phase(s);
-    // Each phase from the kind of span torch records it with.
-    const bool fits = (p == StepPhase::DataWait && s.kind == SpanKind::Annotation) ||
-                      (p == StepPhase::Optimizer && s.kind == SpanKind::Annotation) ||
-                      (p == StepPhase::Backward && (s.kind == SpanKind::CpuOp || s.kind == SpanKind::PythonFunction)) ||
-                      (p == StepPhase::Forward && s.kind == SpanKind::PythonFunction);
-    if (!fits) continue;
+    if (p == StepPhase::Other) continue;
     if (p == StepPhase::Forward) out.module_spans = true;
     add(s, static_cast<int>(p));
   }

@@ -1,15 +1,21 @@
 #pragma once
 // Each step's time by phase of the training loop, and the device's idle time by what the host was
-// doing meanwhile (internal to the analysis). Phases are found by what torch itself records:
+// doing meanwhile (internal to the analysis). Phases are found by what torch itself records, and by
+// the user scopes crosstrain's trainer opens around its phases (`train`/`bench --profile`, both
+// recorders; tools/train/trainer.cpp, phase_name):
 //   data wait   DataLoader spans (torch's enumerate(DataLoader)#...__next__, the agent's
-//               DataLoader.__iter__), crosstrain's data_wait
+//               DataLoader.__iter__), the trainer's data_wait
 //   to device   operators whose work includes a host-to-device copy ("Memcpy HtoD ...")
 //   host sync   sync calls (aten::item, *synchronize*) outside the phases below
-//   forward     nn.Module calls of the Python stack (with_stack and with_modules)
+//   forward     nn.Module calls of the Python stack (with_stack and with_modules), the trainer's forward
 //   backward    the autograd engine's operators (autograd::engine::evaluate_function: ...) and
-//               Python's entry into it (Tensor.backward, torch.autograd.backward, run_backward)
-//   optimizer   torch.optim's spans (Optimizer.step#..., Optimizer.zero_grad#...)
-//   other       anything else: Python between the phases, logging, the profiler's own step
+//               Python's entry into it (Tensor.backward, torch.autograd.backward, run_backward), the
+//               trainer's backward
+//   optimizer   torch.optim's spans (Optimizer.step#..., Optimizer.zero_grad#...), the trainer's
+//               optimizer_step
+//   other       anything else: Python between the phases, logging, the profiler's own step, the
+//               trainer's grad_sync, unscale_clip and scaler_update (as GradScaler's unscale_ and
+//               update are in a Python loop)
 // Also each step's host-to-device copy time on the device.
 #include <vector>
 

@@ -288,8 +288,15 @@ int numbered_folder(const std::string& name, const std::string& prefix) {
   return digits.find_first_not_of("0123456789") == std::string::npos ? std::stoi(digits) : -1;
 }
 
-// "rank<N>" (crosstrain train --profile on several ranks writes one such folder per rank): N, else -1.
+// "rank<N>" (one folder per rank: --dump, and older `crosstrain train --profile` runs): N, else -1.
 int rank_folder_number(const std::string& name) { return numbered_folder(name, "rank"); }
+
+// "trace_cycle<N>.<anything>": how `crosstrain train --profile` named cycle N before it wrote the run
+// layout (DIR/trace_cycle<N>.pt.trace.json, DIR/rank<r>/trace_cycle<N>.pt.trace.json). N, else -1.
+int old_cycle_file_number(const std::string& name) {
+  const size_t dot = name.find('.');
+  return dot == std::string::npos ? -1 : numbered_folder(name.substr(0, dot), "trace_cycle");
+}
 
 // "rank<N>.<anything>" (`crosstrain run --profile` names each rank's trace so): N, else -1.
 int rank_file_number(const std::string& name) {
@@ -322,8 +329,9 @@ void collect_ascend_output(const fs::path& out, Candidates& c) {
 }
 
 // Trace candidates in a folder: its JSON files, or, for an Ascend output folder, its trace_view.json;
-// sub-folders that are Ascend output folders or rank<N>/ folders (one per rank) too, and, a few
-// levels down, plain folders holding such folders (several runs side by side: level0/, level1/).
+// sub-folders that are Ascend output folders, rank<N>/ or cycle<N>/ folders too, and, a few levels
+// down, plain folders holding such folders or old-layout traces (several runs side by side: level0/,
+// level1/).
 void collect_candidates(const fs::path& dir, Candidates& c, int depth, bool own_json) {
   std::error_code ec;
   if (dir.filename() == kAscendOutput) return collect_ascend_output(dir, c);
@@ -333,7 +341,10 @@ void collect_candidates(const fs::path& dir, Candidates& c, int depth, bool own_
     std::string name = entry.path().filename().string();
     std::error_code e2;
     if (entry.is_regular_file(e2)) {
-      if (own_json && is_json_name(name) && !is_call_sites_file(name)) c.files.push_back(entry.path().string());
+      // Old-layout traces are crosstrain's by their name, in a folder of runs too (bench's DIR/<precision>/).
+      const bool old_layout = old_cycle_file_number(name) >= 0;
+      if (is_json_name(name) && !is_call_sites_file(name) && (own_json || old_layout))
+        c.files.push_back(entry.path().string());
     } else if (depth < kMaxRunDepth && entry.is_directory(e2)) {
       if (fs::is_directory(entry.path() / kAscendOutput, e2) || rank_folder_number(name) >= 0 || is_cycle_folder(name))
         ranks.push_back(entry.path());
@@ -371,8 +382,10 @@ int ascend_rank_of(const std::string& trace_path) {
 std::string run_folder_of(const std::string& trace_path) {
   fs::path p = fs::path(trace_path).parent_path();
   if (p.filename() == kAscendOutput) return p.parent_path().parent_path().string();
-  if (rank_folder_number(p.filename().string()) >= 0) return p.parent_path().string();
-  return p.string();
+  if (rank_folder_number(p.filename().string()) >= 0) p = p.parent_path();
+  // An old-layout trace belongs to the cycle folder the run layout would have put it in.
+  const int cycle = old_cycle_file_number(fs::path(trace_path).filename().string());
+  return cycle >= 0 ? (p / ("cycle" + std::to_string(cycle))).string() : p.string();
 }
 
 std::vector<Trace> read_traces(const std::string& path, const ReadOptions& options, std::vector<std::string>* notes) {
@@ -409,6 +422,9 @@ std::vector<Trace> read_traces(const std::string& path, const ReadOptions& optio
       if (traces.back().rank < 0) traces.back().rank = ascend_rank_of(f);
       if (traces.back().rank < 0) traces.back().rank = rank_folder_number(fs::path(f).parent_path().filename().string());
       if (traces.back().rank < 0) traces.back().rank = rank_file_number(fs::path(f).filename().string());
+      // Old-layout traces outside rank folders came from one process: rank 0, as the run layout says.
+      const bool old_layout = old_cycle_file_number(fs::path(f).filename().string()) >= 0;
+      if (traces.back().rank < 0 && old_layout) traces.back().rank = 0;
     } catch (const NotATraceError& e) {
       if (notes != nullptr) notes->push_back("skipped " + std::string(e.what()));
     }

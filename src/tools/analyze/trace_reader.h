@@ -39,9 +39,11 @@ Trace read_trace_file(const std::string& path, const ReadOptions& options = {});
 
 // A trace file, or a folder: per-rank trace files (*.json, *.json.gz, *.pt.trace.json...), an
 // Ascend PyTorch Profiler output folder (`*_ascend_pt`: its ASCEND_PROFILER_OUTPUT/trace_view.json),
-// a folder of such folders (one per rank), or plain folders up to two levels down holding those
-// (several runs side by side: level0/, level1/). Run by run (see run_folder_of); inside a run in rank order when its
-// traces say their rank, else by path. JSON files in a folder that are not traces (an execution
+// a folder of such folders (one per rank), `--profile DIR`'s cycle<k>/rank<r>.pt.trace.json (train,
+// bench and run; the rank from the file name), or plain folders up to two levels down holding those
+// (several runs side by side: level0/, level1/). Old train/bench traces, [rank<r>/]trace_cycle<k>.*,
+// are read as the run layout's cycle<k>/rank<r> (rank 0 outside rank folders). Run by run (see
+// run_folder_of); inside a run in rank order when its traces say their rank, else by path. JSON files in a folder that are not traces (an execution
 // trace, profiler metadata) are skipped, each with a one-line note appended to `notes` when given;
 // so are Ascend output folders holding only the database export (all of them: an error saying how
 // to export text).
@@ -50,7 +52,9 @@ std::vector<Trace> read_traces(const std::string& path, const ReadOptions& optio
 
 // The run a trace read from a folder belongs to: the folder holding its rank folders (for
 // <run>/<host>_ascend_pt/ASCEND_PROFILER_OUTPUT/trace_view.json and <run>/rank<N>/x.json, <run>),
-// else the trace's own folder. Ranks are compared within one run.
+// else the trace's own folder (DIR/cycle<k> for DIR/cycle<k>/rank<r>.pt.trace.json); an old-layout
+// DIR/[rank<r>/]trace_cycle<k>.pt.trace.json belongs to DIR/cycle<k>, as it would today. Ranks are
+// compared within one run.
 std::string run_folder_of(const std::string& trace_path);
 
 }  // namespace crosstrain::analyze

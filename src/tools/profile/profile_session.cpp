@@ -20,8 +20,14 @@ void validate_profile_options(const ProfileOptions& o) {
   if (o.wait < 0 || o.warmup < 0 || o.active < 1 || o.repeat < 0)
     throw std::invalid_argument("profile schedule: --profile-wait/--profile-warmup >= 0, --profile-active >= 1, "
                                 "--profile-repeat >= 0");
+  if (o.rank < 0) throw std::invalid_argument("profile: rank must be >= 0");
   if (o.recorder != "auto" && o.recorder != "kineto" && o.recorder != "portable")
     throw std::invalid_argument("--profile-recorder must be auto, kineto or portable");
+}
+
+std::string trace_path(const std::string& dir, int64_t cycle, int rank) {
+  const std::string file = "rank" + std::to_string(rank) + ".pt.trace.json";
+  return (std::filesystem::path(dir) / ("cycle" + std::to_string(cycle)) / file).string();
 }
 
 namespace {
@@ -107,6 +113,11 @@ void ProfileSession::step_begin(int64_t step) {
     impl_->prepared = true;
   }
   if (phase == Phase::Active && !impl_->recording) {
+    // The cycle's folder exists before anything is recorded, so a failure leaves no profiler running.
+    const auto folder = std::filesystem::path(trace_path(opt_.dir, cycle, opt_.rank)).parent_path();
+    std::error_code ec;
+    std::filesystem::create_directories(folder, ec);
+    if (ec) throw std::runtime_error("cannot create profile directory " + folder.string() + ": " + ec.message());
     if (impl_->kineto) {
       if (!impl_->prepared) kp::prepareProfiler(impl_->config(opt_), impl_->activities());
       kp::enableProfiler(impl_->config(opt_), impl_->activities());
@@ -142,8 +153,7 @@ void ProfileSession::finish() {
     return;
   }
   const int64_t cycle = impl_->window_first_step / impl_->cycle_steps;
-  const std::string path =
-      (std::filesystem::path(opt_.dir) / ("trace_cycle" + std::to_string(cycle) + ".pt.trace.json")).string();
+  const std::string path = trace_path(opt_.dir, cycle, opt_.rank);
   impl_->recording = false;
   impl_->prepared = false;
   if (impl_->kineto) {

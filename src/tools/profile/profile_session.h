@@ -2,6 +2,8 @@
 // `--profile DIR` on train and bench: records a few steps on a wait / warmup / active schedule
 // (torch.profiler.schedule's meaning) and writes one Chrome trace per active window, in
 // torch.profiler's schema, so Perfetto, chrome://tracing, TensorBoard and `crosstrain analyze` read it.
+// Cycle k of rank r goes to DIR/cycle<k>/rank<r>.pt.trace.json, the layout `crosstrain run --profile`
+// writes (python/crosstrain/_profile.py), so both are read the same way.
 //
 // Two recorders write that schema:
 //  - kineto: libtorch's own profiler (the PyPI wheel links Kineto on CPU and CUDA). Device kernels,
@@ -25,6 +27,7 @@ namespace crosstrain::profile {
 
 struct ProfileOptions {
   std::string dir;            // empty: profiling off
+  int rank = 0;               // names the traces (see trace_path); 0 on one process
   int64_t wait = 1;           // steps skipped before each cycle
   int64_t warmup = 1;         // steps recorded but discarded (the profiler warms up)
   int64_t active = 3;         // steps written to the trace
@@ -36,6 +39,9 @@ struct ProfileOptions {
 };
 
 void validate_profile_options(const ProfileOptions& o);
+
+// DIR/cycle<cycle>/rank<rank>.pt.trace.json
+std::string trace_path(const std::string& dir, int64_t cycle, int rank);
 
 class ProfileSession {
  public:

@@ -1,7 +1,6 @@
 #include "tools/train/checked_config.h"
 
 #include <cmath>
-#include <filesystem>
 #include <sstream>
 #include <stdexcept>
 #include <thread>
@@ -143,8 +142,7 @@ TrainConfig placed_in_group(const TrainConfig& c, const std::optional<dist::Work
   p.rank = workers->rank;
   p.world_size = workers->world_size;
   p.distributed = true;
-  if (p.world_size > 1 && !p.profile.dir.empty())
-    p.profile.dir = (std::filesystem::path(p.profile.dir) / ("rank" + std::to_string(p.rank))).string();
+  p.profile.rank = p.rank;  // DIR/cycle<k>/rank<r>.pt.trace.json, as `run --profile` names them
   return p;
 }
 

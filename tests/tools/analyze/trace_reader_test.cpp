@@ -4,9 +4,12 @@
 
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <string>
+#include <vector>
 
 #include "report/json_scanner.h"
+#include "test_support.h"
 
 using namespace crosstrain::analyze;
 
@@ -83,6 +86,46 @@ TEST(TraceReader, FolderOfRanksInRankOrder) {
   ASSERT_EQ(traces.size(), 2u);
   EXPECT_EQ(traces[0].rank, 0);
   EXPECT_EQ(traces[1].rank, 1);
+}
+
+// `--profile DIR` of train and bench writes DIR/cycle<k>/rank<r>.pt.trace.json, as run does; the
+// folders they wrote before (DIR/trace_cycle<k>..., DIR/rank<r>/trace_cycle<k>..., bench's
+// DIR/<precision>/trace_cycle<k>...) are read as that layout: the same runs and ranks.
+TEST(TraceReader, OldTrainLayoutsReadAsTheRunLayout) {
+  namespace fs = std::filesystem;
+  const fs::path root = crosstrain::testing::scratch_dir("trace_layouts");
+  auto put = [&](const fs::path& file) {
+    fs::create_directories(file.parent_path());
+    fs::copy_file(kData + "crosstrain_cpu.json", file);  // no distributedInfo: the rank comes from names
+  };
+  struct Layout {
+    std::string name;
+    std::vector<std::string> files;
+  };
+  const std::vector<Layout> layouts = {
+      {"run", {"cycle0/rank0.pt.trace.json", "cycle0/rank1.pt.trace.json", "cycle1/rank0.pt.trace.json",
+               "cycle1/rank1.pt.trace.json"}},
+      {"old_ranks", {"rank0/trace_cycle0.pt.trace.json", "rank0/trace_cycle1.pt.trace.json",
+                     "rank1/trace_cycle0.pt.trace.json", "rank1/trace_cycle1.pt.trace.json"}},
+      {"run_one", {"cycle0/rank0.pt.trace.json", "cycle1/rank0.pt.trace.json"}},
+      {"old_one", {"trace_cycle0.pt.trace.json", "trace_cycle1.pt.trace.json"}},
+      {"bench", {"amp/cycle0/rank0.pt.trace.json", "fp32/cycle0/rank0.pt.trace.json"}},
+      {"old_bench", {"amp/trace_cycle0.pt.trace.json", "fp32/trace_cycle0.pt.trace.json"}},
+  };
+  // (run folder relative to the layout's root, rank) of each trace, in the order read.
+  std::map<std::string, std::vector<std::pair<std::string, int>>> seen;
+  for (const auto& l : layouts) {
+    for (const auto& f : l.files) put(root / l.name / f);
+    for (const auto& t : read_traces((root / l.name).string()))
+      seen[l.name].emplace_back(fs::relative(run_folder_of(t.path), root / l.name).string(), t.rank);
+  }
+  using Runs = std::vector<std::pair<std::string, int>>;
+  EXPECT_EQ(seen["run"], (Runs{{"cycle0", 0}, {"cycle0", 1}, {"cycle1", 0}, {"cycle1", 1}}));
+  EXPECT_EQ(seen["old_ranks"], seen["run"]);
+  EXPECT_EQ(seen["run_one"], (Runs{{"cycle0", 0}, {"cycle1", 0}}));
+  EXPECT_EQ(seen["old_one"], seen["run_one"]);
+  EXPECT_EQ(seen["bench"], (Runs{{"amp/cycle0", 0}, {"fp32/cycle0", 0}}));
+  EXPECT_EQ(seen["old_bench"], seen["bench"]);
 }
 
 TEST(TraceReader, TruncatedFileNamesFileAndOffset) {

@@ -41,6 +41,8 @@ TEST_P(Recorders, WritesTorchProfilerSchemaOnTheSchedule) {
   const std::vector<std::set<std::string>> expected_steps = {{"ProfilerStep#2", "ProfilerStep#3"},
                                                              {"ProfilerStep#6", "ProfilerStep#7"}};
   for (size_t cycle = 0; cycle < 2; ++cycle) {
+    // The layout `crosstrain run --profile` writes: DIR/cycle<k>/rank<r>.pt.trace.json, rank 0 on one process.
+    EXPECT_EQ(r.profile_traces[cycle], (dir / ("cycle" + std::to_string(cycle)) / "rank0.pt.trace.json").string());
     auto doc = load(r.profile_traces[cycle]);
     EXPECT_EQ(doc["schemaVersion"], 1);
     ASSERT_TRUE(doc["traceEvents"].is_array());
