@@ -20,6 +20,7 @@
 #include <stdexcept>
 #include <thread>
 #include <unordered_map>
+#include <unordered_set>
 
 #if __has_include(<cuda_runtime_api.h>)
 #define CROSSTRAIN_HAVE_CUDA 1
@@ -96,6 +97,17 @@ c10::DeviceAllocator* device_allocator(const c10::Device& d) {
   }
 }
 }  // namespace
+
+int64_t storage_bytes(const std::vector<at::Tensor>& tensors) {
+  std::unordered_set<const void*> seen;
+  int64_t bytes = 0;
+  for (const auto& t : tensors) {
+    if (!t.defined() || !t.has_storage()) continue;
+    const auto& storage = t.storage();
+    if (seen.insert(storage.unsafeGetStorageImpl()).second) bytes += static_cast<int64_t>(storage.nbytes());
+  }
+  return bytes;
+}
 
 MemoryStats DeviceContext::memory() const {
   MemoryStats m;

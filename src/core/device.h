@@ -7,6 +7,7 @@
 //   dev.reset_peak_memory(); ...; dev.synchronize(); auto peak = dev.memory().peak_bytes;
 //
 // Where a device keeps no statistics the fields are std::nullopt and reports print "n/a".
+#include <ATen/core/Tensor.h>
 #include <c10/core/Device.h>
 
 #include <cstdint>
@@ -29,6 +30,10 @@ struct DeviceInfo {
   std::optional<int64_t> total_memory;
   std::string capability;      // "9.0" for CUDA, empty elsewhere
 };
+
+// Bytes of the distinct storages behind `tensors`, undefined and storage-less ones skipped: views of one storage (a
+// gradient bucket) count once, as the allocator holds them.
+int64_t storage_bytes(const std::vector<at::Tensor>& tensors);
 
 // dlopen()s each library (RTLD_GLOBAL) so its static initializers register the backend.
 // Throws std::runtime_error naming the library and dlerror() on failure.

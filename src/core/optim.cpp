@@ -204,6 +204,14 @@ c10::IValue none() { return c10::IValue(); }
 
 }  // namespace
 
+std::vector<at::Tensor> MultiTensorOptimizer::state_tensors() const {
+  std::vector<at::Tensor> out;
+  for (const auto& g : groups_)
+    for (const auto* list : {&g.momentum, &g.exp_avg, &g.exp_avg_sq, &g.step_count})
+      out.insert(out.end(), list->begin(), list->end());
+  return out;
+}
+
 StateDict MultiTensorOptimizer::state_dict() const {
   c10::impl::GenericDict state(c10::IntType::get(), c10::AnyType::get());
   c10::impl::GenericList groups(c10::AnyType::get());

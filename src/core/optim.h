@@ -56,6 +56,9 @@ class MultiTensorOptimizer {
   void zero_grad(bool set_to_none = true);
   // Every defined gradient, for the loss scaler and clipping.
   std::vector<at::Tensor> gradients() const;
+  // The per-parameter state it holds (SGD: a momentum buffer each, none without momentum; AdamW:
+  // exp_avg and exp_avg_sq, and the fused kernel's step counts), empty before the first step.
+  std::vector<at::Tensor> state_tensors() const;
   bool uses_fused_kernels() const { return fused_; }
   int64_t steps_taken() const { return steps_; }
 

@@ -128,6 +128,19 @@ struct EvalRecord {
   double top1 = 0, top5 = 0, loss = 0;
 };
 
+// The state a step holds at every precision, counted from the run's own tensors (bytes of their
+// distinct storages): the fp32 master weights, the model's buffers (batch-norm statistics), the
+// gradients (the most a step held at its optimizer phase: they are dropped between steps) and the
+// optimizer's state (SGD: one momentum buffer per parameter, none without momentum; AdamW: two, and
+// a step count each). Autocast shrinks none of it.
+struct FixedStateBytes {
+  int64_t parameters = 0;
+  int64_t buffers = 0;
+  int64_t gradients = 0;
+  int64_t optimizer = 0;
+  int64_t total() const { return parameters + buffers + gradients + optimizer; }
+};
+
 struct TrainResult {
   TrainConfig config;               // as resolved (tools/train/run_plan.h)
   TrainConfig requested;            // as given
@@ -146,6 +159,7 @@ struct TrainResult {
   int64_t measured_steps = 0;
   std::optional<int64_t> peak_memory_bytes;   // device allocator peak / CPU tensor peak
   std::optional<int64_t> peak_rss_bytes;      // process, CPU runs
+  FixedStateBytes fixed_state;                 // at the end of the run (Trainer::fixed_state)
   double achieved_tflops = 0;       // 3 x forward FLOPs per image x img/s
   std::optional<double> peak_tflops;
   std::optional<double> utilization;           // achieved / peak

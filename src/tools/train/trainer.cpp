@@ -131,7 +131,17 @@ void Trainer::end_run(TrainResult& result) {
     result.skipped_steps = parts_.scaler->state().skipped_steps;
     result.final_loss_scale = parts_.scaler->current_scale();
   }
+  result.fixed_state = fixed_state();
   for (auto* o : observers_) o->on_run_end(result);
+}
+
+FixedStateBytes Trainer::fixed_state() const {
+  FixedStateBytes f;
+  f.parameters = core::storage_bytes(parts_.model->parameters());
+  f.buffers = core::storage_bytes(parts_.model->buffers());
+  f.gradients = gradient_bytes_;
+  f.optimizer = core::storage_bytes(parts_.optimizer->state_tensors());
+  return f;
 }
 
 bool Trainer::want_grads() const {
@@ -236,6 +246,7 @@ StepRecord Trainer::step() {
   if (k > 1) loss = loss / static_cast<double>(k);
   grad_sync_phase();
   auto grads = parts_.optimizer->gradients();
+  gradient_bytes_ = std::max(gradient_bytes_, core::storage_bytes(grads));
   if (step_ == plan_.resolved.inject_inf_at_step && !grads.empty())
     grads.front().fill_(std::numeric_limits<float>::infinity());
   unscale_clip_phase(grads);

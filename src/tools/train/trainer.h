@@ -72,6 +72,8 @@ class Trainer {
   void end_run(TrainResult& result);
 
   int64_t steps_done() const { return step_; }
+  // What the model and optimizer hold now, with the gradients at their largest so far.
+  FixedStateBytes fixed_state() const;
   const RunPlan& plan() const { return plan_; }
   core::TrainableModel& model() { return *parts_.model; }
   core::MultiTensorOptimizer& optimizer() { return *parts_.optimizer; }
@@ -109,6 +111,7 @@ class Trainer {
   std::vector<TrainObserver*> observers_;
   std::unique_ptr<ModuleEvents> module_events_;
   int64_t step_ = 0;
+  int64_t gradient_bytes_ = 0;  // the most a step's gradients held
   bool running_ = false;
 };
 

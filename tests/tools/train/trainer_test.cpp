@@ -245,6 +245,38 @@ TEST(TrainerState, OptimizerStateDictHasTorchLayout) {
   }
 }
 
+// Counted from the tensors: fp32 weights, one gradient each, and the optimizer's state by kind
+// (SGD with momentum: a buffer each; without: none; AdamW: two, and a 4-byte step count each).
+TEST(TrainerState, FixedStateIsCountedFromTheTensors) {
+  struct Case {
+    std::string optimizer;
+    double momentum;
+    int64_t buffers_per_param;
+  };
+  for (const Case& k : {Case{"sgd", 0.9, 1}, Case{"sgd", 0.0, 0}, Case{"adamw", 0.9, 2}}) {
+    auto c = tiny_config("fp32", k.optimizer);
+    c.momentum = k.momentum;
+    TinyRun run(c);
+    int64_t weights = 0, tensors = 0;
+    for (const auto& p : run.model->parameters()) {
+      weights += p.numel() * 4;
+      ++tensors;
+    }
+    EXPECT_EQ(run.trainer->fixed_state().gradients, 0) << "no gradient before the first step";
+    run.trainer->begin_run();
+    run.run(2);
+    TrainResult r;
+    run.trainer->end_run(r);
+    const auto& f = r.fixed_state;
+    EXPECT_EQ(f.parameters, weights) << k.optimizer;
+    EXPECT_EQ(f.gradients, weights) << k.optimizer << ": dropped between steps, counted at their largest";
+    const int64_t step_counts = k.optimizer == "adamw" ? 4 * tensors : 0;
+    EXPECT_EQ(f.optimizer, k.buffers_per_param * weights + step_counts) << k.optimizer << " momentum " << k.momentum;
+    EXPECT_EQ(f.buffers, (4 + 4) * 4 + 8) << "bn: running mean and var of 4 channels, the batch count";
+    EXPECT_EQ(f.total(), f.parameters + f.buffers + f.gradients + f.optimizer);
+  }
+}
+
 TEST(TrainerState, ScheduleAndDataPositionFollowTheSteps) {
   TinyRun run(tiny_config());
   run.trainer->begin_run();
