@@ -67,7 +67,8 @@ TEST(CheckedConfig, ThreadsBeyondTheMachineAreRefused) {
   EXPECT_NE(refusal([&] { check_config(c, std::nullopt); }).find("hardware threads of this machine"), std::string::npos);
 }
 
-// The run's rank and size are the group's, and each rank traces into its own folder; what was
+// The run's rank and size are the group's, and each rank writes its own trace files in the one
+// folder (DIR/cycle<k>/rank<r>.pt.trace.json, run --profile's layout); what was
 // asked is kept as given, and the plan starts from the placed request.
 TEST(CheckedConfig, PlacesTheRequestInItsProcessGroup) {
   TrainConfig c = tiny();
@@ -76,7 +77,8 @@ TEST(CheckedConfig, PlacesTheRequestInItsProcessGroup) {
   EXPECT_EQ(checked.config().rank, 2);
   EXPECT_EQ(checked.config().world_size, 4);
   EXPECT_TRUE(checked.config().distributed);
-  EXPECT_EQ(checked.config().profile.dir, "traces/rank2");
+  EXPECT_EQ(checked.config().profile.dir, "traces");
+  EXPECT_EQ(checked.config().profile.rank, 2);
   EXPECT_EQ(checked.requested().rank, 0);
   EXPECT_EQ(checked.requested().profile.dir, "traces");
   EXPECT_FALSE(checked.requested().distributed);
