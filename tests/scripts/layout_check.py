@@ -8,7 +8,11 @@ Fails (exit 1, one line per problem) when
     (a C library of vendored code, such as migrate's tree-sitter, is not counted);
   - a file of a folder opens, at file scope, a namespace other than crosstrain::<folder> (or one
     inside it) with more in it than forward declarations. Anonymous namespaces are the file's own.
-Subfolders of a folder (a plugin such as ascend/npu) are their own business and are not checked.
+  - folders include each other in a cycle (#include "tools/<folder>/..." makes one folder depend on
+    another; a cycle means no folder of it can be read, built or tested without the others);
+    each cycle is named once, as the path that closes it.
+Subfolders of a folder (a plugin such as dist/npu) are their own business and are not checked,
+except that their includes count for the folder they are in.
 """
 import pathlib
 import re
@@ -18,6 +22,7 @@ SOURCE_SUFFIXES = {".h", ".cpp", ".cu"}
 RAW_STRING = re.compile(r'R"([^(\s]{0,16})\((.*?)\)\1"', re.S)
 COMMENT_OR_LITERAL = re.compile(r'//[^\n]*|/\*.*?\*/|"(?:\\.|[^"\\\n])*"|\'(?:\\.|[^\'\\\n])*\'', re.S)
 NAMESPACE_OPEN = re.compile(r"namespace\s+([A-Za-z_][\w:]*)?\s*\{")
+TOOLS_INCLUDE = re.compile(r'^\s*#\s*include\s+"tools/([^/"]+)/', re.M)
 FORWARD_DECLARATION = re.compile(r"(?:class|struct|enum\s+class|enum)\s+\w+\s*;")
 
 
@@ -80,6 +85,38 @@ def folder_problems(folder):
     return problems
 
 
+def include_graph(root):
+    """folder -> the other folders of root its sources (subfolders included) include."""
+    graph = {}
+    for folder in sorted(p for p in root.iterdir() if p.is_dir()):
+        deps = set()
+        for path in folder.rglob("*"):
+            if path.suffix in SOURCE_SUFFIXES and path.is_file():
+                deps.update(TOOLS_INCLUDE.findall(path.read_text(errors="replace")))
+        deps.discard(folder.name)
+        graph[folder.name] = sorted(d for d in deps if (root / d).is_dir())
+    return graph
+
+
+def include_cycles(graph):
+    """Each elementary cycle found by a depth-first walk, once, starting at its smallest name."""
+    cycles, seen = [], set()
+
+    def walk(path):
+        for nxt in graph.get(path[-1], []):
+            if nxt == path[0]:
+                key = frozenset(path)
+                if key not in seen:
+                    seen.add(key)
+                    cycles.append(path + [nxt])
+            elif nxt not in path and nxt > path[0]:
+                walk(path + [nxt])
+
+    for start in sorted(graph):
+        walk([start])
+    return cycles
+
+
 def main(argv):
     if len(argv) != 2:
         print(__doc__.strip().splitlines()[2].strip(), file=sys.stderr)
@@ -92,6 +129,8 @@ def main(argv):
                 for p in sorted(root.iterdir()) if p.is_file() and p.suffix in SOURCE_SUFFIXES]
     for folder in sorted(p for p in root.iterdir() if p.is_dir()):
         problems += folder_problems(folder)
+    problems += [f"include cycle: {' -> '.join(c)} (a folder may include only folders that do not include it back)"
+                 for c in include_cycles(include_graph(root))]
     for line in problems:
         print(line)
     print(f"layout_check: {len(problems)} problem(s) in {root}")

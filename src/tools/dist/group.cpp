@@ -16,7 +16,7 @@
 #include <sstream>
 #include <thread>
 
-#include "tools/ascend/npu/npu_plugin.h"
+#include "tools/dist/npu/npu_plugin.h"
 #include "tools/dist/gloo_backend.h"
 #include "tools/dist/nccl_backend.h"
 #include "tools/dist/net_check.h"

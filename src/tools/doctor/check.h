@@ -1,6 +1,6 @@
 #pragma once
 // One finding of `crosstrain doctor`: what was looked at, what was found, and how to fix it.
-// Torch-free: the Ascend checks (tools/ascend) report in this type without libtorch.
+// Torch-free: the Ascend checks (doctor/ascend) report in this type without libtorch.
 #include <string>
 
 namespace crosstrain::doctor {

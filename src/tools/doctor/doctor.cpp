@@ -17,7 +17,7 @@
 #include "report/output.h"
 #include "report/table.h"
 #include "report/units.h"
-#include "tools/ascend/doctor_ascend.h"
+#include "tools/doctor/ascend/doctor_ascend.h"
 
 namespace crosstrain::doctor {
 

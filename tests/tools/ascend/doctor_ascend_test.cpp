@@ -1,6 +1,6 @@
 // doctor's Ascend checks on CANN trees, driver files, tools and environments the tests build, and
 // on the unpacked torch_npu wheel.
-#include "tools/ascend/doctor_ascend.h"
+#include "tools/doctor/ascend/doctor_ascend.h"
 
 #include <gtest/gtest.h>
 #include <sys/stat.h>
@@ -11,7 +11,7 @@
 
 #include "test_support.h"
 
-namespace crosstrain::ascend {
+namespace crosstrain::doctor::ascend {
 namespace {
 
 namespace fs = std::filesystem;
@@ -252,4 +252,4 @@ TEST(AscendDoctorTorchNpu, PythonWithTheWheelOnItsPath) {
 }
 
 }  // namespace
-}  // namespace crosstrain::ascend
+}  // namespace crosstrain::doctor::ascend

@@ -5,10 +5,10 @@
 #include <fstream>
 #include <set>
 
-#include "tools/ascend/ascend_checks.h"
-#include "tools/ascend/ascend_probe.h"
+#include "tools/doctor/ascend/ascend_checks.h"
+#include "tools/doctor/ascend/ascend_probe.h"
 
-namespace crosstrain::ascend {
+namespace crosstrain::doctor::ascend {
 
 namespace fs = std::filesystem;
 
@@ -239,4 +239,4 @@ void check_variables(const AscendEnvironment& e, std::vector<DoctorCheck>& out) 
                  unknown.empty() ? "" : "name an interface of this host: " + known});
 }
 
-}  // namespace crosstrain::ascend
+}  // namespace crosstrain::doctor::ascend

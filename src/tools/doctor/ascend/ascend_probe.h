@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-namespace crosstrain::ascend {
+namespace crosstrain::doctor::ascend {
 
 struct CommandOutput {
   int exit_code = -1;  // -1: could not start; 124: timed out (coreutils timeout)
@@ -36,4 +36,4 @@ PythonProbe probe_python(const std::string& python, const std::map<std::string, 
 // `import torch` with torch's backend autoload on: "" when it works, else the last line of the error.
 std::string import_torch_error(const std::string& python, const std::map<std::string, std::string>& env);
 
-}  // namespace crosstrain::ascend
+}  // namespace crosstrain::doctor::ascend

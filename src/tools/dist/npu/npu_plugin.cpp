@@ -1,7 +1,7 @@
 // libcrosstrain_npu.so: crosstrain's calls into torch_npu's C++ API (see npu_plugin.h). Compiled
 // and linked against the torch_npu wheel's headers and libtorch_npu.so wherever the wheel is
 // unpacked; it runs only where CANN and an NPU are present.
-#include "tools/ascend/npu/npu_plugin.h"
+#include "tools/dist/npu/npu_plugin.h"
 
 #include <c10d/Store.hpp>
 #include <torch_npu/csrc/core/npu/NPUCachingAllocator.h>

@@ -6,10 +6,10 @@
 #include <sstream>
 
 #include "core/backend/backend_library.h"
-#include "tools/ascend/ascend_checks.h"
-#include "tools/ascend/ascend_probe.h"
+#include "tools/doctor/ascend/ascend_checks.h"
+#include "tools/doctor/ascend/ascend_probe.h"
 
-namespace crosstrain::ascend {
+namespace crosstrain::doctor::ascend {
 
 namespace fs = std::filesystem;
 
@@ -161,4 +161,4 @@ void check_torch_npu(const AscendEnvironment& e, std::vector<DoctorCheck>& out) 
   }
 }
 
-}  // namespace crosstrain::ascend
+}  // namespace crosstrain::doctor::ascend

@@ -1,4 +1,4 @@
-#include "tools/ascend/ascend_probe.h"
+#include "tools/doctor/ascend/ascend_probe.h"
 
 #include <fcntl.h>
 #include <spawn.h>
@@ -7,7 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
-namespace crosstrain::ascend {
+namespace crosstrain::doctor::ascend {
 
 CommandOutput run_with_env(const std::vector<std::string>& argv, const std::map<std::string, std::string>& env,
                            int timeout_s) {
@@ -132,4 +132,4 @@ std::string import_torch_error(const std::string& python, const std::map<std::st
   return nl == std::string::npos ? text : text.substr(nl + 1);
 }
 
-}  // namespace crosstrain::ascend
+}  // namespace crosstrain::doctor::ascend

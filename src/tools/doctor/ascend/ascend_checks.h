@@ -4,9 +4,9 @@
 #include <string>
 #include <vector>
 
-#include "tools/ascend/doctor_ascend.h"
+#include "tools/doctor/ascend/doctor_ascend.h"
 
-namespace crosstrain::ascend {
+namespace crosstrain::doctor::ascend {
 
 void check_toolkit(const AscendEnvironment& e, std::vector<DoctorCheck>& out);
 void check_driver(const AscendEnvironment& e, std::vector<DoctorCheck>& out);
@@ -25,4 +25,4 @@ std::string read_key_value(const std::string& file, const std::string& key);
 
 std::vector<std::string> split_list(const std::string& s, char sep);
 
-}  // namespace crosstrain::ascend
+}  // namespace crosstrain::doctor::ascend

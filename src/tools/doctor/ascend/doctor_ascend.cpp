@@ -1,4 +1,4 @@
-#include "tools/ascend/doctor_ascend.h"
+#include "tools/doctor/ascend/doctor_ascend.h"
 
 #include <filesystem>
 #include <fstream>
@@ -6,11 +6,11 @@
 #include <set>
 #include <sstream>
 
-#include "tools/ascend/ascend_checks.h"
+#include "tools/doctor/ascend/ascend_checks.h"
 
 extern char** environ;
 
-namespace crosstrain::ascend {
+namespace crosstrain::doctor::ascend {
 
 namespace fs = std::filesystem;
 
@@ -62,4 +62,4 @@ std::vector<DoctorCheck> run_ascend_checks(const AscendEnvironment& e) {
   return checks;
 }
 
-}  // namespace crosstrain::ascend
+}  // namespace crosstrain::doctor::ascend

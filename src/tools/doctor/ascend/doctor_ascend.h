@@ -20,11 +20,9 @@
 
 #include "tools/doctor/check.h"
 
-namespace crosstrain::ascend {
+namespace crosstrain::doctor::ascend {
 
-// Ascend findings are doctor findings.
-using doctor::CheckStatus;
-using doctor::DoctorCheck;
+// Ascend findings are doctor findings (CheckStatus, DoctorCheck of the enclosing namespace).
 
 struct AscendEnvironment {
   std::map<std::string, std::string> env;  // the environment the checks judge (and child processes get)
@@ -52,4 +50,4 @@ std::string release_of(const std::string& version);
 // The exact torch version a torch_npu METADATA file requires ("2.11.0+cpu"), if it names one.
 std::optional<std::string> required_torch(const std::string& metadata_text);
 
-}  // namespace crosstrain::ascend
+}  // namespace crosstrain::doctor::ascend
