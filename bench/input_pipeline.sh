@@ -5,11 +5,15 @@
 # that load from other processes hits both alike. Prints a Markdown table: wall-clock img/s (per
 # worker = img/s / workers) and images per CPU-second of all the processes/threads involved,
 # the per-core cost that load from other processes on a shared machine does not blur.
+# A second table gives the decode-only limits on the same files, in the same rounds: libjpeg-turbo
+# decoding whole images (bench/jpeg_decode_bench.cpp, the library's defaults) and PIL opening and
+# decoding them (bench/pil_decode.py: the decoder under torchvision's ImageFolder), one thread each.
 #
-#   bench/input_pipeline.sh            (env: BIN, PY, ROOT, TRAIN, IMAGES, WORKERS, ROUNDS, MODES)
+#   bench/input_pipeline.sh            (env: BIN, DECODE, PY, ROOT, TRAIN, IMAGES, WORKERS, ROUNDS, MODES)
 set -euo pipefail
 cd "$(dirname "$0")/.."
-BIN=${BIN:-build-nt/crosstrain}
+BIN=${BIN:-build/crosstrain}
+DECODE=${DECODE:-$(dirname "$BIN")/bench/jpeg_decode_bench}
 PY=${PY:-.venv/bin/python}
 ROOT=${ROOT:-/tmp/crosstrain_bench_imagefolder}
 TRAIN=${TRAIN:-1000}
@@ -35,6 +39,10 @@ for mode in $MODES; do
       --images "$IMAGES" --batch-size 64 > "$OUT/tv_${mode}_${round}.json"
   done
 done
+for round in $(seq 1 "$ROUNDS"); do
+  "$DECODE" "$ROOT/train" --images "$IMAGES" > "$OUT/decode_turbo_${round}.json"
+  "$PY" bench/pil_decode.py "$ROOT/train" --images "$IMAGES" > "$OUT/decode_pil_${round}.json"
+done
 
 "$PY" - "$OUT" "$ROUNDS" "$MODES" <<'PYEOF'
 import json, sys
@@ -49,4 +57,11 @@ for mode in modes:
             print(f"| {mode} | {a['workers']} | {r} | {a['images_per_s']:.0f} | {b['images_per_s']:.0f} | "
                   f"{a['images_per_s'] / b['images_per_s']:.2f}x | {a['images_per_cpu_s']:.0f} | "
                   f"{b['images_per_cpu_s']:.0f} | {a['images_per_cpu_s'] / b['images_per_cpu_s']:.2f}x |")
+print()
+print("| decode only, one thread | round | img/s | img/CPU-s |")
+print("|---|---:|---:|---:|")
+for r in range(1, rounds + 1):
+    for name, key in (("libjpeg-turbo, whole image", "turbo"), ("PIL open + decode (torchvision's)", "pil")):
+        d = json.load(open(f"{out}/decode_{key}_{r}.json"))
+        print(f"| {name} | {r} | {d['images_per_s']:.0f} | {d['images_per_cpu_s']:.0f} |")
 PYEOF

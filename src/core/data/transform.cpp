@@ -16,8 +16,9 @@ int round_half_even(double v) { return static_cast<int>(std::nearbyint(v)); }
 struct AxisTaps {
   std::vector<int> start;
   std::vector<int> count;
-  std::vector<float> weights;  // max_taps per output index
+  std::vector<float> weights;  // max_taps per output index, zero after count
   int max_taps = 0;
+  int used_taps = 0;  // the largest count: the taps past it are zero for every output index
 };
 
 void compute_taps(const ResampleAxis& axis, int out_size, bool flip, AxisTaps& taps) {
@@ -26,6 +27,7 @@ void compute_taps(const ResampleAxis& axis, int out_size, bool flip, AxisTaps& t
   const double inv = 1.0 / filterscale;
   const int lo = axis.lo, span = axis.hi - axis.lo;
   taps.max_taps = static_cast<int>(std::ceil(support)) * 2 + 1;
+  taps.used_taps = 1;
   taps.start.assign(out_size, lo);
   taps.count.assign(out_size, 1);
   taps.weights.assign(static_cast<size_t>(out_size) * taps.max_taps, 0.0f);
@@ -57,6 +59,7 @@ void compute_taps(const ResampleAxis& axis, int out_size, bool flip, AxisTaps& t
     }
     taps.start[slot] = lo + xmin;
     taps.count[slot] = n;
+    taps.used_taps = std::max(taps.used_taps, n);
     for (int k = 0; k < n; ++k) dst[k] = static_cast<float>(ww[k] / total);
   }
 }
@@ -105,12 +108,12 @@ void vertical_pass(const PixelView& src, const AxisTaps& yt, int y, int x0, int 
 }
 
 // Horizontal pass: out[x * 4 + ch] for ch < channels (lane 3 is junk for RGB).
-// RGB runs every output pixel over max_taps taps (the unused ones have weight 0 and read the
+// RGB runs every output pixel over used_taps taps (the unused ones have weight 0 and read the
 // zeroed padding after the row): a loop count that does not change from pixel to pixel keeps
 // the branch predictor right, which is worth more than the skipped multiplications.
 void horizontal_pass(const float* column, int channels, int x0, const AxisTaps& xt, int out_w, float* out) {
   if (channels == 3) {
-    const int taps = xt.max_taps;
+    const int taps = xt.max_taps, used = xt.used_taps;
     int x = 0;
     // Two output pixels per iteration: two independent add chains hide the add latency.
     for (; x + 1 < out_w; x += 2) {
@@ -119,7 +122,7 @@ void horizontal_pass(const float* column, int channels, int x0, const AxisTaps& 
       const float* pa = column + static_cast<size_t>(xt.start[x] - x0) * 3;
       const float* pb = column + static_cast<size_t>(xt.start[x + 1] - x0) * 3;
       Float4 a = load4(pa) * wa[0], b = load4(pb) * wb[0];
-      for (int k = 1; k < taps; ++k) {
+      for (int k = 1; k < used; ++k) {
         a += load4(pa + 3 * k) * wa[k];
         b += load4(pb + 3 * k) * wb[k];
       }
@@ -130,7 +133,7 @@ void horizontal_pass(const float* column, int channels, int x0, const AxisTaps& 
       const float* w = xt.weights.data() + static_cast<size_t>(x) * taps;
       const float* p = column + static_cast<size_t>(xt.start[x] - x0) * 3;
       Float4 acc = load4(p) * w[0];
-      for (int k = 1; k < taps; ++k) acc += load4(p + 3 * k) * w[k];
+      for (int k = 1; k < used; ++k) acc += load4(p + 3 * k) * w[k];
       std::memcpy(out + 4 * x, &acc, sizeof(acc));
     }
   } else {
