@@ -140,7 +140,7 @@ def _disturb_hook(scale):
 
 
 def reference_value(k, i, dtype):
-    """Element i of check tensor k: the same formula as tests/tools/align/dump_torch_test.cpp.
+    """Element i of check tensor k: the same formula as tests/tools/compare/dump_torch_test.cpp.
     Values are multiples of 1/8 within +-6.25, so every dtype holds them exactly."""
     base = (i * 37 + k * 11) % 101
     if dtype == "bool":

@@ -23,7 +23,7 @@ if [ ! -f build-sanitize/CMakeCache.txt ]; then
     -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -DNDEBUG" -DCMAKE_C_FLAGS_RELWITHDEBINFO="-O1 -DNDEBUG" \
     -DCROSSTRAIN_SANITIZE=ON -DCROSSTRAIN_FUZZ=OFF -DCROSSTRAIN_BUILD_TESTS=ON -DCROSSTRAIN_WERROR=ON
 fi
-parser_tests=(test_report test_data_codec test_data_datasets test_align_core test_analyze test_migrate)
+parser_tests=(test_report test_data_codec test_data_datasets test_dump test_compare test_analyze test_migrate)
 export ASAN_OPTIONS="abort_on_error=1:detect_stack_use_after_return=1:strict_string_checks=1:${ASAN_OPTIONS:-}"
 export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1:${UBSAN_OPTIONS:-}"
 if [ "$scope" = parsers ]; then

@@ -1,16 +1,16 @@
 // The C interface of tensor_stats.h over the one implementation of the format's statistics,
-// crosstrain::align::compute_stats (the C++ dump writer's and compare's).
+// crosstrain::dump::compute_stats (the C++ dump writer's and compare's).
 #include "agent/tensor_stats.h"
 
 #include <cmath>
 #include <limits>
 #include <optional>
 
-#include "tools/align/tensor_stats.h"
+#include "tools/dump/tensor_stats.h"
 
 namespace {
 
-using crosstrain::align::DType;
+using crosstrain::dump::DType;
 
 std::optional<DType> dump_dtype(int code) {
   switch (code) {
@@ -33,7 +33,7 @@ extern "C" int crosstrain_tensor_stats_version(void) { return 1; }
 extern "C" int crosstrain_tensor_stats(const void* data, int64_t n, int dtype, double* out) {
   const auto type = dump_dtype(dtype);
   if (n < 1 || data == nullptr || out == nullptr || !type) return -1;
-  const auto s = crosstrain::align::compute_stats(*type, data, static_cast<size_t>(n));
+  const auto s = crosstrain::dump::compute_stats(*type, data, static_cast<size_t>(n));
   const double nan = std::numeric_limits<double>::quiet_NaN();
   const int64_t finite = s.numel - s.nan_count - s.inf_count;
   out[0] = s.max.value_or(nan);

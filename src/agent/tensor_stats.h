@@ -11,7 +11,7 @@
 //   double out[CROSSTRAIN_STATS_FIELDS];
 //   if (crosstrain_tensor_stats(t.data_ptr(), t.numel(), CROSSTRAIN_DTYPE_FLOAT32, out) == 0) ...
 //
-// The statistics are crosstrain::align::compute_stats (tools/align/tensor_stats.h), the C++ dump
+// The statistics are crosstrain::dump::compute_stats (tools/dump/tensor_stats.h), the C++ dump
 // writer's: one definition for every writer of the format.
 #pragma once
 

@@ -1,7 +1,7 @@
 // `crosstrain align`: the same training on two setups, both dumped, then compared: does B compute
 // what A computes, and if not, where do they first part?
-//   --a "device=cpu precision=fp32" --b "..."   crosstrain's own models (commands::run_align, in the
-//                                               engine; tools/commands/align_run.h)
+//   --a "device=cpu precision=fp32" --b "..."   crosstrain's own models (align::run_align, in the
+//                                               engine; tools/align/align_run.h)
 //   --a "python train.py ..." --b "..."         the user's own command twice under `run`
 //   --a-env "K=V" --b-env "K=V" -- COMMAND       one command, two environments (tools/run/align_commands.h)
 // This file holds the flags and picks the form.
@@ -10,14 +10,14 @@
 #include <memory>
 
 #include "cli/command.h"
-#include "cli/flag_checks.h"
 #include "cli/dump_flags.h"
+#include "cli/flag_checks.h"
 #include "cli/table_flags.h"
 #include "cli/train_flags.h"
 #include "report/envelope.h"
 #include "report/output.h"
-#include "tools/align/compare_report.h"
 #include "tools/commands/commands.h"
+#include "tools/compare/compare_report.h"
 #include "tools/run/align_commands.h"
 #include "tools/run/command_words.h"
 
@@ -89,10 +89,10 @@ int align_command_form(CLI::App* cmd, const commands::AlignArgs& args, const Com
     r = run::align_commands(req, agent_run_options());
   } catch (const run::AlignSideError& e) {
     std::cerr << "crosstrain: error: " << e.what() << "\n";
-    return align::kNoVerdictExit;
-  } catch (const align::UnreadableInput& e) {
+    return compare::kNoVerdictExit;
+  } catch (const compare::UnreadableInput& e) {
     std::cerr << "crosstrain: error: the dumps in " << r.out_dir << " cannot be compared: " << e.what() << "\n";
-    return align::kNoVerdictExit;
+    return compare::kNoVerdictExit;
   }
   auto joined = [](const std::vector<std::string>& v) {
     std::string s;
@@ -100,15 +100,15 @@ int align_command_form(CLI::App* cmd, const commands::AlignArgs& args, const Com
     return s;
   };
   if (!args.json.empty()) {
-    auto doc = align::compare_to_json(r.result);
+    auto doc = compare::compare_to_json(r.result);
     doc["a"] = joined(r.a_argv);
     doc["b"] = joined(r.b_argv);
     doc["out"] = r.out_dir;
     report::write_json(report::with_envelope("align", std::move(doc)), args.json);
   }
-  if (!args.html.empty()) report::write_file_atomic(args.html, align::compare_to_html(r.result));
+  if (!args.html.empty()) report::write_file_atomic(args.html, compare::compare_to_html(r.result));
   std::ostream& os = report::json_to_stdout(args.json) ? std::cerr : std::cout;
-  os << "A: " << joined(r.a_argv) << "\nB: " << joined(r.b_argv) << "\n" << align::render_compare_console(r.result);
+  os << "A: " << joined(r.a_argv) << "\nB: " << joined(r.b_argv) << "\n" << compare::render_compare_console(r.result);
   os << (r.result.agree ? "align: the runs agree\n" : "align: the runs differ\n");
   return r.result.agree ? 0 : 1;
 }

@@ -10,10 +10,10 @@
 #include "report/json_stream.h"
 #include "report/output.h"
 #include "report/terminal.h"
-#include "tools/align/compare_report.h"
-#include "tools/align/dump_compare.h"
-#include "tools/align/rank_compare.h"
-#include "tools/align/rank_report.h"
+#include "tools/compare/compare_report.h"
+#include "tools/compare/dump_compare.h"
+#include "tools/compare/rank_compare.h"
+#include "tools/compare/rank_report.h"
 
 namespace crosstrain::cli {
 
@@ -23,8 +23,8 @@ struct CompareFlags {
   std::string a, b, json_path, csv_path, html_path, precision;
   double loss_rtol = 0;
   CLI::Option* loss_rtol_option = nullptr;  // given on the command line?
-  align::CompareOptions options;
-  align::ConsoleOptions console;
+  compare::CompareOptions options;
+  compare::ConsoleOptions console;
 };
 
 // The report is written record by record: a million records need no tree of a million entries.
@@ -34,9 +34,9 @@ void write_streamed(const std::string& kind, report::StreamedJson doc, const std
 }
 
 void run_compare(const CompareFlags& f) {
-  align::CompareOptions opt = f.options;
+  compare::CompareOptions opt = f.options;
   if (!f.precision.empty()) {
-    auto t = align::parse_precision(f.precision);
+    auto t = dump::parse_precision(f.precision);
     if (!t)
       throw std::invalid_argument("--precision: expected fp64, fp32, fp16 or bf16 (or float64, ...), got '" +
                                   f.precision + "'");
@@ -64,7 +64,7 @@ void run_compare(const CompareFlags& f) {
   const auto on_progress = [&](size_t done, size_t total) {
     progress.update("comparing " + std::to_string(done) + "/" + std::to_string(total));
   };
-  const auto ranks_a = align::rank_dump_folders(f.a), ranks_b = align::rank_dump_folders(f.b);
+  const auto ranks_a = compare::rank_dump_folders(f.a), ranks_b = compare::rank_dump_folders(f.b);
   if (ranks_a.has_value() != ranks_b.has_value()) {
     const std::string& ranked = ranks_a ? f.a : f.b;
     throw std::invalid_argument((ranks_a ? "A" : "B") + std::string(" (") + ranked + ") is a folder of rank dumps but " +
@@ -74,27 +74,27 @@ void run_compare(const CompareFlags& f) {
   bool agree = false;
   try {
     if (ranks_a) {
-      const align::RanksResult result = align::compare_rank_paths(f.a, f.b, opt, on_progress);
+      const compare::RanksResult result = compare::compare_rank_paths(f.a, f.b, opt, on_progress);
       progress.clear();
-      if (!f.json_path.empty()) write_streamed("compare", align::ranks_to_streamed_json(result), f.json_path);
-      if (!f.csv_path.empty()) report::write_file_atomic(f.csv_path, align::ranks_to_csv(result));
-      if (!f.html_path.empty()) report::write_file_atomic(f.html_path, align::ranks_to_html(result));
-      console << align::render_ranks_console(result, f.console);
+      if (!f.json_path.empty()) write_streamed("compare", compare::ranks_to_streamed_json(result), f.json_path);
+      if (!f.csv_path.empty()) report::write_file_atomic(f.csv_path, compare::ranks_to_csv(result));
+      if (!f.html_path.empty()) report::write_file_atomic(f.html_path, compare::ranks_to_html(result));
+      console << compare::render_ranks_console(result, f.console);
       agree = result.agree;
     } else {
-      const align::CompareResult result = align::compare_paths(f.a, f.b, opt, on_progress);
+      const compare::CompareResult result = compare::compare_paths(f.a, f.b, opt, on_progress);
       progress.clear();
-      if (!f.json_path.empty()) write_streamed("compare", align::compare_to_streamed_json(result), f.json_path);
-      if (!f.csv_path.empty()) report::write_file_atomic(f.csv_path, align::compare_to_csv(result));
-      if (!f.html_path.empty()) report::write_file_atomic(f.html_path, align::compare_to_html(result));
-      console << align::render_compare_console(result, f.console);
+      if (!f.json_path.empty()) write_streamed("compare", compare::compare_to_streamed_json(result), f.json_path);
+      if (!f.csv_path.empty()) report::write_file_atomic(f.csv_path, compare::compare_to_csv(result));
+      if (!f.html_path.empty()) report::write_file_atomic(f.html_path, compare::compare_to_html(result));
+      console << compare::render_compare_console(result, f.console);
       agree = result.agree;
     }
-  } catch (const align::UnreadableInput& e) {
+  } catch (const compare::UnreadableInput& e) {
     // No verdict, so no report: "differ" (1) would blame the runs for what the file system did.
     progress.clear();
     std::cerr << "crosstrain: error: " << e.what() << "\n";
-    throw ExitStatus{align::kNoVerdictExit};
+    throw ExitStatus{compare::kNoVerdictExit};
   }
   if (!agree) throw ExitStatus{1};
 }

@@ -34,7 +34,7 @@ void add_train_command(CLI::App& app);
 void add_bench_command(CLI::App& app);
 void add_doctor_command(CLI::App& app);
 void add_analyze_command(CLI::App& app);          // trace analysis (tools/analyze)
-void add_compare_command(CLI::App& app);          // dump / loss-curve comparison (tools/align)
+void add_compare_command(CLI::App& app);          // dump / loss-curve comparison (tools/compare)
 void add_align_command(CLI::App& app);            // two runs, dumped and compared (tools/align)
 void add_op_check_command(CLI::App& app);         // operators against a float64 CPU reference (tools/opcheck)
 void add_migrate_command(CLI::App& app);          // CUDA -> device-agnostic Python rewriting (tools/migrate)

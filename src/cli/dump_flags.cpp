@@ -2,7 +2,7 @@
 
 namespace crosstrain::cli {
 
-void add_dump_flags(CLI::App* cmd, commands::DumpOptions& f, bool with_dir) {
+void add_dump_flags(CLI::App* cmd, dump::DumpOptions& f, bool with_dir) {
   const char* g = "Dump";
   if (with_dir) {
     cmd->add_option("--dump", f.dir, "Record module outputs, gradients and losses into DIR (docs/DUMP_FORMAT.md)")

@@ -13,10 +13,10 @@
 #include <string>
 #include <vector>
 
-#include "tools/align/dump_writer.h"
-#include "tools/align/temp_dir.h"
+#include "tools/dump/dump_writer.h"
+#include "tools/dump/temp_dir.h"
 
-using namespace crosstrain::align;
+using namespace crosstrain::dump;
 using crosstrain::testing::TempDir;
 
 namespace {

@@ -5,13 +5,13 @@
 #include <stdexcept>
 #include <string>
 
-#include "tools/align/dump_reader.h"
+#include "tools/dump/dump_reader.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string text(reinterpret_cast<const char*>(data), size);
   try {
-    const auto idx = crosstrain::align::parse_dump_index(text, "fuzz/index.jsonl");
-    for (const auto& r : idx.records) (void)crosstrain::align::shape_numel(r.shape);
+    const auto idx = crosstrain::dump::parse_dump_index(text, "fuzz/index.jsonl");
+    for (const auto& r : idx.records) (void)crosstrain::dump::shape_numel(r.shape);
   } catch (const std::runtime_error&) {
   }
   return 0;

@@ -4,11 +4,11 @@
 #include <cstdint>
 #include <string>
 
-#include "tools/align/loss_curve.h"
+#include "tools/dump/loss_curve.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string text(reinterpret_cast<const char*>(data), size);
-  const auto log = crosstrain::align::parse_loss_log(text, "fuzz/loss.jsonl");
-  (void)crosstrain::align::compare_losses(log, log, 1e-3);
+  const auto log = crosstrain::dump::parse_loss_log(text, "fuzz/loss.jsonl");
+  (void)crosstrain::dump::compare_losses(log, log, 1e-3);
   return 0;
 }

@@ -4,10 +4,10 @@
 #include <cstdint>
 #include <stdexcept>
 
-#include "tools/align/npy.h"
+#include "tools/dump/npy.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  using namespace crosstrain::align;
+  using namespace crosstrain::dump;
   try {
     const NpyLayout l = parse_npy_header(data, size, "fuzz.npy");
     const size_t bytes = l.numel * dtype_size(l.dtype);

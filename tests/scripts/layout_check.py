@@ -10,7 +10,10 @@ Fails (exit 1, one line per problem) when
     inside it) with more in it than forward declarations. Anonymous namespaces are the file's own.
   - folders include each other in a cycle (#include "tools/<folder>/..." makes one folder depend on
     another; a cycle means no folder of it can be read, built or tested without the others);
-    each cycle is named once, as the path that closes it.
+    each cycle is named once, as the path that closes it;
+  - a file includes another folder's header while no library of its own folder links (directly or
+    through other libraries of the tree) a library of that folder: the include points against the
+    direction the build declares, as an upward include does (the first such file is named).
 Subfolders of a folder (a plugin such as dist/npu) are their own business and are not checked,
 except that their includes count for the folder they are in.
 """
@@ -117,6 +120,55 @@ def include_cycles(graph):
     return cycles
 
 
+LINK = re.compile(r"target_link_libraries\s*\(\s*([\w$\{\}]+)([^)]*)\)")
+LIBRARY = re.compile(r"^\s*add_library\s*\(\s*(\w+)", re.M)
+
+
+def folder_libraries(root):
+    """folder -> the libraries its CMakeLists files (subfolders included) define, and
+    library -> the libraries it links, from every CMakeLists.txt under root."""
+    owned, links = {}, {}
+    for folder in sorted(p for p in root.iterdir() if p.is_dir()):
+        owned[folder.name] = set()
+        for cmake in folder.rglob("CMakeLists.txt"):
+            text = re.sub(r"#[^\n]*", "", cmake.read_text(errors="replace"))
+            owned[folder.name].update(LIBRARY.findall(text))
+            for target, args in LINK.findall(text):
+                words = [w for w in args.split() if w not in ("PUBLIC", "PRIVATE", "INTERFACE")]
+                links.setdefault(target, set()).update(words)
+    return owned, links
+
+
+def reachable(start, links):
+    seen, todo = set(), list(start)
+    while todo:
+        lib = todo.pop()
+        for nxt in links.get(lib, ()):
+            if nxt not in seen:
+                seen.add(nxt)
+                todo.append(nxt)
+    return seen
+
+
+def upward_includes(root):
+    """One line per (folder, included folder) pair whose include no link of the folder backs."""
+    owned, links = folder_libraries(root)
+    problems = []
+    for folder in sorted(p for p in root.iterdir() if p.is_dir()):
+        linked = reachable(owned[folder.name], links)
+        first = {}
+        for path in sorted(folder.rglob("*")):
+            if path.suffix in SOURCE_SUFFIXES and path.is_file():
+                for dep in TOOLS_INCLUDE.findall(path.read_text(errors="replace")):
+                    if dep != folder.name and (root / dep).is_dir():
+                        first.setdefault(dep, path.relative_to(root).as_posix())
+        for dep, path in sorted(first.items()):
+            if owned[folder.name] and not (owned.get(dep, set()) & linked):
+                problems.append(f"{path}: includes tools/{dep}/, which no library of {folder.name}/ links "
+                                f"(an include against the build's direction: link it, or move the code)")
+    return problems
+
+
 def main(argv):
     if len(argv) != 2:
         print(__doc__.strip().splitlines()[2].strip(), file=sys.stderr)
@@ -131,6 +183,7 @@ def main(argv):
         problems += folder_problems(folder)
     problems += [f"include cycle: {' -> '.join(c)} (a folder may include only folders that do not include it back)"
                  for c in include_cycles(include_graph(root))]
+    problems += upward_includes(root)
     for line in problems:
         print(line)
     print(f"layout_check: {len(problems)} problem(s) in {root}")

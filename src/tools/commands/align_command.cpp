@@ -3,12 +3,19 @@
 
 #include "report/envelope.h"
 #include "report/output.h"
-#include "tools/commands/align_ranks.h"
-#include "tools/align/compare_report.h"
+#include "tools/align/align_ranks.h"
 #include "tools/commands/commands.h"
 #include "tools/commands/torch_errors.h"
+#include "tools/compare/compare_report.h"
 
 namespace crosstrain::commands {
+
+using align::AlignOptions;
+using align::AlignRun;
+using align::AlignSideFailed;
+using align::kAlignRankStoppedExit;
+using align::kAlignSideFailedExit;
+using align::run_align;
 
 namespace {
 
@@ -27,15 +34,15 @@ int align_body(const AlignArgs& args) {
     return run.result.agree ? 0 : kAlignRankStoppedExit;
   }
   if (!args.json.empty()) {
-    auto doc = align::compare_to_json(run.result);
+    auto doc = compare::compare_to_json(run.result);
     doc["a"] = o.a;
     doc["b"] = o.b;
     doc["out"] = run.out_dir;
     report::write_json(report::with_envelope("align", std::move(doc)), args.json);
   }
-  if (!args.html.empty()) report::write_file_atomic(args.html, align::compare_to_html(run.result));
+  if (!args.html.empty()) report::write_file_atomic(args.html, compare::compare_to_html(run.result));
   std::ostream& os = report::json_to_stdout(args.json) ? std::cerr : std::cout;
-  os << "A: " << o.a << "\nB: " << o.b << "\n" << align::render_compare_console(run.result);
+  os << "A: " << o.a << "\nB: " << o.b << "\n" << compare::render_compare_console(run.result);
   os << (run.result.agree ? "align: the runs agree\n" : "align: the runs differ\n");
   return run.result.agree ? 0 : 1;
 }

@@ -16,11 +16,11 @@
 #include <cstdint>
 #include <string>
 
+#include "tools/align/align_run.h"
 #include "tools/bench/bench.h"
-#include "tools/commands/align_run.h"
-#include "tools/commands/dump_attachment.h"
 #include "tools/dist/comm_bench.h"
 #include "tools/doctor/doctor.h"
+#include "tools/dump/trainer/dump_attachment.h"
 #include "tools/opcheck/op_check_options.h"
 #include "tools/train/train_config.h"
 
@@ -29,7 +29,7 @@ namespace crosstrain::commands {
 struct TrainArgs {
   train::TrainConfig config;
   std::string json;  // --json PATH ('-' = stdout)
-  DumpOptions dump;
+  crosstrain::dump::DumpOptions dump;
 };
 
 struct BenchArgs {
@@ -55,7 +55,7 @@ struct OpCheckArgs {
 };
 
 struct AlignArgs {
-  AlignOptions options;
+  align::AlignOptions options;
   std::string json, html;
 };
 

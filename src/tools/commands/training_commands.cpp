@@ -13,6 +13,10 @@
 
 namespace crosstrain::commands {
 
+using dump::attach_dump;
+using dump::DumpAttachment;
+using dump::DumpOptions;
+
 namespace {
 
 int train(const TrainArgs& args) {

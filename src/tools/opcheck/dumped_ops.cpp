@@ -8,7 +8,7 @@
 
 #include "report/input_file.h"
 #include "report/json_tree.h"
-#include "tools/align/dump_reader.h"
+#include "tools/dump/dump_reader.h"
 
 namespace crosstrain::opcheck {
 
@@ -28,24 +28,24 @@ std::pair<std::string, std::optional<int>> split_output_index(const std::string&
 namespace {
 
 struct Line {
-  align::DumpRecord record;
+  dump::DumpRecord record;
   std::optional<nlohmann::json> args;
 };
 
-bool is_op_kind(align::RecordKind k) {
-  return k == align::RecordKind::OpForward || k == align::RecordKind::OpBackward ||
-         k == align::RecordKind::OpOptimizer;
+bool is_op_kind(dump::RecordKind k) {
+  return k == dump::RecordKind::OpForward || k == dump::RecordKind::OpBackward ||
+         k == dump::RecordKind::OpOptimizer;
 }
 
 }  // namespace
 
 DumpedOps parse_dumped_ops(const std::string& text, const std::string& dir) {
-  const std::string where = (fs::path(dir) / align::kIndexFile).string();
+  const std::string where = (fs::path(dir) / dump::kIndexFile).string();
   std::istringstream in(text);
   std::string line;
   std::getline(in, line);
   // The header alone through the dump reader: the same checks (format, version, mode) as compare.
-  const align::DumpIndex header = align::parse_dump_index(line, where);
+  const dump::DumpIndex header = dump::parse_dump_index(line, where);
   DumpedOps d;
   d.dir = dir;
   d.mode = header.mode;
@@ -58,7 +58,7 @@ DumpedOps parse_dumped_ops(const std::string& text, const std::string& dir) {
     try {
       // Validated and costed before it becomes a tree: no line can take the memory by nesting.
       const nlohmann::json j = report::parse_json_tree(line, where, report::tree_budget_for(line.size()));
-      Line l{align::record_from_json(j), std::nullopt};
+      Line l{dump::record_from_json(j), std::nullopt};
       if (!is_op_kind(l.record.kind) || !l.record.op) {
         ++d.other_records;
         continue;
@@ -68,7 +68,7 @@ DumpedOps parse_dumped_ops(const std::string& text, const std::string& dir) {
       if (d.run_device.empty() && !l.record.device.empty() && l.record.device != "cpu") d.run_device = l.record.device;
       lines.push_back(std::move(l));
     } catch (const std::exception& e) {
-      d.problems.push_back(std::string(align::kIndexFile) + " line " + std::to_string(line_no) + ": " + e.what());
+      d.problems.push_back(std::string(dump::kIndexFile) + " line " + std::to_string(line_no) + ": " + e.what());
     }
   }
   if (d.run_device.empty()) d.run_device = "cpu";
@@ -101,10 +101,10 @@ DumpedOps parse_dumped_ops(const std::string& text, const std::string& dir) {
 DumpedOps read_dumped_ops(const std::string& dir) {
   std::error_code ec;
   if (!fs::is_directory(dir, ec)) throw std::runtime_error(dir + ": not a directory");
-  const fs::path index_path = fs::path(dir) / align::kIndexFile;
+  const fs::path index_path = fs::path(dir) / dump::kIndexFile;
   if (!fs::exists(fs::symlink_status(index_path, ec)))
-    throw std::runtime_error(dir + ": no " + std::string(align::kIndexFile) + " (not a crosstrain dump)");
-  return parse_dumped_ops(report::read_regular_file(index_path.string(), align::kMaxIndexBytes, "dump index"), dir);
+    throw std::runtime_error(dir + ": no " + std::string(dump::kIndexFile) + " (not a crosstrain dump)");
+  return parse_dumped_ops(report::read_regular_file(index_path.string(), dump::kMaxIndexBytes, "dump index"), dir);
 }
 
 }  // namespace crosstrain::opcheck

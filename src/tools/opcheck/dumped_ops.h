@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "tools/align/dump_format.h"
+#include "tools/dump/dump_format.h"
 
 namespace crosstrain::opcheck {
 
@@ -23,7 +23,7 @@ struct DumpedOutput {
   int64_t seq = 0;
   std::string name;           // the record's name, with its [i]
   std::optional<int> index;   // position among the operator's returns; none when the record has no [i]
-  align::DType dtype = align::DType::Float32;
+  dump::DType dtype = dump::DType::Float32;
   std::vector<int64_t> shape;
   std::string file;           // tensors mode: the output's .npy, relative to the dump; else empty
 };
@@ -32,14 +32,14 @@ struct DumpedOp {
   int64_t step = 0;
   int64_t seq = 0;                      // the first output record's seq
   std::string name;                     // record name without the output index
-  align::OpOrigin origin;               // schema name, overload, phase, module, source, random
+  dump::OpOrigin origin;               // schema name, overload, phase, module, source, random
   std::optional<nlohmann::json> args;   // "op"."args" as recorded; none in a stats-mode dump
   std::vector<DumpedOutput> outputs;
 };
 
 struct DumpedOps {
   std::string dir;
-  align::DumpMode mode = align::DumpMode::Stats;
+  dump::DumpMode mode = dump::DumpMode::Stats;
   std::string producer;
   std::string run_device;               // the first accelerator a record names ("cuda:0"), else "cpu"
   std::vector<DumpedOp> ops;            // in execution order
@@ -48,7 +48,7 @@ struct DumpedOps {
   std::vector<std::string> problems;    // "index.jsonl line 7: ..."
 };
 
-// Reads DIR/index.jsonl (header checks as align::read_dump). std::runtime_error when there is no
+// Reads DIR/index.jsonl (header checks as dump::read_dump). std::runtime_error when there is no
 // readable index.
 DumpedOps read_dumped_ops(const std::string& dir);
 // The same on index.jsonl's text; `dir` is kept for resolving tensor files.

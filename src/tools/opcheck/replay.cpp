@@ -40,7 +40,7 @@ std::string first_line(const std::string& s) {
   return line.size() > 300 ? line.substr(0, 297) + "..." : line;
 }
 
-std::string op_display(const align::OpOrigin& o) {
+std::string op_display(const dump::OpOrigin& o) {
   return o.overload.empty() || o.overload == "default" ? o.op : o.op + "." + o.overload;
 }
 
@@ -246,9 +246,9 @@ class Replayer {
     if (!rf.defined()) throw NotReplayed("the replay returns no tensor for " + which);
     if (rf.sizes() != at::IntArrayRef(out.shape))
       throw NotReplayed("the replay gives " + which + " shape " + c10::str(rf.sizes()) + " where the run recorded " +
-                        align::shape_to_string(out.shape));
+                        dump::shape_to_string(out.shape));
     r.shape = out.shape;
-    const at::ScalarType expected = target_dtype(parse_scalar_type(align::dtype_name(out.dtype)).value_or(at::kFloat),
+    const at::ScalarType expected = target_dtype(parse_scalar_type(dump::dtype_name(out.dtype)).value_or(at::kFloat),
                                                  target_.precision);
     r.dtype = scalar_type_name(expected);
     r.tolerance = tolerance(expected, input_tolerance);
@@ -257,7 +257,7 @@ class Replayer {
     if (!tg.defined()) throw TargetFailure("the target returns no tensor for " + which);
     if (compares_run() && tg.scalar_type() != expected)
       throw NotReplayed("the replay gives " + which + " in " + scalar_type_name(tg.scalar_type()) +
-                        " where the run recorded " + align::dtype_name(out.dtype));
+                        " where the run recorded " + dump::dtype_name(out.dtype));
     r.dtype = scalar_type_name(tg.scalar_type());
     r.tolerance = tolerance(tg.scalar_type(), input_tolerance);
     const at::Tensor ref64 = as_cpu_double(rf);

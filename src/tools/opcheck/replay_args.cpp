@@ -8,7 +8,7 @@
 #include <limits>
 
 #include "report/input_file.h"
-#include "tools/align/npy.h"
+#include "tools/dump/npy.h"
 
 namespace crosstrain::opcheck {
 
@@ -26,16 +26,16 @@ constexpr NamedType kScalarTypes[] = {
     {"float8_e4m3fn", at::kFloat8_e4m3fn}, {"float8_e5m2", at::kFloat8_e5m2},
 };
 
-at::ScalarType from_dump_dtype(align::DType t) {
+at::ScalarType from_dump_dtype(dump::DType t) {
   switch (t) {
-    case align::DType::Float32: return at::kFloat;
-    case align::DType::Float64: return at::kDouble;
-    case align::DType::Float16: return at::kHalf;
-    case align::DType::BFloat16: return at::kBFloat16;
-    case align::DType::Int64: return at::kLong;
-    case align::DType::Int32: return at::kInt;
-    case align::DType::UInt8: return at::kByte;
-    case align::DType::Bool: return at::kBool;
+    case dump::DType::Float32: return at::kFloat;
+    case dump::DType::Float64: return at::kDouble;
+    case dump::DType::Float16: return at::kHalf;
+    case dump::DType::BFloat16: return at::kBFloat16;
+    case dump::DType::Int64: return at::kLong;
+    case dump::DType::Int32: return at::kInt;
+    case dump::DType::UInt8: return at::kByte;
+    case dump::DType::Bool: return at::kBool;
   }
   return at::kFloat;
 }
@@ -289,7 +289,7 @@ const at::Tensor& InputCache::get(const std::string& file) {
   if (it != tensors_.end()) return it->second;
   at::Tensor t;
   try {
-    align::NpyArray a = align::NpyArray::open(report::resolve_inside(dir_, file));
+    dump::NpyArray a = dump::NpyArray::open(report::resolve_inside(dir_, file));
     const auto st = from_dump_dtype(a.dtype());
     t = at::from_blob(const_cast<void*>(a.data()), at::IntArrayRef(a.shape()), at::TensorOptions().dtype(st)).clone();
   } catch (const std::exception& e) {

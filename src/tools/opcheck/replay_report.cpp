@@ -7,7 +7,7 @@
 #include "report/output.h"
 #include "report/table.h"
 #include "report/units.h"
-#include "tools/align/dump_format.h"
+#include "tools/dump/dump_format.h"
 #include "tools/opcheck/replay.h"
 
 namespace crosstrain::opcheck {
@@ -63,7 +63,7 @@ std::string worst_table(const ReplayResult& r, int64_t top, size_t* shown, size_
     if (w) {
       char cos[32];
       std::snprintf(cos, sizeof cos, "%.8f", w->cosine);
-      cells.insert(cells.end(), {std::to_string(w->index), w->dtype, align::shape_to_string(w->shape), sci(w->max_abs),
+      cells.insert(cells.end(), {std::to_string(w->index), w->dtype, dump::shape_to_string(w->shape), sci(w->max_abs),
                                  sci(w->max_rel), std::isnan(w->cosine) ? "nan" : cos, sci(w->tolerance)});
       if (run_column) cells.push_back(w->run_max_rel ? sci(*w->run_max_rel) : "-");
     } else {

@@ -95,7 +95,7 @@ AlignCommandsResult align_commands(const AlignCommands& req, const RunOptions& o
   run_side(b, req, (fs::path(out.out_dir) / "b").string(), options);
   out.dump_a = comparable_dump((fs::path(out.out_dir) / "a").string());
   out.dump_b = comparable_dump((fs::path(out.out_dir) / "b").string());
-  out.result = align::compare_paths(out.dump_a, out.dump_b, req.compare);
+  out.result = compare::compare_paths(out.dump_a, out.dump_b, req.compare);
   return out;
 }
 

@@ -13,7 +13,7 @@
 #include <stdexcept>
 #include <string>
 
-#include "tools/align/dump_compare.h"
+#include "tools/compare/dump_compare.h"
 #include "tools/run/runner.h"
 
 namespace crosstrain::run {
@@ -24,7 +24,7 @@ struct AlignCommands {
   std::vector<std::string> command;          // the one command of the environment form
   std::string out;                           // OUT/a and OUT/b; "" = a new align-<time> here
   RunRequest shared;                         // seed and dump settings both sides use (dump = "")
-  align::CompareOptions compare;
+  compare::CompareOptions compare;
 };
 
 struct AlignSideError : std::runtime_error {
@@ -34,11 +34,11 @@ struct AlignSideError : std::runtime_error {
 struct AlignCommandsResult {
   std::string out_dir, dump_a, dump_b;       // the dumps compared (rank 0's for a multi-rank side)
   std::vector<std::string> a_argv, b_argv;
-  align::CompareResult result;
+  compare::CompareResult result;
 };
 
 // std::invalid_argument for a caller mistake (a side that is not a command, no command at all),
-// AlignSideError when a side fails, align::UnreadableInput when a dump cannot be read back.
+// AlignSideError when a side fails, compare::UnreadableInput when a dump cannot be read back.
 AlignCommandsResult align_commands(const AlignCommands& request, const RunOptions& options);
 
 }  // namespace crosstrain::run

@@ -4,7 +4,7 @@
 #include <regex>
 #include <stdexcept>
 
-#include "tools/align/dump_format.h"
+#include "tools/dump/dump_format.h"
 #include "tools/run/run_options_table.h"
 
 namespace crosstrain::run {
@@ -117,7 +117,7 @@ void check_text(const OptionSpec& s, const json& v) {
   }
   if (s.type == OptionType::List) {
     try {
-      (void)align::StepSelection::parse(text);
+      (void)dump::StepSelection::parse(text);
     } catch (const std::invalid_argument& e) {
       throw std::invalid_argument(s.flag() + ": " + e.what());
     }
