@@ -91,3 +91,62 @@ TEST(TensorStats, LargeTensorMatchesLongDoubleReference) {
   EXPECT_NEAR(*s.norm, std::sqrt(static_cast<double>(sq)), 1e-9 * std::sqrt(static_cast<double>(sq)));
   EXPECT_FLOAT_EQ(static_cast<float>(*s.max), 1000.0f / 37.0f);
 }
+
+// The fast path sums sixteen lanes and commits a chunk only when nothing non-finite showed; a NaN or
+// an Inf anywhere (any lane, the tail after the last full row of lanes, either side of a chunk's
+// end) must send that chunk to the element-by-element path and be counted, with the statistics of
+// the finite elements exact.
+TEST(TensorStats, ANonFiniteElementInAnyLaneOrTailIsCountedAndLeftOut) {
+  const float inf = std::numeric_limits<float>::infinity();
+  for (size_t n : {1u, 15u, 16u, 17u, 33u, 2047u, 2048u, 2049u, 4100u}) {
+    std::vector<size_t> places = {0, n - 1, n / 2, n / 3};
+    if (n > 16) places.push_back(16);
+    if (n > 2048) places.push_back(2048);
+    for (size_t p : places) {
+      for (float bad : {std::nanf(""), inf, -inf}) {
+        std::vector<float> v(n);
+        long double sum = 0, sq = 0;
+        float hi = -inf, lo = inf;
+        for (size_t i = 0; i < n; ++i) {
+          v[i] = static_cast<float>(static_cast<int>((i * 37) % 101) - 50) * 0.125f;
+          if (i == p) {
+            v[i] = bad;
+            continue;
+          }
+          sum += v[i];
+          sq += static_cast<long double>(v[i]) * v[i];
+          hi = std::max(hi, v[i]);
+          lo = std::min(lo, v[i]);
+        }
+        const auto s = compute_stats(DType::Float32, v.data(), n);
+        SCOPED_TRACE("n=" + std::to_string(n) + " at " + std::to_string(p) + " value " + std::to_string(bad));
+        EXPECT_EQ(s.nan_count, std::isnan(bad) ? 1 : 0);
+        EXPECT_EQ(s.inf_count, std::isinf(bad) ? 1 : 0);
+        if (n == 1) {
+          EXPECT_FALSE(s.max.has_value());
+          continue;
+        }
+        EXPECT_EQ(*s.max, hi);
+        EXPECT_EQ(*s.min, lo);
+        EXPECT_NEAR(*s.mean, static_cast<double>(sum / (n - 1)), 1e-12);
+        EXPECT_NEAR(*s.norm, std::sqrt(static_cast<double>(sq)), 1e-12 * (1 + std::sqrt(static_cast<double>(sq))));
+      }
+    }
+  }
+}
+
+// Max and min are the elements themselves, of whichever lane holds them, in float32 and float64.
+TEST(TensorStats, MaxAndMinAreExactInEveryLane) {
+  for (size_t at = 0; at < 40; ++at) {
+    std::vector<float> f(40, 1.0f);
+    std::vector<double> d(40, 1.0);
+    f[at] = 1.0f + std::ldexp(1.0f, -23);  // one ulp above the rest
+    d[at] = 1.0 + std::ldexp(1.0, -52);
+    f[(at + 7) % 40] = -std::ldexp(1.0f, -140);  // a float32 subnormal
+    d[(at + 7) % 40] = -std::numeric_limits<double>::denorm_min();
+    EXPECT_EQ(*compute_stats(DType::Float32, f.data(), f.size()).max, static_cast<double>(f[at]));
+    EXPECT_EQ(*compute_stats(DType::Float32, f.data(), f.size()).min, static_cast<double>(f[(at + 7) % 40]));
+    EXPECT_EQ(*compute_stats(DType::Float64, d.data(), d.size()).max, d[at]);
+    EXPECT_EQ(*compute_stats(DType::Float64, d.data(), d.size()).min, d[(at + 7) % 40]);
+  }
+}
