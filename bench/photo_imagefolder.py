@@ -4,10 +4,11 @@ smooth synthetic images of `crosstrain make-imagefolder`.
 
 Each image is a random crop (10-100% of the area, aspect 3/4 to 4/3) of one of the source photographs
 given, resized to --size with Lanczos, flipped at random and saved as baseline JPEG at --quality
-(4:2:0, PIL's defaults), ten classes of --train images in all plus --val. The same seed gives the
-same folder.
+(4:2:0, PIL's defaults; --progressive: progressive JPEG, as many photographs on the web are), ten
+classes of --train images in all plus --val. The same seed gives the same folder.
 
 usage: photo_imagefolder.py SOURCES_DIR OUT [--train N] [--val N] [--size WxH] [--quality Q] [--seed S]
+                           [--progressive]
 Source photographs: any PNG or JPEG files, e.g. the photographs in scikit-image's wheel
 (skimage/data: astronaut, chelsea, coffee, motorcycle_*, rocket, retina, hubble_deep_field) or a
 wallpaper package's (Debian's ukui-wallpapers).
@@ -39,6 +40,7 @@ def main():
     ap.add_argument("--size", default="500x375")
     ap.add_argument("--quality", type=int, default=90)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--progressive", action="store_true")
     a = ap.parse_args()
     w, h = (int(v) for v in a.size.split("x"))
     sources = sorted(p for p in pathlib.Path(a.sources).iterdir() if p.suffix.lower() in (".png", ".jpg", ".jpeg"))
@@ -57,9 +59,10 @@ def main():
             if rng.random() < 0.5:
                 img = img.transpose(Image.FLIP_LEFT_RIGHT)
             path = cls / f"{i:06d}.jpg"
-            img.save(path, quality=a.quality)
+            img.save(path, quality=a.quality, progressive=a.progressive)
             total += path.stat().st_size
-    print(f"wrote {a.train} train + {a.val} val photo JPEGs ({w}x{h}, q{a.quality}, {total / 2**20:.1f} MiB) "
+    kind = "progressive" if a.progressive else "baseline"
+    print(f"wrote {a.train} train + {a.val} val {kind} photo JPEGs ({w}x{h}, q{a.quality}, {total / 2**20:.1f} MiB) "
           f"from {len(photos)} sources to {out}")
 
 
