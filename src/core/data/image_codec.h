@@ -76,6 +76,15 @@ Image decode_image(const uint8_t* data, size_t size);
 // JPEG, 4:2:0 chroma subsampling for RGB, quality 1..100; baseline unless progressive.
 std::vector<uint8_t> encode_jpeg(const Image& image, int quality, bool progressive = false);
 
+// Whether a JPEG's frame is progressive (from its markers; false for anything else).
+bool jpeg_is_progressive(const uint8_t* data, size_t size);
+
+// A progressive (or any) YCbCr or grayscale JPEG rewritten as a baseline one from the same DCT
+// coefficients: lossless, so it decodes to the same pixels, and a baseline file can be decoded a
+// region at a time (a progressive one is entropy-decoded whole first). DecodeError for a file
+// that cannot be read or is in another colour space.
+std::vector<uint8_t> transcode_jpeg_to_baseline(const uint8_t* data, size_t size);
+
 // Largest image the decoders accept at all, in pixels: a hostile header cannot make them allocate
 // without bound. Datasets apply a lower, configurable limit first (DatasetOptions).
 constexpr int64_t kMaxImagePixels = int64_t{1} << 30;

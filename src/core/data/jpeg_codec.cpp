@@ -227,4 +227,70 @@ std::vector<uint8_t> encode_jpeg(const Image& image, int quality, bool progressi
   return bytes;
 }
 
+bool jpeg_is_progressive(const uint8_t* data, size_t size) {
+  if (size < 4 || data[0] != 0xFF || data[1] != 0xD8) return false;
+  size_t i = 2;
+  while (i + 4 <= size) {
+    if (data[i] != 0xFF) return false;
+    const uint8_t marker = data[i + 1];
+    if (marker == 0xFF) {  // fill byte before a marker
+      ++i;
+      continue;
+    }
+    // SOF2, SOF6, SOF10, SOF14: progressive; the other start-of-frame markers: not; a scan begins
+    // after the frame header, so the answer comes before SOS.
+    if (marker == 0xC2 || marker == 0xC6 || marker == 0xCA || marker == 0xCE) return true;
+    if ((marker >= 0xC0 && marker <= 0xCF && marker != 0xC4 && marker != 0xC8 && marker != 0xCC) || marker == 0xDA)
+      return false;
+    if (marker == 0x01 || (marker >= 0xD0 && marker <= 0xD7)) {  // markers without a length
+      i += 2;
+      continue;
+    }
+    i += 2 + ((static_cast<size_t>(data[i + 2]) << 8) | data[i + 3]);
+  }
+  return false;
+}
+
+std::vector<uint8_t> transcode_jpeg_to_baseline(const uint8_t* data, size_t size) {
+  jpeg_decompress_struct src;
+  jpeg_compress_struct dst;
+  JpegErrorManager err;  // one manager for both: any fatal error of either lands here
+  install_error_manager(src, err);
+  dst.err = &err.pub;
+  unsigned char* buffer = nullptr;
+  unsigned long buffer_size = 0;
+  bool dst_created = false;
+  if (setjmp(err.jump)) {
+    if (dst_created) jpeg_destroy_compress(&dst);
+    jpeg_destroy_decompress(&src);
+    std::free(buffer);
+    throw DecodeError(std::string("JPEG: ") + err.message);
+  }
+  jpeg_create_decompress(&src);
+  src.mem->max_memory_to_use = 1L << 30;  // as the decoder: a hostile header fails, never exhausts
+  jpeg_mem_src(&src, data, static_cast<unsigned long>(size));
+  jpeg_read_header(&src, TRUE);
+  const int64_t pixels = static_cast<int64_t>(src.image_width) * src.image_height;
+  // YCbCr and grayscale only: other colour spaces depend on markers (Adobe's) that a rewrite
+  // could change, and they are rare among progressive photographs.
+  if (pixels <= 0 || pixels > kMaxImagePixels || (src.jpeg_color_space != JCS_YCbCr && src.jpeg_color_space != JCS_GRAYSCALE))
+    ERREXIT(&src, JERR_CONVERSION_NOTIMPL);
+  jvirt_barray_ptr* coefficients = jpeg_read_coefficients(&src);
+  jpeg_create_compress(&dst);
+  dst_created = true;
+  jpeg_mem_dest(&dst, &buffer, &buffer_size);
+  jpeg_copy_critical_parameters(&src, &dst);  // the same quantisation and sampling: the same pixels
+  // Standard Huffman tables: one pass (fitted ones take a second and saved 3% of the size on
+  // photographs, while the first epoch went from 0.81x to 0.57x of reading without the cache).
+  dst.optimize_coding = FALSE;
+  jpeg_write_coefficients(&dst, coefficients);
+  jpeg_finish_compress(&dst);
+  jpeg_finish_decompress(&src);
+  std::vector<uint8_t> bytes(buffer, buffer + buffer_size);
+  jpeg_destroy_compress(&dst);
+  jpeg_destroy_decompress(&src);
+  std::free(buffer);
+  return bytes;
+}
+
 }  // namespace crosstrain::data

@@ -90,3 +90,23 @@ TEST(PilFidelity, CmykJpegDecodesLikePil) {
   // PIL bundles its own libjpeg-turbo build; the IDCT may round a unit differently.
   EXPECT_LE(max_difference(reference().dir / "cmyk_adobe.jpg"), 2);
 }
+
+// What --jpeg-cache stores: PIL-written progressive files (fitted tables, 4:4:4, 4:2:2, 4:2:0,
+// gray, odd sizes) rewritten as baseline decode to the same pixels as the originals, which decode
+// as PIL does; CMYK ones are left as they are (their rewrite could change the Adobe marker).
+TEST(PilFidelity, ProgressiveJpegsRewriteToBaselineWithTheSamePixels) {
+  if (!reference().ok) GTEST_SKIP() << "PIL not usable with " << CROSSTRAIN_PYTHON;
+  for (const char* name : {"progressive_444.jpg", "progressive_422.jpg", "progressive_420.jpg", "progressive_gray.jpg"}) {
+    SCOPED_TRACE(name);
+    const auto bytes = read_file_bytes((reference().dir / name).string());
+    ASSERT_TRUE(jpeg_is_progressive(bytes.data(), bytes.size()));
+    EXPECT_LE(max_difference(reference().dir / name), 2);
+    const auto baseline = transcode_jpeg_to_baseline(bytes.data(), bytes.size());
+    EXPECT_FALSE(jpeg_is_progressive(baseline.data(), baseline.size()));
+    EXPECT_EQ(decode_image(baseline.data(), baseline.size()).pixels, decode_image(bytes.data(), bytes.size()).pixels);
+  }
+  const auto cmyk = read_file_bytes((reference().dir / "progressive_cmyk.jpg").string());
+  ASSERT_TRUE(jpeg_is_progressive(cmyk.data(), cmyk.size()));
+  EXPECT_LE(max_difference(reference().dir / "progressive_cmyk.jpg"), 2);
+  EXPECT_THROW(transcode_jpeg_to_baseline(cmyk.data(), cmyk.size()), DecodeError);
+}

@@ -1,7 +1,7 @@
 """PIL's view of images that decoders disagree on: writes PNGs of every colour type and bit depth
-(with alpha and tRNS transparency), CMYK JPEGs (Adobe, as PIL writes them) and, for every image,
-PIL's Image.open(f).convert("RGB") as raw bytes next to it (NAME.rgb) -- what torchvision's
-ImageFolder loader feeds a model.
+(with alpha and tRNS transparency), CMYK JPEGs (Adobe, as PIL writes them), progressive JPEGs and,
+for every image, PIL's Image.open(f).convert("RGB") as raw bytes next to it (NAME.rgb) -- what
+torchvision's ImageFolder loader feeds a model.
 
 usage: pil_reference.py OUT_DIR"""
 import struct
@@ -86,6 +86,15 @@ def main(out):
         png(out / ("gray%d.png" % depth), w, h, depth, 0, rows)
     cmyk = Image.fromarray(rng.integers(0, 256, size=(24, 32, 4), dtype=np.uint8), mode="CMYK")
     cmyk.save(out / "cmyk_adobe.jpg", quality=95)
+    cmyk.save(out / "progressive_cmyk.jpg", quality=90, progressive=True)
+    # Progressive JPEGs as photographs are saved (PIL's encoder, fitted tables, every chroma
+    # subsampling, odd sizes): the baseline rewrite must decode to the same pixels.
+    smooth = np.clip(np.add.outer(np.arange(37) * 5, np.arange(53) * 3)[..., None] + rng.integers(0, 40, size=(37, 53, 3)),
+                     0, 255).astype(np.uint8)
+    for sub, name in ((0, "444"), (1, "422"), (2, "420")):
+        Image.fromarray(smooth).save(out / ("progressive_%s.jpg" % name), quality=88, progressive=True, optimize=True,
+                                     subsampling=sub)
+    Image.fromarray(smooth[..., 0]).save(out / "progressive_gray.jpg", quality=75, progressive=True)
     for f in sorted(out.iterdir()):
         if f.suffix in (".png", ".jpg"):
             Path(str(f) + ".rgb").write_bytes(np.asarray(Image.open(f).convert("RGB")).tobytes())
