@@ -43,6 +43,8 @@ struct DatasetOptions {
   bool strict = false;        // stop at the first bad sample instead of skipping it
   std::string val_root;       // imagefolder: validation root when ROOT has no train/ + val/
   int64_t max_samples = 0;    // 0 = all; otherwise the first N (subsets for quick runs)
+  std::string jpeg_cache;     // imagefolder: progressive JPEGs decoded from their baseline rewrites
+                              // kept in this folder (jpeg_cache.h); "" = none
   // Limits on untrusted input (each refused above its limit, with a message naming it):
   int64_t max_image_pixels = kDefaultMaxImagePixels;  // width*height of one image (PIL's bomb limit)
   uint64_t max_image_bytes = kDefaultMaxImageBytes;   // one image file

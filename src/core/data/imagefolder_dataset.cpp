@@ -9,6 +9,7 @@
 #include <set>
 
 #include "core/data/fixed_size_dataset.h"
+#include "core/data/jpeg_cache.h"
 
 namespace crosstrain::data {
 namespace {
@@ -111,6 +112,7 @@ class ImageFolderDataset : public Dataset {
       : root_(sample_root.string()), transform_(options.transform), max_pixels_(options.max_image_pixels),
         max_bytes_(options.max_image_bytes) {
     transform_.validate();
+    if (!options.jpeg_cache.empty()) cache_ = std::make_shared<const JpegBaselineCache>(options.jpeg_cache);
     if (transform_.size == 0) throw std::invalid_argument("imagefolder dataset: the transform needs an output size (size > 0)");
     classes_ = list_classes(class_root);
     if (classes_.empty()) throw std::runtime_error("imagefolder dataset: no class folders in " + class_root.string());
@@ -170,7 +172,8 @@ class ImageFolderDataset : public Dataset {
     const std::string& path = paths_.at(index);
     thread_local std::vector<uint8_t> bytes;
     thread_local DecodedRegion region;
-    read_file_bytes(path, bytes, max_bytes_);
+    const bool cached = cache_ && cache_->read(path, bytes, max_bytes_);
+    if (!cached) read_file_bytes(path, bytes, max_bytes_);
     try {
       const ImageInfo info = probe_image(bytes.data(), bytes.size());
       const int64_t pixels = static_cast<int64_t>(info.width) * info.height;
@@ -178,6 +181,7 @@ class ImageFolderDataset : public Dataset {
         throw DecodeError(std::to_string(info.width) + "x" + std::to_string(info.height) + " = " + std::to_string(pixels) +
                           " pixels, more than the limit of " + std::to_string(std::min(max_pixels_, kMaxImagePixels)) +
                           " (a decompression bomb?)");
+      if (cache_ && !cached) cache_->admit(path, bytes);  // a progressive JPEG: now and from now on its baseline rewrite
       const SampleGeometry g = plan_sample_geometry(transform_, info.width, info.height, rng);
       decode_image_region(bytes.data(), bytes.size(), region_for(g, info.width, info.height, transform_.dct_scaling), region);
       render_sample(view_of(region), g, transform_, dest);
@@ -194,6 +198,7 @@ class ImageFolderDataset : public Dataset {
   std::vector<int64_t> labels_;
   int64_t max_pixels_;
   uint64_t max_bytes_;
+  std::shared_ptr<const JpegBaselineCache> cache_;
 };
 
 }  // namespace

@@ -1,0 +1,101 @@
+#include "core/data/jpeg_cache.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <stdexcept>
+#include <thread>
+
+#include "core/data/image_codec.h"
+#include "report/input_file.h"
+
+namespace crosstrain::data {
+namespace {
+
+namespace fs = std::filesystem;
+
+uint64_t fnv1a(uint64_t h, const void* data, size_t n) {
+  const auto* p = static_cast<const unsigned char*>(data);
+  for (size_t i = 0; i < n; ++i) h = (h ^ p[i]) * 1099511628211ull;
+  return h;
+}
+
+// Writes `bytes` to `path` whole or not at all: a temporary file beside it, then rename().
+bool write_whole(const std::string& path, const std::vector<uint8_t>& bytes) {
+  const std::string tmp = path + ".tmp." + std::to_string(::getpid()) + "." +
+                          std::to_string(std::hash<std::thread::id>{}(std::this_thread::get_id()));
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) return false;
+  size_t done = 0;
+  while (done < bytes.size()) {
+    const ssize_t w = ::write(fd, bytes.data() + done, bytes.size() - done);
+    if (w <= 0) break;
+    done += static_cast<size_t>(w);
+  }
+  const bool ok = ::close(fd) == 0 && done == bytes.size();
+  if (!ok || std::rename(tmp.c_str(), path.c_str()) != 0) {
+    ::unlink(tmp.c_str());
+    return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+JpegBaselineCache::JpegBaselineCache(std::string dir) : dir_(std::move(dir)) {
+  std::error_code ec;
+  fs::create_directories(dir_, ec);
+  if (!fs::is_directory(dir_)) throw std::runtime_error("--jpeg-cache " + dir_ + ": cannot make the folder" +
+                                                         (ec ? " (" + ec.message() + ")" : ""));
+  const std::string probe = (fs::path(dir_) / ".crosstrain-write-probe").string();
+  if (!write_whole(probe, {0})) throw std::runtime_error("--jpeg-cache " + dir_ + ": cannot write into the folder");
+  ::unlink(probe.c_str());
+}
+
+std::string JpegBaselineCache::entry_path(const std::string& path) const {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0) return "";
+  uint64_t h = 14695981039346656037ull;
+  h = fnv1a(h, path.data(), path.size());
+  const int64_t facts[3] = {static_cast<int64_t>(st.st_size), static_cast<int64_t>(st.st_mtim.tv_sec),
+                            static_cast<int64_t>(st.st_mtim.tv_nsec)};
+  h = fnv1a(h, facts, sizeof facts);
+  char name[32];
+  std::snprintf(name, sizeof name, "%016llx.jpg", static_cast<unsigned long long>(h));
+  return (fs::path(dir_) / name).string();
+}
+
+bool JpegBaselineCache::read(const std::string& path, std::vector<uint8_t>& bytes, uint64_t max_bytes) const {
+  const std::string entry = entry_path(path);
+  if (entry.empty() || ::access(entry.c_str(), R_OK) != 0) return false;
+  try {
+    report::read_regular_file(entry, max_bytes, "file", bytes);
+  } catch (const std::runtime_error&) {
+    return false;
+  }
+  return true;
+}
+
+void JpegBaselineCache::admit(const std::string& path, std::vector<uint8_t>& bytes) const {
+  if (!jpeg_is_progressive(bytes.data(), bytes.size())) return;
+  try {
+    std::vector<uint8_t> baseline = transcode_jpeg_to_baseline(bytes.data(), bytes.size());
+    const std::string entry = entry_path(path);
+    if (entry.empty() || !write_whole(entry, baseline)) {
+      ++failures_;
+    } else {
+      ++stored_;
+    }
+    bytes.swap(baseline);
+  } catch (const DecodeError&) {
+    ++failures_;  // decoded as it is: a damaged file is then reported by the decoder, with the reason
+  }
+}
+
+int64_t JpegBaselineCache::stored() const { return stored_.load(); }
+int64_t JpegBaselineCache::failures() const { return failures_.load(); }
+
+}  // namespace crosstrain::data
