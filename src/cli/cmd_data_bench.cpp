@@ -3,6 +3,7 @@
 
 #include "cli/command.h"
 #include "cli/flag_checks.h"
+#include "cli/output_inputs.h"
 #include "tools/datatools/throughput.h"
 #include "report/envelope.h"
 #include "report/output.h"
@@ -83,6 +84,13 @@ void run(DataBenchFlags& f) {
   if (f.uint8) o.dataset.transform.output = data::SampleType::UInt8;
   if (f.no_dct_scaling) o.dataset.transform.dct_scaling = false;
   o.validate();
+  if (!o.dataset.jpeg_cache.empty()) {
+    CommandPaths paths;
+    paths.inputs = {data_input_path(o.data), o.dataset.val_root};
+    paths.caches = {{"--jpeg-cache", o.dataset.jpeg_cache}};
+    refuse_outputs_over_inputs(paths);
+    if (o.data.rfind("imagefolder:", 0) != 0) throw std::invalid_argument("--jpeg-cache needs JPEG files (--data imagefolder:ROOT)");
+  }
   if (!f.json_path.empty()) report::check_writable(f.json_path);  // before the work, not after it
 
   report::ProgressLine progress(report::stderr_is_terminal());
@@ -102,6 +110,7 @@ void add_data_bench_command(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--split", flags->split, "train or val")->capture_default_str();
   cmd->add_option("--val-root", o.dataset.val_root, "imagefolder: validation root when ROOT has no train/ and val/");
+  cmd->add_option("--jpeg-cache", o.dataset.jpeg_cache, "imagefolder: keep a lossless baseline rewrite of each progressive JPEG in DIR and decode that from the next epoch on (same pixels; a progressive file is otherwise entropy-decoded whole for every crop)");
   cmd->add_option("--mode", flags->mode, "Transform: train (RandomResizedCrop + flip) or eval (resize + center crop); default follows --split");
   cmd->add_option("--size", o.dataset.transform.size, "Output side in pixels (0 = the source size for idx/cifar/synthetic)")
       ->capture_default_str()->check(int_range(0, 4096));

@@ -44,6 +44,7 @@ void add_train_command(CLI::App& app) {
   cmd->add_option("--data", c.data, "KIND:PATH: synthetic[:N], idx:DIR, cifar:DIR, imagefolder:ROOT "
                                     "(default: fixed synthetic batches)")->group(data);
   cmd->add_option("--val-root", c.val_root, "imagefolder: validation root when ROOT has no train/ and val/")->group(data);
+  cmd->add_option("--jpeg-cache", c.jpeg_cache, "imagefolder: keep a lossless baseline rewrite of each progressive JPEG in DIR and decode that from the next epoch on (same pixels; a progressive file is otherwise entropy-decoded whole for every crop)")->group(data);
   cmd->add_option("--workers", c.workers, "Loader threads")->capture_default_str()->check(int_range(0, lim::kMaxThreads))->group(data);
   cmd->add_option("--prefetch", c.prefetch, "Batches decoded ahead (0: 2 x workers)")->check(int_range(0, lim::kMaxPrefetch))->group(data);
   cmd->add_flag("--normalize-on-device", c.normalize_on_device,

@@ -36,6 +36,15 @@ void refuse_outputs_over_inputs(const CommandPaths& paths) {
                                     " (a dump is read by the names inside it): choose a path outside it");
   }
   for (const auto& [flag, dir] : paths.checkpoint) report::refuse_input_as_output(flag, dir, inputs);
+  for (const auto& [flag, dir] : paths.caches) {
+    if (dir.empty()) continue;
+    report::refuse_input_as_output(flag, dir, inputs);
+    std::error_code ec;
+    for (const auto& in : inputs)
+      if (fs::is_directory(in, ec) && report::path_within(dir, in))
+        throw std::invalid_argument(flag + " " + dir + " lies inside the input " + in +
+                                    " (its files would be read as part of it): choose a folder outside the inputs");
+  }
   for (const auto& [flag, dir] : paths.folders) {
     if (dir.empty()) continue;
     report::refuse_input_as_output(flag, dir, inputs);
@@ -54,6 +63,7 @@ CommandPaths train_paths(const commands::TrainArgs& args) {
   p.files = {{"--save-weights", c.weights_out}, {"--step-log", c.log_path}, {"--json", args.json}};
   p.folders = {{"--dump", args.dump.dir}, {"--profile", c.profile.dir}};
   p.checkpoint = {{"--checkpoint-dir", c.checkpoint_dir}};
+  p.caches = {{"--jpeg-cache", c.jpeg_cache}};
   return p;
 }
 

@@ -5,7 +5,9 @@
 // replace a file inside an input folder (a dataset's); folders
 // the command fills (--dump, --profile, --checkpoint-dir) may neither be an input nor, for a
 // dump or a recording, hold one (a dump writes index.jsonl and tensors/ into its folder and
-// --dump-overwrite clears it). A breach is std::invalid_argument: one line, exit 2.
+// --dump-overwrite clears it); a cache folder (--jpeg-cache) may not be an input or lie inside an
+// input folder (its .jpg files would become samples of the dataset). A breach is
+// std::invalid_argument: one line, exit 2.
 #include <string>
 #include <utility>
 #include <vector>
@@ -20,6 +22,7 @@ struct CommandPaths {
   std::vector<std::pair<std::string, std::string>> files;       // (flag, path) written
   std::vector<std::pair<std::string, std::string>> folders;     // (flag, dir) filled: no input inside
   std::vector<std::pair<std::string, std::string>> checkpoint;  // (flag, dir) that may hold --resume PATH
+  std::vector<std::pair<std::string, std::string>> caches;      // (flag, dir) filled: never inside an input
 };
 
 void refuse_outputs_over_inputs(const CommandPaths& paths);

@@ -205,3 +205,24 @@ TEST(JsonBounds, TrainOutputsNeverOverwriteInputs) {
   EXPECT_EQ(text, "weights");
   fs::remove_all(d);
 }
+
+// --jpeg-cache fills a folder with .jpg files: inside the dataset they would become samples of it.
+TEST(JsonBounds, JpegCacheStaysOutOfTheDataset) {
+  const auto d = temp_dir("jpeg_cache");
+  fs::create_directories(d / "data" / "cat");
+  const std::string D = d.string();
+  for (const std::string& flags :
+       {"train --data imagefolder:" + D + "/data --jpeg-cache " + D + "/data/cache",
+        "train --data imagefolder:" + D + "/data --jpeg-cache " + D + "/data/cat",
+        "train --data imagefolder:" + D + "/data --jpeg-cache " + D + "/data",
+        "data-bench --data imagefolder:" + D + "/data --jpeg-cache " + D + "/data/cache",
+        "train --jpeg-cache " + D + "/cache", "data-bench --data synthetic:64 --jpeg-cache " + D + "/cache"}) {
+    const Outcome r = run(flags);
+    EXPECT_EQ(r.code, 2) << flags << "\n" << r.out;
+    EXPECT_EQ(lines(r.out), 1u) << flags << "\n" << r.out;
+    EXPECT_NE(r.out.find("--jpeg-cache"), std::string::npos) << flags << "\n" << r.out;
+  }
+  EXPECT_FALSE(fs::exists(d / "data" / "cache"));
+  EXPECT_FALSE(fs::exists(d / "cache"));
+  fs::remove_all(d);
+}

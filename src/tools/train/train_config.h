@@ -44,6 +44,7 @@ struct TrainConfig {
   // data: empty = fixed synthetic batches (the benchmark default), else KIND:PATH (core/data)
   std::string data;
   std::string val_root;             // imagefolder: separate validation root
+  std::string jpeg_cache;           // imagefolder: baseline rewrites of progressive JPEGs (data::JpegBaselineCache)
   int workers = 2;                  // loader threads
   int prefetch = 0;                 // batches decoded ahead; 0 = 2 x workers
   bool normalize_on_device = false; // uint8 batches, normalised on the device

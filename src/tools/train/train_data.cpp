@@ -16,6 +16,7 @@ data::DatasetOptions dataset_options(const TrainConfig& c, bool training, int64_
   o.split = training ? data::Split::Train : data::Split::Val;
   o.strict = c.strict_data;
   o.val_root = c.val_root;
+  o.jpeg_cache = c.jpeg_cache;
   o.max_samples = training ? c.max_samples : c.val_max_samples;
   o.transform.mode = training ? data::TransformSpec::Mode::Train : data::TransformSpec::Mode::Eval;
   o.transform.size = static_cast<int>(image_size);
