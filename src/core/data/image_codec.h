@@ -82,7 +82,9 @@ bool jpeg_is_progressive(const uint8_t* data, size_t size);
 // A progressive (or any) YCbCr or grayscale JPEG rewritten as a baseline one from the same DCT
 // coefficients: lossless, so it decodes to the same pixels, and a baseline file can be decoded a
 // region at a time (a progressive one is entropy-decoded whole first). DecodeError for a file
-// that cannot be read or is in another colour space.
+// that cannot be read, is in another colour space, whose progressive scans stop before every
+// coefficient is whole (decoders smooth those), or whose (damaged) coefficients a baseline file
+// cannot code: in each case the rewrite would not give the file's pixels.
 std::vector<uint8_t> transcode_jpeg_to_baseline(const uint8_t* data, size_t size);
 
 // Largest image the decoders accept at all, in pixels: a hostile header cannot make them allocate

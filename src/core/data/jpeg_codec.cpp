@@ -251,6 +251,38 @@ bool jpeg_is_progressive(const uint8_t* data, size_t size) {
   return false;
 }
 
+namespace {
+
+// Whether every coefficient of every component was sent to full precision. When some were not (a
+// scan script that stops early), libjpeg smooths the blocks as it decodes (block smoothing, on by
+// default, as in PIL), so the coefficients alone would not give the same pixels.
+bool progressive_coefficients_complete(const jpeg_decompress_struct& src) {
+  if (!src.progressive_mode) return true;
+  for (int ci = 0; ci < src.num_components; ++ci)
+    for (int k = 0; k < DCTSIZE2; ++k)
+      if (src.coef_bits[ci][k] != 0) return false;
+  return true;
+}
+
+// Whether every coefficient fits what a baseline 8-bit file can code: AC values of at most 10 bits
+// and DC values whose differences fit 11. Damaged progressive data can leave larger values, which
+// the Huffman encoder does not refuse but codes wrongly (the rewrite would decode differently).
+bool coefficients_fit_baseline(jpeg_decompress_struct& src, jvirt_barray_ptr* coefficients) {
+  if (src.data_precision != 8) return false;
+  for (int ci = 0; ci < src.num_components; ++ci) {
+    const jpeg_component_info& comp = src.comp_info[ci];
+    for (JDIMENSION row = 0; row < comp.height_in_blocks; ++row) {
+      JBLOCKARRAY blocks = (*src.mem->access_virt_barray)(reinterpret_cast<j_common_ptr>(&src), coefficients[ci], row, 1, FALSE);
+      for (JDIMENSION b = 0; b < comp.width_in_blocks; ++b)
+        for (int k = 0; k < DCTSIZE2; ++k)
+          if (blocks[0][b][k] > 1023 || blocks[0][b][k] < -1023) return false;
+    }
+  }
+  return true;
+}
+
+}  // namespace
+
 std::vector<uint8_t> transcode_jpeg_to_baseline(const uint8_t* data, size_t size) {
   jpeg_decompress_struct src;
   jpeg_compress_struct dst;
@@ -259,7 +291,7 @@ std::vector<uint8_t> transcode_jpeg_to_baseline(const uint8_t* data, size_t size
   dst.err = &err.pub;
   unsigned char* buffer = nullptr;
   unsigned long buffer_size = 0;
-  bool dst_created = false;
+  volatile bool dst_created = false;  // changed after setjmp: read back from memory after a longjmp
   if (setjmp(err.jump)) {
     if (dst_created) jpeg_destroy_compress(&dst);
     jpeg_destroy_decompress(&src);
@@ -276,6 +308,13 @@ std::vector<uint8_t> transcode_jpeg_to_baseline(const uint8_t* data, size_t size
   if (pixels <= 0 || pixels > kMaxImagePixels || (src.jpeg_color_space != JCS_YCbCr && src.jpeg_color_space != JCS_GRAYSCALE))
     ERREXIT(&src, JERR_CONVERSION_NOTIMPL);
   jvirt_barray_ptr* coefficients = jpeg_read_coefficients(&src);
+  const char* refusal = !progressive_coefficients_complete(src) ? "its progressive scans leave coefficients incomplete, which decoders smooth"
+                        : !coefficients_fit_baseline(src, coefficients) ? "it holds coefficients out of the baseline range (damaged data)"
+                        : nullptr;
+  if (refusal) {
+    jpeg_destroy_decompress(&src);
+    throw DecodeError(std::string("JPEG: ") + refusal + ": a baseline rewrite would decode differently");
+  }
   jpeg_create_compress(&dst);
   dst_created = true;
   jpeg_mem_dest(&dst, &buffer, &buffer_size);

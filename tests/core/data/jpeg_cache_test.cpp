@@ -22,6 +22,18 @@ namespace {
 
 Image decode(const std::vector<uint8_t>& bytes) { return decode_image(bytes.data(), bytes.size()); }
 
+// The file without its last scan (a valid JPEG whose last refinement never came): decoders smooth
+// its blocks, so it decodes to other pixels than its coefficients alone give.
+std::vector<uint8_t> without_last_scan(const std::vector<uint8_t>& jpeg) {
+  size_t last_sos = 0;
+  for (size_t i = 2; i + 1 < jpeg.size(); ++i)
+    if (jpeg[i] == 0xFF && jpeg[i + 1] == 0xDA) last_sos = i;  // in entropy data 0xFF is followed by 0x00 or RSTn
+  std::vector<uint8_t> out(jpeg.begin(), jpeg.begin() + static_cast<std::ptrdiff_t>(last_sos));
+  out.push_back(0xFF);
+  out.push_back(0xD9);
+  return out;
+}
+
 size_t entries_in(const fs::path& dir) {
   size_t n = 0;
   for (const auto& e : fs::directory_iterator(dir)) n += e.path().extension() == ".jpg";
@@ -78,6 +90,15 @@ TEST(JpegTranscode, DamagedFilesAreRefusedNotRepaired) {
   EXPECT_THROW(transcode_jpeg_to_baseline(cut.data(), cut.size()), DecodeError);
   const std::string text = "not a jpeg at all";
   EXPECT_THROW(transcode_jpeg_to_baseline(reinterpret_cast<const uint8_t*>(text.data()), text.size()), DecodeError);
+}
+
+TEST(JpegTranscode, IncompleteProgressiveScansAreNotRewritten) {
+  const auto whole = encode_jpeg(textured_image(96, 64, 3, 6), 90, true);
+  const auto early = without_last_scan(whole);
+  ASSERT_LT(early.size(), whole.size());
+  const Image a = decode(early), b = decode(whole);  // decodable, and not the same picture
+  EXPECT_NE(a.pixels, b.pixels);
+  EXPECT_THROW(transcode_jpeg_to_baseline(early.data(), early.size()), DecodeError);
 }
 
 TEST(JpegBaselineCache, StoresProgressiveFilesOnlyAndFollowsTheSource) {
@@ -149,6 +170,7 @@ TEST(JpegBaselineCache, DatasetGivesTheSameSamplesWithAndWithoutIt) {
   write_file(root / "b" / "flat.png", encode_png(textured_image(50, 40, 3, 21)));
   const auto whole = encode_jpeg(textured_image(120, 90, 3, 22), 90, true);
   write_file(root / "b" / "trunc.jpg", std::vector<uint8_t>(whole.begin(), whole.begin() + whole.size() / 2));
+  write_file(root / "b" / "early.jpg", without_last_scan(whole));  // smoothed when decoded: not rewritten
 
   DatasetOptions plain;
   plain.transform.size = 32;
@@ -170,7 +192,7 @@ TEST(JpegBaselineCache, DatasetGivesTheSameSamplesWithAndWithoutIt) {
       EXPECT_EQ(fb, fa);
       if (fa.empty()) EXPECT_EQ(b, a);
     }
-    EXPECT_EQ(entries_in(dir / "cache"), 8u) << "the eight progressive files, not the baseline, PNG or damaged ones";
+    EXPECT_EQ(entries_in(dir / "cache"), 8u) << "the eight whole progressive files, not the baseline, PNG, damaged or incomplete ones";
   }
   fs::remove_all(dir);
 }
