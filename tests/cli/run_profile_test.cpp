@@ -81,9 +81,14 @@ const Recording& recording(const std::string& script, const std::string& dir = s
   return done.emplace(script, r).first->second;
 }
 
+// The findings that follow from what a script does. warmup_step is left out: it compares the first
+// recorded step with the others, and with three recorded steps of a few tens of milliseconds a
+// busy 2-core machine (another test running beside this one) makes any of them 2x the rest
+// (tests/tools/analyze/advisor_test.cpp tests that rule on traces built for it).
 std::set<std::string> rules(const json& trace) {
   std::set<std::string> out;
-  for (const auto& f : trace.value("findings", json::array())) out.insert(f["rule"].get<std::string>());
+  for (const auto& f : trace.value("findings", json::array()))
+    if (f["rule"] != "warmup_step") out.insert(f["rule"].get<std::string>());
   return out;
 }
 
