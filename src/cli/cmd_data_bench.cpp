@@ -49,7 +49,8 @@ nlohmann::json to_json(const datatools::DataBenchResult& r) {
           {"rows", rows},
           {"bad_samples", r.bad_samples},
           {"skipped_at_open", r.skipped_at_open},
-          {"first_bad", bad}};
+          {"first_bad", bad},
+          {"progressive_jpeg_reads", r.progressive_jpeg_reads}};
 }
 
 std::string render_console(const datatools::DataBenchResult& r) {
@@ -69,6 +70,11 @@ std::string render_console(const datatools::DataBenchResult& r) {
     out += "skipped " + std::to_string(bad) + " bad item(s); first:\n";
     for (const auto& b : r.first_bad) out += "  " + b.where + ": " + b.reason + "\n";
   }
+  if (r.progressive_jpeg_reads > 0)
+    out += "note: " + report::format_count(r.progressive_jpeg_reads) +
+           " decoded image(s) were progressive JPEGs, each entropy-decoded whole whatever its crop: "
+           "--jpeg-cache DIR decodes them from lossless baseline rewrites (the same pixels) from the "
+           "second epoch on (docs/DATA.md)\n";
   return out;
 }
 

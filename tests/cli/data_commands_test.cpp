@@ -146,3 +146,28 @@ TEST(DataCommands, ImagePixelLimitIsAFlag) {
   EXPECT_EQ(r.code, 1);
   EXPECT_NE(r.err.find("limit of 1199"), std::string::npos) << r.err;
 }
+
+// Progressive JPEGs in a dataset are counted and the console names the flag that speeds them up;
+// with --jpeg-cache they are read as baseline rewrites, one per file, and nothing is said.
+TEST(DataCommands, ProgressiveJpegsAreNamedAndCached) {
+  const auto dir = scratch("progressive");
+  const auto root = dir / "images";
+  ASSERT_EQ(run("make-imagefolder --out " + root.string() + " --train 6 --val 2 --classes 2 --size 40x30").code, 0);
+  const fs::path progressive = fs::path(CROSSTRAIN_SOURCE_DIR) / "tests/fuzz/corpus/image/progressive_420.jpg";
+  fs::copy_file(progressive, root / "train" / "00" / "p1.jpg");
+  fs::copy_file(progressive, root / "train" / "01" / "p2.jpg");
+  const std::string bench = "data-bench --data imagefolder:" + root.string() + " --workers 1 --images 16 --batch-size 8 --size 16";
+  CommandResult r = run(bench + " --json " + (dir / "plain.json").string());
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("progressive JPEGs"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("--jpeg-cache DIR"), std::string::npos) << r.out;
+  // 8 samples, read 24 times (a warm-up batch, then 16): each progressive file at least twice.
+  EXPECT_GE(nlohmann::json::parse(slurp(dir / "plain.json"))["progressive_jpeg_reads"].get<int64_t>(), 4);
+
+  r = run(bench + " --jpeg-cache " + (dir / "cache").string() + " --json " + (dir / "cached.json").string());
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.out.find("progressive JPEGs"), std::string::npos) << r.out;
+  EXPECT_EQ(nlohmann::json::parse(slurp(dir / "cached.json"))["progressive_jpeg_reads"], 0);
+  EXPECT_EQ(count_files(dir / "cache", ".jpg"), 2u);
+  fs::remove_all(dir);
+}

@@ -93,6 +93,9 @@ class Dataset {
   int64_t skipped_samples() const;
   // Class names in label order (folder names, or "0".."N-1").
   virtual std::vector<std::string> class_names() const;
+  // Samples decoded so far from progressive JPEG files themselves (no --jpeg-cache): each one was
+  // entropy-decoded whole, whatever its crop (docs/DATA.md). Thread-safe; 0 for other kinds.
+  virtual int64_t progressive_jpeg_reads() const { return 0; }
 
  protected:
   std::vector<SkippedItem> skipped_;

@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <atomic>
 #include <filesystem>
 #include <set>
 
@@ -167,6 +168,7 @@ class ImageFolderDataset : public Dataset {
   int64_t label(size_t index) const override { return labels_.at(index); }
   std::string describe(size_t index) const override { return paths_.at(index); }
   std::vector<std::string> class_names() const override { return classes_; }
+  int64_t progressive_jpeg_reads() const override { return progressive_reads_.load(std::memory_order_relaxed); }
 
   void decode(size_t index, SampleRng& rng, void* dest) const override {
     const std::string& path = paths_.at(index);
@@ -181,7 +183,11 @@ class ImageFolderDataset : public Dataset {
         throw DecodeError(std::to_string(info.width) + "x" + std::to_string(info.height) + " = " + std::to_string(pixels) +
                           " pixels, more than the limit of " + std::to_string(std::min(max_pixels_, kMaxImagePixels)) +
                           " (a decompression bomb?)");
-      if (cache_ && !cached) cache_->admit(path, bytes);  // a progressive JPEG: now and from now on its baseline rewrite
+      if (cache_ && !cached) {
+        cache_->admit(path, bytes);  // a progressive JPEG: now and from now on its baseline rewrite
+      } else if (!cache_ && jpeg_is_progressive(bytes.data(), bytes.size())) {
+        progressive_reads_.fetch_add(1, std::memory_order_relaxed);
+      }
       const SampleGeometry g = plan_sample_geometry(transform_, info.width, info.height, rng);
       decode_image_region(bytes.data(), bytes.size(), region_for(g, info.width, info.height, transform_.dct_scaling), region);
       render_sample(view_of(region), g, transform_, dest);
@@ -199,6 +205,7 @@ class ImageFolderDataset : public Dataset {
   int64_t max_pixels_;
   uint64_t max_bytes_;
   std::shared_ptr<const JpegBaselineCache> cache_;
+  mutable std::atomic<int64_t> progressive_reads_{0};
 };
 
 }  // namespace

@@ -88,6 +88,7 @@ DataBenchResult run_data_bench(const DataBenchOptions& options, const std::funct
         result.first_bad.push_back(b);
     result.rows.push_back(row);
   }
+  result.progressive_jpeg_reads = dataset->progressive_jpeg_reads();
   return result;
 }
 

@@ -49,6 +49,7 @@ struct DataBenchResult {
   int64_t bad_samples = 0;
   std::vector<data::SkippedItem> first_bad;       // from the loader and from opening the dataset
   int64_t skipped_at_open = 0;
+  int64_t progressive_jpeg_reads = 0;  // samples decoded whole from progressive JPEGs (Dataset::progressive_jpeg_reads)
 };
 
 // `progress(text)` is called between measurements.
