@@ -4,6 +4,7 @@
 #include "cli/command.h"
 #include "cli/flag_checks.h"
 #include "cli/output_inputs.h"
+#include "core/data/jpeg_cache.h"
 #include "tools/datatools/throughput.h"
 #include "report/envelope.h"
 #include "report/output.h"
@@ -95,7 +96,7 @@ void run(DataBenchFlags& f) {
     paths.inputs = {data_input_path(o.data), o.dataset.val_root};
     paths.caches = {{"--jpeg-cache", o.dataset.jpeg_cache}};
     refuse_outputs_over_inputs(paths);
-    if (o.data.rfind("imagefolder:", 0) != 0) throw std::invalid_argument("--jpeg-cache needs JPEG files (--data imagefolder:ROOT)");
+    data::check_jpeg_cache_use(o.data, o.dataset.jpeg_cache);
   }
   if (!f.json_path.empty()) report::check_writable(f.json_path);  // before the work, not after it
 

@@ -21,6 +21,10 @@
 
 namespace crosstrain::data {
 
+// Throws std::invalid_argument (a usage error) when a cache folder is asked for a dataset spec
+// (KIND:PATH) whose kind reads no JPEG files: only imagefolder does.
+void check_jpeg_cache_use(const std::string& data_spec, const std::string& dir);
+
 class JpegBaselineCache {
  public:
   // Makes `dir` (and its parents) if missing; std::runtime_error when it cannot be made or written.

@@ -6,6 +6,7 @@
 #include <thread>
 
 #include "core/amp.h"
+#include "core/data/jpeg_cache.h"
 #include "core/models.h"
 #include "core/optim.h"
 #include "tools/train/precision.h"
@@ -86,8 +87,7 @@ void check_ranges(const TrainConfig& c) {
 // Flag combinations and names.
 void check_combinations_and_names(const TrainConfig& c) {
   if (c.epochs > 0 && c.data.empty()) throw std::invalid_argument("--epochs needs a dataset (--data KIND:PATH)");
-  if (!c.jpeg_cache.empty() && c.data.rfind("imagefolder:", 0) != 0)
-    throw std::invalid_argument("--jpeg-cache needs JPEG files (--data imagefolder:ROOT)");
+  data::check_jpeg_cache_use(c.data, c.jpeg_cache);
   if (c.epochs == 0 && c.warmup_steps >= c.steps)
     throw std::invalid_argument("--warmup-steps must be less than --steps (" + std::to_string(c.steps) + ")");
   if (c.data.empty() && (c.eval_every_steps > 0 || c.eval_every_epochs > 0))

@@ -120,6 +120,13 @@ TEST(JpegBaselineCache, StoresProgressiveFilesOnlyAndFollowsTheSource) {
   EXPECT_EQ(again, bytes);
   EXPECT_EQ(decode(again).pixels, decode(progressive).pixels);
   EXPECT_FALSE(cache.read(src.string(), again, 16)) << "an entry over the byte limit is not read";
+  // An entry cut short (a power loss before its data reached the disk) is missing, not a bad sample.
+  const auto whole_entry = read_file(entry);
+  write_file(entry, std::vector<uint8_t>(whole_entry.begin(), whole_entry.begin() + whole_entry.size() / 2));
+  EXPECT_FALSE(cache.read(src.string(), again, 1 << 20));
+  write_file(entry, {});
+  EXPECT_FALSE(cache.read(src.string(), again, 1 << 20));
+  write_file(entry, whole_entry);
 
   // A rewritten source (new size and time) is a new entry: the old one is never served for it.
   const auto changed = encode_jpeg(textured_image(64, 48, 3, 4), 60, true);
