@@ -98,6 +98,7 @@ class OpMode(_dispatch_mode_base()):
             self._thread.pushed = True
 
     def pop(self):
+        self._thread.suspended = False
         if getattr(self._thread, "pushed", False):
             from torch.utils._python_dispatch import _get_current_dispatch_mode
             if _get_current_dispatch_mode() is self:
@@ -105,6 +106,22 @@ class OpMode(_dispatch_mode_base()):
             self._thread.pushed = False
         self._tag_pending()
         self._made.clear()
+
+    def suspend(self):
+        """Takes the mode off this thread's stack while nothing it would see is recorded (an
+        optimizer's own operators without --dump-optimizer-ops): those operators then cost nothing.
+        What the window has seen stays (pending autograd tags, "from" links); resume() puts it back."""
+        if getattr(self._thread, "pushed", False):
+            from torch.utils._python_dispatch import _get_current_dispatch_mode
+            if _get_current_dispatch_mode() is self:
+                self.__exit__(None, None, None)
+                self._thread.pushed = False
+                self._thread.suspended = True
+
+    def resume(self):
+        if getattr(self._thread, "suspended", False):
+            self._thread.suspended = False
+            self.push()
 
     def _info(self, func):
         """What the mode needs of an operator, worked out once per overload."""
@@ -236,18 +253,26 @@ class OpMode(_dispatch_mode_base()):
         """Each tensor argument's name, dtype, shape and device (a list argument: its tensors), and
         the record of this step that made it, if one did ("from")."""
         out = []
-        items = list(zip(info.args, args))
-        if kwargs:
-            items += [((k, True), v) for k, v in kwargs.items()]
-        for (name, _), v in items:
-            if isinstance(v, self.torch.Tensor):
+        tensor = self.torch.Tensor
+        for (name, _), v in zip(info.args, args):
+            if isinstance(v, tensor):
                 d = self._describe_input(v)
                 d["arg"] = name
                 out.append(d)
-            elif isinstance(v, (list, tuple)) and v and isinstance(v[0], self.torch.Tensor):
-                out.append({"arg": name, "tensors": [self._describe_input(x) for x in v
-                                                     if isinstance(x, self.torch.Tensor)]})
+            elif isinstance(v, (list, tuple)) and v and isinstance(v[0], tensor):
+                out.append(self._describe_list(name, v))
+        if kwargs:
+            for name, v in kwargs.items():
+                if isinstance(v, tensor):
+                    d = self._describe_input(v)
+                    d["arg"] = name
+                    out.append(d)
+                elif isinstance(v, (list, tuple)) and v and isinstance(v[0], tensor):
+                    out.append(self._describe_list(name, v))
         return out
+
+    def _describe_list(self, name, v):
+        return {"arg": name, "tensors": [self._describe_input(x) for x in v if isinstance(x, self.torch.Tensor)]}
 
     def _describe_input(self, t):
         d = _describe(t)

@@ -117,16 +117,25 @@ class Recorder:
         closure (then they are recorded when the closure returns)."""
         if not has_closure:
             self._param_grads(optimizer)
-        self.in_optimizer = True
+        self._enter_optimizer()
 
     @_guarded
     def on_closure_begin(self, optimizer):
         self.in_optimizer = False  # the closure's operators are the step's forward and backward
+        if self._mode is not None:
+            self._mode.resume()
 
     @_guarded
     def on_closure_end(self, optimizer):
         self._param_grads(optimizer)
+        self._enter_optimizer()
+
+    def _enter_optimizer(self):
+        """The optimizer's own operators are recorded only with --dump-optimizer-ops (nor watched by
+        --stop-on-nonfinite): otherwise the mode steps aside until the step ends or a closure runs."""
         self.in_optimizer = True
+        if self._mode is not None and not self.cfg.dump_optimizer_ops:
+            self._mode.suspend()
 
     @_guarded
     def on_skipped_optimizer(self, optimizer):
