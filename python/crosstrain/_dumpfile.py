@@ -43,8 +43,31 @@ def _record_line(record):
     op = record.get("op")
     if op is None or isinstance(op, dict):
         return _line(record)
-    del record["op"]
-    return _ENCODER.encode(record)[:-1] + ',"op":' + op.json() + "}\n"
+    head = _operator_head(record)
+    if head is None:
+        del record["op"]
+        head = _ENCODER.encode(record)[:-1] + ',"op":'
+    return head + op.json() + "}\n"
+
+
+_escape = json.encoder.encode_basestring_ascii  # what the encoder does to a string (ensure_ascii)
+_finite = math.isfinite
+
+
+def _operator_head(record):
+    """The text of an operator record up to its "op" object, as the encoder writes it, for the usual
+    record (on the CPU, statistics mode, finite statistics); None for any other."""
+    if len(record) != 8:
+        return None
+    stats = record["stats"]
+    hi, lo, mean, norm = stats["max"], stats["min"], stats["mean"], stats["norm"]
+    if hi is None or not (_finite(hi) and _finite(lo) and _finite(mean) and _finite(norm)):
+        return None
+    shape = record["shape"]
+    return (f'{{"seq":{record["seq"]!r},"step":{record["step"]!r},"name":{_escape(record["name"])},'
+            f'"kind":{_escape(record["kind"])},"dtype":{_escape(record["dtype"])},'
+            f'"shape":[{",".join(map(repr, shape))}],"stats":{{"max":{hi!r},"min":{lo!r},"mean":{mean!r},'
+            f'"norm":{norm!r},"nan_count":{stats["nan_count"]!r},"inf_count":{stats["inf_count"]!r}}},"op":')
 
 
 class TakenBySibling(Exception):

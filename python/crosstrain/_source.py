@@ -145,12 +145,15 @@ def _read_lines(path):
 def where(skip=1):
     """(source, user): 'file:line' strings or None."""
     frame = sys._getframe(skip)
+    kinds = _kind
     source = user = None
     while frame is not None:
-        code = frame.f_code
-        k = _classify(code.co_filename)
+        filename = frame.f_code.co_filename
+        k = kinds.get(filename)
+        if k is None:
+            k = _classify(filename)
         if k:
-            here = (code.co_filename, frame.f_lineno)
+            here = (filename, frame.f_lineno)
             if source is None:
                 source = here
             if k == 2:
@@ -160,10 +163,16 @@ def where(skip=1):
     return _label(source), (_label(user) if user != source else None)
 
 
+_labels = {}  # (filename, line) -> 'file:line'
+
+
 def _label(place):
     if place is None:
         return None
-    return f"{_short(place[0])}:{place[1]}"
+    label = _labels.get(place)
+    if label is None:
+        label = _labels[place] = f"{_short(place[0])}:{place[1]}"
+    return label
 
 
 _short_cache = {}

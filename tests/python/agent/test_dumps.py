@@ -6,7 +6,7 @@ import unittest
 
 import numpy as np
 
-from agent_test_support import MLP, load_json, read_index, read_losses, run_under_agent, scratch
+from agent_test_support import MLP, REPO, load_json, read_index, read_losses, run_under_agent, scratch
 
 
 def losses_printed(result):
@@ -57,6 +57,46 @@ class DumpTest(unittest.TestCase):
         self.assertEqual([l["loss"] for l in read_losses(os.path.join(d, "dump"))], losses_printed(r))
         loss = next(rec for rec in records if rec["name"] == "loss")
         self.assertAlmostEqual(loss["stats"]["mean"], losses_printed(r)[1], places=6)
+
+    def test_the_optimizers_own_operators_skip_the_mode_unless_recorded(self):
+        """Without --dump-optimizer-ops the dispatch mode steps aside for the optimizer's operators
+        (they would cost each one the mode's entry for nothing) and is back for the next step's and a
+        closure's forward; with it, they are recorded."""
+        program = """
+import torch
+from torch.utils._python_dispatch import _get_current_dispatch_mode
+torch.manual_seed(0)
+model = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.Tanh(), torch.nn.Linear(4, 1))
+x, y = torch.randn(8, 4), torch.randn(8, 1)
+class Watched(torch.optim.SGD):
+    def step(self, closure=None):
+        print("optimizer", _get_current_dispatch_mode() is not None)
+        return super().step(closure)
+opt = Watched(model.parameters(), lr=0.1)
+def closure():
+    print("closure", _get_current_dispatch_mode() is not None)
+    opt.zero_grad()
+    loss = torch.nn.functional.mse_loss(model(x), y)
+    loss.backward()
+    return loss
+for step in range(3):
+    opt.step(closure) if step == 1 else closure()
+    if step != 1:
+        opt.step()
+"""
+        for asked in (False, True):
+            d = scratch()
+            r = run_under_agent(program, {"dump": "dump", "dump_level": "op", "dump_steps": "", "dump_optimizer_ops": asked}, d)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            seen = [line.split() for line in r.stdout.split("\n") if line]
+            # step 0: closure called directly, then step(); step 1: step(closure); step 2 as step 0
+            self.assertEqual(seen, [["closure", "True"], ["optimizer", str(asked)], ["optimizer", str(asked)],
+                                    ["closure", "True"], ["closure", "True"], ["optimizer", str(asked)]], asked)
+            _, records = read_index(os.path.join(d, "dump"))
+            for step in range(3):
+                phases = {rec["op"]["phase"] for rec in records if rec["step"] == step}
+                self.assertEqual(phases, {"forward", "backward", "optimizer"} if asked else {"forward", "backward"},
+                                 (asked, step))
 
     def test_statistics_match_the_saved_tensors(self):
         d, _ = self.run_mlp({"dump": "dump", "dump_level": "both", "dump_mode": "tensors"})
@@ -257,3 +297,58 @@ opt.step()
 
 if __name__ == "__main__":
     unittest.main()
+
+
+class RecordLineTest(unittest.TestCase):
+    """An operator record's line is put together from its parts (the encoder was a fifth of the
+    agent's time per record); it must be the line the JSON encoder writes, or come from the encoder."""
+
+    def setUp(self):
+        import sys
+        sys.path.insert(0, os.path.join(REPO, "python"))
+        from crosstrain import _dumpfile, _ops
+        self.dumpfile, self.ops = _dumpfile, _ops
+
+    def encoder_line(self, record):
+        record = dict(record)
+        op = record.pop("op")
+        return self.dumpfile._ENCODER.encode(record)[:-1] + ',"op":' + op.json() + "}\n"
+
+    def record(self, name="op_forward/blocks.0/aten.add", shape=(3, 4), stats=None, **extra):
+        site = self.ops._Site({"name": "aten::add", "overload": "Tensor", "phase": "forward", "module": "m",
+                               "source": "prog.py:3", "code": "y = x + 1"})
+        op = self.ops.OpFields(site, [{"dtype": "float32", "shape": list(shape), "device": "cpu", "arg": "self"}], None)
+        record = {"seq": 7, "step": 2, "name": name, "kind": "op_forward", "dtype": "float32", "shape": list(shape),
+                  "stats": stats or {"max": 1.5, "min": -0.25, "mean": 0.1, "norm": 3.0, "nan_count": 0, "inf_count": 0}}
+        record.update(extra)
+        record["op"] = op
+        return record
+
+    def test_every_usual_record_is_the_encoders_line(self):
+        floats = [0.1, -0.0, 0.0, 1e16, 1e-300, 5e-324, 1.7976931348623157e308, -2.5e-7, 123456789.0, 1 / 3]
+        names = ["op_forward/m/aten.add", 'op_backward/a"b\\c/aten.mul[1]', "op_forward/\u00e9t\u00e9/aten.mm#3",
+                 "op_forward/tab\there/new\nline/aten.x", "op_forward/\U0001F600/aten.relu"]
+        shapes = [(), (0,), (1,), (2, 3, 4), (2 ** 40, 1)]
+        count = 0
+        for i, name in enumerate(names):
+            for shape in shapes:
+                hi, lo, mean, norm = (floats[(i + k) % len(floats)] for k in range(4))
+                stats = {"max": hi, "min": lo, "mean": mean, "norm": norm, "nan_count": i, "inf_count": 2 ** 33}
+                record = self.record(name, shape, stats)
+                self.assertIsNotNone(self.dumpfile._operator_head(record))
+                self.assertEqual(self.dumpfile._record_line(dict(record)), self.encoder_line(record))
+                count += 1
+        self.assertEqual(count, 25)
+
+    def test_other_records_go_through_the_encoder(self):
+        empty = {"max": None, "min": None, "mean": None, "norm": None, "nan_count": 3, "inf_count": 1}
+        others = [self.record(stats=empty), self.record(device="cuda:0"),
+                  self.record(file="tensors/step2/000007-x.npy", stored_dtype="float32")]
+        for record in others:
+            self.assertIsNone(self.dumpfile._operator_head(record))
+            self.assertEqual(self.dumpfile._record_line(dict(record)), self.encoder_line(record))
+        overflowed = self.record(stats={"max": 1.0, "min": 0.0, "mean": float("inf"), "norm": 1.0,
+                                        "nan_count": 0, "inf_count": 0})
+        self.assertIsNone(self.dumpfile._operator_head(overflowed))
+        with self.assertRaises(ValueError):  # JSON has no Inf: as before, the encoder refuses it
+            self.dumpfile._record_line(dict(overflowed))
