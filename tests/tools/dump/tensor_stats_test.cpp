@@ -2,8 +2,11 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <limits>
+#include <string>
 #include <vector>
 
 #include "tools/dump/element_decode.h"
@@ -148,5 +151,44 @@ TEST(TensorStats, MaxAndMinAreExactInEveryLane) {
     EXPECT_EQ(*compute_stats(DType::Float32, f.data(), f.size()).min, static_cast<double>(f[(at + 7) % 40]));
     EXPECT_EQ(*compute_stats(DType::Float64, d.data(), d.size()).max, d[at]);
     EXPECT_EQ(*compute_stats(DType::Float64, d.data(), d.size()).min, d[(at + 7) % 40]);
+  }
+}
+
+// The summation order is part of the format's promise (the same data gives the same bits on every
+// machine): element i of a chunk of 2048 goes to lane i % 16, each lane sums in double, the lanes
+// are added in order, and the chunks one after the other. Written here plainly, it must give the
+// bits of every path compute_stats may take (on a CPU with FMA, float32 uses its own loop).
+TEST(TensorStats, Float32SumsFollowTheDocumentedLanesToTheBit) {
+  uint64_t state = 12345;
+  auto next = [&state] {
+    state = state * 6364136223846793005ULL + 1442695040888963407ULL;
+    return static_cast<double>(state >> 11) / 9007199254740992.0;  // [0, 1)
+  };
+  for (size_t n : {16u, 17u, 255u, 2048u, 2063u, 4096u, 6150u, 70001u}) {
+    std::vector<float> v(n);
+    for (auto& e : v) e = static_cast<float>((next() - 0.5) * std::ldexp(1.0, static_cast<int>(next() * 40) - 20));
+    double sum = 0, sq = 0;
+    for (size_t off = 0; off < n; off += 2048) {
+      const size_t m = std::min<size_t>(2048, n - off);
+      double s[16] = {}, q[16] = {};
+      for (size_t i = 0; i < m; ++i) {
+        const double x = v[off + i];
+        s[i % 16] += x;
+        q[i % 16] += x * x;
+      }
+      double cs = 0, cq = 0;
+      for (size_t j = 0; j < 16; ++j) {
+        cs += s[j];
+        cq += q[j];
+      }
+      sum += cs;
+      sq += cq;
+    }
+    const auto st = compute_stats(DType::Float32, v.data(), n);
+    SCOPED_TRACE("n=" + std::to_string(n));
+    EXPECT_EQ(*st.mean, sum / static_cast<double>(n));
+    EXPECT_EQ(*st.norm, std::sqrt(sq));
+    EXPECT_EQ(*st.max, static_cast<double>(*std::max_element(v.begin(), v.end())));
+    EXPECT_EQ(*st.min, static_cast<double>(*std::min_element(v.begin(), v.end())));
   }
 }
