@@ -13,6 +13,7 @@ Views and aliases compute nothing and are not recorded; operators that return un
 tensor version), with the arguments in schema order, so `crosstrain op-check --from-dump` can replay
 the operator in C++.
 """
+import json
 import math
 import os
 import threading
@@ -52,7 +53,8 @@ class _Site:
 
 class OpFields:
     """The "op" object of an operator record: its call site's fields (encoded once per site) and this
-    call's inputs, plus the arguments in tensors mode; get() reads it like the dict it is written as."""
+    call's inputs (each already JSON text, see _describe_input), plus the arguments in tensors mode;
+    get() reads it like the dict it is written as."""
     __slots__ = ("site", "inputs", "args")
 
     def __init__(self, site, inputs, args):
@@ -60,13 +62,16 @@ class OpFields:
 
     def get(self, key, default=None):
         if key == "inputs":
-            return self.inputs
+            return json.loads(self._inputs_text())
         if key == "args":
             return self.args if self.args is not None else default
         return self.site.fields.get(key, default)
 
+    def _inputs_text(self):
+        return "[" + ",".join(self.inputs) + "]"
+
     def json(self):
-        text = "{" + self.site.text + ',"inputs":' + encode(self.inputs)
+        text = "{" + self.site.text + ',"inputs":' + self._inputs_text()
         if self.args is not None:
             text += ',"args":' + encode(self.args)
         return text + "}"
@@ -250,36 +255,37 @@ class OpMode(_dispatch_mode_base()):
         self._made.clear()
 
     def _inputs(self, info, args, kwargs):
-        """Each tensor argument's name, dtype, shape and device (a list argument: its tensors), and
-        the record of this step that made it, if one did ("from")."""
+        """Each tensor argument's dtype, shape, device and name (a list argument: its tensors), and
+        the record of this step that made it, if one did ("from"), as the JSON text of its object."""
         out = []
         tensor = self.torch.Tensor
         for (name, _), v in zip(info.args, args):
             if isinstance(v, tensor):
-                d = self._describe_input(v)
-                d["arg"] = name
-                out.append(d)
+                out.append(self._describe_input(v, name))
             elif isinstance(v, (list, tuple)) and v and isinstance(v[0], tensor):
                 out.append(self._describe_list(name, v))
         if kwargs:
             for name, v in kwargs.items():
                 if isinstance(v, tensor):
-                    d = self._describe_input(v)
-                    d["arg"] = name
-                    out.append(d)
+                    out.append(self._describe_input(v, name))
                 elif isinstance(v, (list, tuple)) and v and isinstance(v[0], tensor):
                     out.append(self._describe_list(name, v))
         return out
 
     def _describe_list(self, name, v):
-        return {"arg": name, "tensors": [self._describe_input(x) for x in v if isinstance(x, self.torch.Tensor)]}
+        parts = [self._describe_input(x) for x in v if isinstance(x, self.torch.Tensor)]
+        return '{"arg":' + _escape(name) + ',"tensors":[' + ",".join(parts) + "]}"
 
-    def _describe_input(self, t):
-        d = _describe(t)
+    def _describe_input(self, t, arg=None):
+        """{"dtype", "shape", "device", "from" (when a record of this step made t), "arg"} as text,
+        the first three looked up once per dtype, shape and device."""
+        text = _described(t)
         made = self._maker(t)
         if made is not None and made[2]:
-            d["from"] = made[2]
-        return d
+            text += ',"from":' + _escape(made[2])
+        if arg is not None:
+            text += ',"arg":' + _escape(arg)
+        return "{" + text + "}"
 
     # -- tensors mode: the inputs of a replay -------------------------------------------------------
     def _save_input(self, t, label):
@@ -357,6 +363,8 @@ def _tensor_outputs(rec, out):
 
 
 _DEVICE_NAMES = {}  # torch.device -> "cpu", "cuda:0"
+_DESCRIBED = {}     # (dtype, shape, device) -> '"dtype":...,"shape":[...],"device":...'
+_escape = json.encoder.encode_basestring_ascii  # a string as the JSON encoder writes it
 
 
 def _describe(t):
@@ -369,3 +377,17 @@ def _describe(t):
     if name is None:
         name = _DEVICE_NAMES[device] = str(device)
     return {"dtype": dtype_name(t), "shape": shape, "device": name}
+
+
+def _described(t):
+    """The text of _describe(t)'s fields, as the encoder writes them."""
+    try:
+        key = (t.dtype, t.shape, t.device)
+    except RuntimeError:  # a nested tensor: no single shape, nothing to cache
+        return encode(_describe(t))[1:-1]
+    text = _DESCRIBED.get(key)
+    if text is None:
+        if len(_DESCRIBED) >= 4096:  # shapes that change every step (variable lengths) stay bounded
+            _DESCRIBED.clear()
+        text = _DESCRIBED[key] = encode(_describe(t))[1:-1]
+    return text

@@ -1,5 +1,6 @@
 """What the agent writes: the dump format, its statistics, its limits, and that it changes nothing
 the script computes."""
+import json
 import math
 import os
 import unittest
@@ -317,7 +318,8 @@ class RecordLineTest(unittest.TestCase):
     def record(self, name="op_forward/blocks.0/aten.add", shape=(3, 4), stats=None, **extra):
         site = self.ops._Site({"name": "aten::add", "overload": "Tensor", "phase": "forward", "module": "m",
                                "source": "prog.py:3", "code": "y = x + 1"})
-        op = self.ops.OpFields(site, [{"dtype": "float32", "shape": list(shape), "device": "cpu", "arg": "self"}], None)
+        op = self.ops.OpFields(site, ['{"dtype":"float32","shape":%s,"device":"cpu","arg":"self"}'
+                                      % json.dumps(list(shape), separators=(",", ":"))], None)
         record = {"seq": 7, "step": 2, "name": name, "kind": "op_forward", "dtype": "float32", "shape": list(shape),
                   "stats": stats or {"max": 1.5, "min": -0.25, "mean": 0.1, "norm": 3.0, "nan_count": 0, "inf_count": 0}}
         record.update(extra)
@@ -352,3 +354,35 @@ class RecordLineTest(unittest.TestCase):
         self.assertIsNone(self.dumpfile._operator_head(overflowed))
         with self.assertRaises(ValueError):  # JSON has no Inf: as before, the encoder refuses it
             self.dumpfile._record_line(dict(overflowed))
+
+    def test_an_operators_inputs_are_the_encoders_text(self):
+        """Inputs are kept as JSON text from the start (their dtype, shape and device looked up once):
+        the text is what the encoder writes for the dict the format describes."""
+        import torch
+        mode = self.ops.OpMode.__new__(self.ops.OpMode)  # only the parts the descriptions use
+        mode.torch, mode._made = torch, {}
+        made = torch.ones(2, 3)
+        mode._made_by(made, 'op_forward/a"b\\c/\u00e9/aten.mm#2', None)
+        cases = [(torch.zeros(4, 5), "self", None), (torch.zeros((), dtype=torch.int64), "other", None),
+                 (torch.zeros(0, 3, dtype=torch.bfloat16).t(), "input", None), (torch.zeros(2, device="meta"), "x", None),
+                 (made, "mat2", 'op_forward/a"b\\c/\u00e9/aten.mm#2'), (made, None, 'op_forward/a"b\\c/\u00e9/aten.mm#2')]
+        for t, arg, origin in cases:
+            for _ in range(2):  # the second time from the cache
+                expected = {"dtype": str(t.dtype)[6:], "shape": list(t.shape), "device": str(t.device)}
+                if origin:
+                    expected["from"] = origin
+                if arg is not None:
+                    expected["arg"] = arg
+                text = mode._describe_input(t, arg)
+                self.assertEqual(text, self.dumpfile._ENCODER.encode(expected))
+        nested = torch.nested.nested_tensor([torch.zeros(2), torch.zeros(3)])  # no single shape
+        self.assertEqual(json.loads(mode._describe_input(nested, "self")),
+                         {"dtype": "float32", "shape": None, "device": "cpu", "arg": "self"})
+        listed = mode._describe_list("tensors", [made, 3, torch.zeros(1)])
+        self.assertEqual(json.loads(listed), {"arg": "tensors", "tensors": [
+            {"dtype": "float32", "shape": [2, 3], "device": "cpu", "from": 'op_forward/a"b\\c/\u00e9/aten.mm#2'},
+            {"dtype": "float32", "shape": [1], "device": "cpu"}]})
+        op = self.ops.OpFields(self.ops._Site({"name": "aten::cat"}), [listed], None)
+        self.assertEqual(op.get("inputs"), [json.loads(listed)])
+        made.add_(1)  # changed in place: no longer what that record holds
+        self.assertNotIn('"from"', mode._describe_input(made, "self"))
