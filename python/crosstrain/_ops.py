@@ -35,11 +35,14 @@ def _dispatch_mode_base():
 
 
 class _OpInfo:
-    __slots__ = ("skip", "name", "overload", "label", "random", "args")
+    __slots__ = ("skip", "name", "overload", "label", "random", "args", "same_memory")
 
     def __init__(self, skip, name, overload, label, random, args):
         self.skip, self.name, self.overload, self.label, self.random, self.args = \
             skip, name, overload, label, random, args
+        # Returns its input's memory under another shape without being a view (matmul's reshapes
+        # of its mm and bmm results: an eighth of a small transformer's recorded elements).
+        self.same_memory = name == "aten::_unsafe_view"
 
 
 class _Site:
@@ -96,6 +99,8 @@ class OpMode(_dispatch_mode_base()):
         self._ops = {}                # OpOverload -> _OpInfo
         self._sites = {}              # (op, phase, module, source, user) -> _Site
         self._random = torch.Tag.nondeterministic_seeded
+        self._last_output = None      # (weakref, version, call) of the latest recorded output, see _shares
+        self._calls = 0               # operators this mode has seen
 
     def push(self):
         if not getattr(self._thread, "pushed", False):
@@ -104,6 +109,7 @@ class OpMode(_dispatch_mode_base()):
 
     def pop(self):
         self._thread.suspended = False
+        self._last_output = None
         if getattr(self._thread, "pushed", False):
             from torch.utils._python_dispatch import _get_current_dispatch_mode
             if _get_current_dispatch_mode() is self:
@@ -116,6 +122,7 @@ class OpMode(_dispatch_mode_base()):
         """Takes the mode off this thread's stack while nothing it would see is recorded (an
         optimizer's own operators without --dump-optimizer-ops): those operators then cost nothing.
         What the window has seen stays (pending autograd tags, "from" links); resume() puts it back."""
+        self._last_output = None  # the optimizer writes in place, some of it through .data
         if getattr(self._thread, "pushed", False):
             from torch.utils._python_dispatch import _get_current_dispatch_mode
             if _get_current_dispatch_mode() is self:
@@ -165,6 +172,7 @@ class OpMode(_dispatch_mode_base()):
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
         rec = self.rec
+        self._calls += 1
         try:
             if self._pending:
                 self._tag_pending()
@@ -210,12 +218,30 @@ class OpMode(_dispatch_mode_base()):
         f = rec.dump_file() if rec.selected_step(rec.step) else None
         name = f.unique(rec.step, base) if f is not None else base
         kind = "op_" + phase
+        if info.same_memory and len(outs) == 1 and args:
+            self._shares(args[0], outs[0][1])
+        self._last_output = None
         for i, t in outs:
             record = name if len(outs) == 1 else f"{name}[{i}]"
             rec.emit(record, kind, t, extra={"op": op}, unique=False, inputs=(args, kwargs))
             if phase == "forward":
                 self._pending.append((t, (module, source, user)))
             self._made_by(t, record, rec.last_file if rec.tensors else None)
+            self._last_output = (weakref.ref(t), t._version, self._calls)
+
+    def _shares(self, x, t):
+        """t holds x's memory (same first element, count, dtype, both contiguous on the CPU) and x is
+        the output of the operator just before, unchanged: t's statistics are x's, the same elements
+        read in the same order, so they are not read again. (Between two operators only the script
+        can write x without a version change, through numpy or .data; an _unsafe_view comes from
+        inside composite operators, matmul's and reshape's, right after the operator that made x.)"""
+        last = self._last_output
+        if last is None or last[2] != self._calls - 1 or last[0]() is not x or x._version != last[1]:
+            return
+        if not (t.is_cpu and x.is_cpu and t.dtype == x.dtype and t.numel() == x.numel()
+                and t.data_ptr() == x.data_ptr() and t.is_contiguous() and x.is_contiguous()):
+            return
+        self.rec.share_statistics(x, t)
 
     def _site(self, info, phase, module, source, user):
         """The fields of an operator record that repeat at every call from one place, made and
@@ -251,6 +277,7 @@ class OpMode(_dispatch_mode_base()):
 
     def forget(self):
         """Drops what the window has seen (its records were dropped)."""
+        self._last_output = None
         self._pending = []
         self._made.clear()
 
@@ -372,6 +399,8 @@ def _describe(t):
         shape = list(t.shape)
     except RuntimeError:  # a nested tensor has no single shape
         shape = None
+    if shape is not None and not all(type(d) is int for d in shape):
+        shape = None  # nor has a jagged one (its ragged dimension is symbolic)
     device = t.device
     name = _DEVICE_NAMES.get(device)
     if name is None:
@@ -383,9 +412,9 @@ def _described(t):
     """The text of _describe(t)'s fields, as the encoder writes them."""
     try:
         key = (t.dtype, t.shape, t.device)
-    except RuntimeError:  # a nested tensor: no single shape, nothing to cache
+        text = _DESCRIBED.get(key)
+    except (RuntimeError, TypeError):  # a nested tensor (no single shape, or a symbolic one): not cached
         return encode(_describe(t))[1:-1]
-    text = _DESCRIBED.get(key)
     if text is None:
         if len(_DESCRIBED) >= 4096:  # shapes that change every step (variable lengths) stay bounded
             _DESCRIBED.clear()

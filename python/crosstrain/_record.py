@@ -418,6 +418,16 @@ class Recorder:
             pass
         return vector
 
+    def share_statistics(self, source, tensor):
+        """tensor holds source's elements in source's order: it gets source's statistics of this step,
+        if they were computed and source has not changed since."""
+        seen = self._seen.get(id(source))
+        if seen is not None and seen[0]() is source and seen[1] == source._version:
+            try:
+                self._seen[id(tensor)] = (weakref.ref(tensor), tensor._version, seen[2])
+            except TypeError:
+                pass
+
     def recordable(self, t):
         """True for a tensor the format can hold; the others (nested, meta, float8...) are counted
         by reason in the agent's report and run.json, never a failure."""

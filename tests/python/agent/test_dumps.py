@@ -99,6 +99,53 @@ for step in range(3):
                 self.assertEqual(phases, {"forward", "backward", "optimizer"} if asked else {"forward", "backward"},
                                  (asked, step))
 
+    def test_an_unsafe_view_of_the_output_just_made_shares_its_statistics(self):
+        """matmul's reshape of its mm result (_unsafe_view: the same memory, not a view) takes the
+        result's statistics instead of reading it again; once anything ran in between, it reads."""
+        program = """
+import torch
+import crosstrain._record as record
+computed = []
+count = record._stats.device_vector
+record._stats.device_vector = lambda t: computed.append(t.shape) or count(t)
+torch.manual_seed(0)
+layer = torch.nn.Linear(6, 5)
+a, b = torch.randn(3, 4, 6), torch.randn(6, 8)
+opt = torch.optim.SGD(layer.parameters(), lr=0.1)
+for step in range(2):
+    y = layer(a).sum() + (a @ b).sum()  # matmul of a 3-d input: mm, then _unsafe_view
+    c = torch.mm(a[0], b)
+    c.data.mul_(2)  # written through an alias that keeps c's version
+    v = torch.ops.aten._unsafe_view(c, [2, 16])
+    y.backward()
+    opt.step()
+    opt.zero_grad()
+print(len(computed))
+"""
+        d = scratch()
+        r = run_under_agent(program, {"dump": "dump", "dump_level": "op", "dump_steps": ""}, d)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        _, records = read_index(os.path.join(d, "dump"))
+        views = [i for i, rec in enumerate(records) if rec["op"]["name"] == "aten::_unsafe_view"]
+        self.assertEqual(len(views), 4)
+        shared = 0
+        for i in views:
+            before, view = records[i - 1], records[i]
+            if before["op"]["name"] in ("aten::mm", "aten::addmm") and before["name"] != view["name"]:
+                if view["op"]["inputs"][0].get("from") == before["name"]:
+                    self.assertEqual(view["stats"], before["stats"], view["name"])
+                    shared += 1
+        self.assertEqual(shared, 2)  # a @ b's, one a step
+        # the statistics read: every record's but the shared ones
+        self.assertEqual(int(r.stdout.split()[-1]), len(records) - shared)
+        for step in range(2):  # c doubled through .data: its view reads the doubled values
+            mm, mul, view = [rec for rec in records if rec["step"] == step and rec["op"]["module"] == ""
+                             and rec["op"]["name"] in ("aten::mm", "aten::mul_", "aten::_unsafe_view")][-3:]
+            self.assertEqual((mm["op"]["name"], mul["op"]["name"], view["op"]["name"]),
+                             ("aten::mm", "aten::mul_", "aten::_unsafe_view"))
+            self.assertAlmostEqual(view["stats"]["max"], 2 * mm["stats"]["max"], places=5)
+            self.assertEqual(view["stats"], mul["stats"])
+
     def test_statistics_match_the_saved_tensors(self):
         d, _ = self.run_mlp({"dump": "dump", "dump_level": "both", "dump_mode": "tensors"})
         _, records = read_index(os.path.join(d, "dump"))
@@ -375,9 +422,12 @@ class RecordLineTest(unittest.TestCase):
                     expected["arg"] = arg
                 text = mode._describe_input(t, arg)
                 self.assertEqual(text, self.dumpfile._ENCODER.encode(expected))
-        nested = torch.nested.nested_tensor([torch.zeros(2), torch.zeros(3)])  # no single shape
-        self.assertEqual(json.loads(mode._describe_input(nested, "self")),
-                         {"dtype": "float32", "shape": None, "device": "cpu", "arg": "self"})
+        jagged = {"layout": torch.jagged} if hasattr(torch, "jagged") else {}  # a symbolic ragged dimension
+        for layout in ({}, jagged):
+            nested = torch.nested.nested_tensor([torch.zeros(2), torch.zeros(3)], **layout)  # no single shape
+            for _ in range(2):
+                self.assertEqual(json.loads(mode._describe_input(nested, "self")),
+                                 {"dtype": "float32", "shape": None, "device": "cpu", "arg": "self"}, layout)
         listed = mode._describe_list("tensors", [made, 3, torch.zeros(1)])
         self.assertEqual(json.loads(listed), {"arg": "tensors", "tensors": [
             {"dtype": "float32", "shape": [2, 3], "device": "cpu", "from": 'op_forward/a"b\\c/\u00e9/aten.mm#2'},
