@@ -38,6 +38,7 @@ struct ImageInfo {
   int width = 0;
   int height = 0;
   int channels = 0;
+  bool progressive = false;  // a progressive JPEG (entropy-decoded whole before its first row)
 };
 
 // Dimensions and channel count from the header only (cheap: no pixel decoding).

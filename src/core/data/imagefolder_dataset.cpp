@@ -183,9 +183,9 @@ class ImageFolderDataset : public Dataset {
         throw DecodeError(std::to_string(info.width) + "x" + std::to_string(info.height) + " = " + std::to_string(pixels) +
                           " pixels, more than the limit of " + std::to_string(std::min(max_pixels_, kMaxImagePixels)) +
                           " (a decompression bomb?)");
-      if (cache_ && !cached) {
-        cache_->admit(path, bytes);  // a progressive JPEG: now and from now on its baseline rewrite
-      } else if (!cache_ && jpeg_is_progressive(bytes.data(), bytes.size())) {
+      if (info.progressive && cache_) {
+        cache_->admit(path, bytes);  // now and from now on its baseline rewrite
+      } else if (info.progressive) {
         progressive_reads_.fetch_add(1, std::memory_order_relaxed);
       }
       const SampleGeometry g = plan_sample_geometry(transform_, info.width, info.height, rng);

@@ -109,7 +109,7 @@ ImageInfo probe_jpeg(const uint8_t* data, size_t size) {
   jpeg_mem_src(&cinfo, data, static_cast<unsigned long>(size));
   jpeg_read_header(&cinfo, TRUE);
   ImageInfo info{static_cast<int>(cinfo.image_width), static_cast<int>(cinfo.image_height),
-                 cinfo.jpeg_color_space == JCS_GRAYSCALE ? 1 : 3};
+                 cinfo.jpeg_color_space == JCS_GRAYSCALE ? 1 : 3, cinfo.progressive_mode != 0};
   jpeg_destroy_decompress(&cinfo);
   return info;
 }

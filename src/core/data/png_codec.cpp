@@ -122,7 +122,7 @@ ImageInfo probe_png(const uint8_t* data, size_t size) {
   PngLayout l;
   if (!read_header(r, l)) r.fail();
   const bool color = (l.color_type & PNG_COLOR_MASK_COLOR) != 0;
-  return ImageInfo{static_cast<int>(l.width), static_cast<int>(l.height), color ? 3 : 1};
+  return ImageInfo{static_cast<int>(l.width), static_cast<int>(l.height), color ? 3 : 1, false};
 }
 
 Image decode_png(const uint8_t* data, size_t size) {

@@ -77,6 +77,10 @@ TEST(JpegTranscode, ProgressiveMarkerIsReadFromTheFrameHeaderOnly) {
   EXPECT_TRUE(jpeg_is_progressive(progressive.data(), progressive.size()));
   const auto png = encode_png(textured_image(8, 8, 3, 1));
   EXPECT_FALSE(jpeg_is_progressive(png.data(), png.size()));
+  // The header probe (what the dataset reads per sample) says the same.
+  EXPECT_FALSE(probe_image(baseline.data(), baseline.size()).progressive);
+  EXPECT_TRUE(probe_image(progressive.data(), progressive.size()).progressive);
+  EXPECT_FALSE(probe_image(png.data(), png.size()).progressive);
   // Cut before the frame header, or with a segment length running past the end: no answer, no overread.
   for (size_t n : {size_t{0}, size_t{2}, size_t{5}, size_t{21}})
     EXPECT_FALSE(jpeg_is_progressive(progressive.data(), std::min(n, progressive.size()))) << n;
