@@ -20,7 +20,7 @@ import threading
 import weakref
 
 from . import _source
-from ._dumpfile import encode
+from ._dumpfile import _escape, encode
 from ._stats import dtype_name
 
 _TAG = "crosstrain"
@@ -391,7 +391,6 @@ def _tensor_outputs(rec, out):
 
 _DEVICE_NAMES = {}  # torch.device -> "cpu", "cuda:0"
 _DESCRIBED = {}     # (dtype, shape, device) -> '"dtype":...,"shape":[...],"device":...'
-_escape = json.encoder.encode_basestring_ascii  # a string as the JSON encoder writes it
 
 
 def _describe(t):
