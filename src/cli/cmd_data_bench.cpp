@@ -71,11 +71,8 @@ std::string render_console(const datatools::DataBenchResult& r) {
     out += "skipped " + std::to_string(bad) + " bad item(s); first:\n";
     for (const auto& b : r.first_bad) out += "  " + b.where + ": " + b.reason + "\n";
   }
-  if (r.progressive_jpeg_reads > 0)
-    out += "note: " + report::format_count(r.progressive_jpeg_reads) +
-           " decoded image(s) were progressive JPEGs, each entropy-decoded whole whatever its crop: "
-           "--jpeg-cache DIR decodes them from lossless baseline rewrites (the same pixels) from the "
-           "second epoch on (docs/DATA.md)\n";
+  const std::string progressive = data::progressive_jpeg_note(r.progressive_jpeg_reads);
+  if (!progressive.empty()) out += "note: " + progressive + "\n";
   return out;
 }
 

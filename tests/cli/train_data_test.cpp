@@ -1,4 +1,5 @@
 // Training on real datasets through the binary: the loader, evaluation and accuracy.
+#include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <cmath>
@@ -102,6 +103,38 @@ TEST(TrainData, ImageFolderWithABadFileSkipsAndReportsIt) {
                             " --threads 1 --strict");
   EXPECT_EQ(strict.exit_code, 1);
   EXPECT_NE(strict.output.find("broken.jpg"), std::string::npos) << strict.output;
+}
+
+// Progressive JPEGs in the training set are named in train's notes (console and JSON) with the flag
+// that decodes them once; with --jpeg-cache they are rewritten on first read and nothing is said.
+TEST(TrainData, ProgressiveJpegsAreNamedUnlessCached) {
+  auto dir = crosstrain::testing::scratch_dir("train_progressive");
+  const std::string root = (dir / "tree").string();
+  auto made = run_command(binary() + " make-imagefolder --out " + root + " --size 40x30 --train 14 --val 4 --classes 2");
+  ASSERT_EQ(made.exit_code, 0) << made.output;
+  const std::filesystem::path progressive =
+      std::filesystem::path(CROSSTRAIN_SOURCE_DIR) / "tests/fuzz/corpus/image/progressive_420.jpg";
+  std::filesystem::copy_file(progressive, root + "/train/00/p1.jpg");
+  std::filesystem::copy_file(progressive, root + "/train/01/p2.jpg");
+  const std::string args = "--data imagefolder:" + root + " --image-size 16 --model resnet18 --small-stem "
+                           "--base-width 8 --batch-size 8 --epochs 1 --workers 1 --threads 1";
+  auto has_note = [](const nlohmann::json& j) {
+    for (const auto& n : j["notes"])
+      if (n.get<std::string>().find("progressive JPEGs") != std::string::npos &&
+          n.get<std::string>().find("--jpeg-cache DIR") != std::string::npos)
+        return true;
+    return false;
+  };
+  int rc = 0;
+  std::string out;
+  auto j = train_json(args, (dir / "plain.json").string(), &rc, &out);
+  ASSERT_EQ(rc, 0) << out;
+  EXPECT_TRUE(has_note(j)) << j["notes"].dump();
+  EXPECT_NE(out.find("progressive JPEGs"), std::string::npos) << out;
+  j = train_json(args + " --jpeg-cache " + (dir / "cache").string(), (dir / "cached.json").string(), &rc, &out);
+  ASSERT_EQ(rc, 0) << out;
+  EXPECT_FALSE(has_note(j)) << j["notes"].dump();
+  std::filesystem::remove_all(dir);
 }
 
 TEST(TrainData, BadDataSpecsAreUsageErrors) {

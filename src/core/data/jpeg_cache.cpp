@@ -12,6 +12,7 @@
 #include "core/data/image_codec.h"
 #include "report/input_file.h"
 #include "report/output.h"  // check_writable
+#include "report/units.h"   // format_count
 
 namespace crosstrain::data {
 namespace {
@@ -65,6 +66,13 @@ JpegBaselineCache::JpegBaselineCache(std::string dir) : dir_(std::move(dir)) {
   } catch (const std::runtime_error& e) {
     throw std::runtime_error(std::string("--jpeg-cache: ") + e.what());
   }
+}
+
+std::string progressive_jpeg_note(int64_t reads) {
+  if (reads <= 0) return "";
+  return report::format_count(reads) +
+         " decoded image(s) were progressive JPEGs, each entropy-decoded whole whatever its crop: --jpeg-cache DIR "
+         "decodes them from lossless baseline rewrites (the same pixels) from the second epoch on (docs/DATA.md)";
 }
 
 std::string JpegBaselineCache::entry_path(const std::string& path) const {

@@ -25,6 +25,10 @@ namespace crosstrain::data {
 // (KIND:PATH) whose kind reads no JPEG files: only imagefolder does.
 void check_jpeg_cache_use(const std::string& data_spec, const std::string& dir);
 
+// What to tell a user whose samples were decoded from progressive JPEG files `reads` times (the
+// dataset's progressive_jpeg_reads()): the flag that decodes them once. "" when reads is 0.
+std::string progressive_jpeg_note(int64_t reads);
+
 class JpegBaselineCache {
  public:
   // Makes `dir` (and its parents) if missing; std::runtime_error when it cannot be made or written.

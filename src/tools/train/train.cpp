@@ -14,6 +14,7 @@
 #include "core/batch_source.h"
 #include "core/cpu_allocator.h"
 #include "core/device.h"
+#include "core/data/jpeg_cache.h"
 #include "core/models.h"
 #include "report/terminal.h"
 #include "tools/train/precision.h"
@@ -95,7 +96,8 @@ std::unique_ptr<EvalObserver> make_evaluation(const RunPlan& plan, const OpenedD
   return eval;
 }
 
-void report_bad_samples(const OpenedData& data, const core::BatchSource& source, TrainResult& r) {
+// What the data gave trouble with: bad samples skipped, progressive JPEGs decoded whole.
+void report_data_findings(const OpenedData& data, const core::BatchSource& source, TrainResult& r) {
   if (!data.facts) return;
   const auto* loader = dynamic_cast<const core::LoaderSource*>(&source);
   // Left out when the dataset was opened, then met while decoding.
@@ -107,6 +109,8 @@ void report_bad_samples(const OpenedData& data, const core::BatchSource& source,
     for (const auto& b : st.first_bad) r.first_bad.push_back(b.where + ": " + b.reason);
   }
   if (r.first_bad.size() > 5) r.first_bad.resize(5);
+  const std::string progressive = data::progressive_jpeg_note(data.data.train->progressive_jpeg_reads());
+  if (!progressive.empty()) r.notes.push_back(progressive);
 }
 
 // Memory peaks and the achieved-vs-peak compute figures, once the steps are in.
@@ -298,7 +302,7 @@ TrainResult run_training(const CheckedConfig& checked, const TrainHooks& hooks) 
     if (!c.checkpoint_dir.empty()) install_preemption_handlers();
     run_steps(trainer, plan, hooks, data, dev, msg, r, data_parallel.get(), resume);
     if (data_parallel) data_parallel->verify_in_sync("at the end of training");
-    report_bad_samples(data, trainer.source(), r);
+    report_data_findings(data, trainer.source(), r);
     if (!c.weights_out.empty() && c.rank == 0) core::save_weights(*model, c.weights_out);
     if (group) group->barrier("the end of training");
   } catch (const c10::OutOfMemoryError& e) {
