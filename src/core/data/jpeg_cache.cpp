@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <stdexcept>
 #include <thread>
@@ -49,6 +50,15 @@ bool write_whole(const std::string& path, const std::vector<uint8_t>& bytes) {
   return true;
 }
 
+// What an entry must say of its source to be served for it: the path, size and modification time
+// ("" when the source cannot be stat'ed, or its path would not fit a JPEG comment segment).
+std::string source_stamp(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0 || path.size() > 60000) return "";
+  return "crosstrain jpeg-cache 1 " + std::to_string(st.st_size) + " " + std::to_string(st.st_mtim.tv_sec) + "." +
+         std::to_string(st.st_mtim.tv_nsec) + " " + path;
+}
+
 }  // namespace
 
 void check_jpeg_cache_use(const std::string& data_spec, const std::string& dir) {
@@ -76,13 +86,7 @@ std::string progressive_jpeg_note(int64_t reads) {
 }
 
 std::string JpegBaselineCache::entry_path(const std::string& path) const {
-  struct stat st {};
-  if (::stat(path.c_str(), &st) != 0) return "";
-  uint64_t h = 14695981039346656037ull;
-  h = fnv1a(h, path.data(), path.size());
-  const int64_t facts[3] = {static_cast<int64_t>(st.st_size), static_cast<int64_t>(st.st_mtim.tv_sec),
-                            static_cast<int64_t>(st.st_mtim.tv_nsec)};
-  h = fnv1a(h, facts, sizeof facts);
+  const uint64_t h = fnv1a(14695981039346656037ull, path.data(), path.size());
   char name[32];
   std::snprintf(name, sizeof name, "%016llx.jpg", static_cast<unsigned long long>(h));
   return (fs::path(dir_) / name).string();
@@ -90,27 +94,44 @@ std::string JpegBaselineCache::entry_path(const std::string& path) const {
 
 bool JpegBaselineCache::read(const std::string& path, std::vector<uint8_t>& bytes, uint64_t max_bytes) const {
   const std::string entry = entry_path(path);
-  if (entry.empty() || ::access(entry.c_str(), R_OK) != 0) return false;
+  const std::string stamp = source_stamp(path);
+  if (stamp.empty() || ::access(entry.c_str(), R_OK) != 0) return false;
   try {
     report::read_regular_file(entry, max_bytes, "file", bytes);
   } catch (const std::runtime_error&) {
     return false;
   }
-  // Every entry ends with the end-of-image marker; one without it was cut short (write_whole).
-  return bytes.size() >= 4 && bytes[bytes.size() - 2] == 0xFF && bytes.back() == 0xD9;
+  // SOI, the comment naming the source as it was, the rewrite's own segments; every entry ends with
+  // the end-of-image marker, and one without it was cut short (write_whole).
+  const size_t head = 4 + 2 + stamp.size();
+  if (bytes.size() < head + 4 || bytes[2] != 0xFF || bytes[3] != 0xFE || bytes[bytes.size() - 2] != 0xFF ||
+      bytes.back() != 0xD9)
+    return false;
+  if (((bytes[4] << 8) | bytes[5]) != static_cast<int>(2 + stamp.size()) ||
+      std::memcmp(bytes.data() + 6, stamp.data(), stamp.size()) != 0)
+    return false;  // made from another version of the file (or another path of the same hash)
+  bytes.erase(bytes.begin() + 2, bytes.begin() + static_cast<std::ptrdiff_t>(head));
+  return true;
 }
 
 void JpegBaselineCache::admit(const std::string& path, std::vector<uint8_t>& bytes) const {
   if (!jpeg_is_progressive(bytes.data(), bytes.size())) return;
   try {
     std::vector<uint8_t> baseline = transcode_jpeg_to_baseline(bytes.data(), bytes.size());
-    const std::string entry = entry_path(path);
     bytes.swap(baseline);  // decoded now whether or not it can be stored
-    if (entry.empty()) {
+    const std::string stamp = source_stamp(path);
+    if (stamp.empty() || bytes.size() < 2) {
       ++failures_;
       return;
     }
-    if (write_whole(entry, bytes)) {
+    // The entry: SOI, a comment segment with the source's stamp, then the rewrite after its SOI.
+    std::vector<uint8_t> entry;
+    entry.reserve(bytes.size() + 4 + stamp.size());
+    entry.insert(entry.end(), {0xFF, 0xD8, 0xFF, 0xFE, static_cast<uint8_t>((2 + stamp.size()) >> 8),
+                               static_cast<uint8_t>((2 + stamp.size()) & 0xFF)});
+    entry.insert(entry.end(), stamp.begin(), stamp.end());
+    entry.insert(entry.end(), bytes.begin() + 2, bytes.end());
+    if (write_whole(entry_path(path), entry)) {
       ++stored_;
     } else {
       ++failures_;  // not stored (a full disk): rewritten again next time

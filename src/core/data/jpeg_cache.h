@@ -5,9 +5,11 @@
 // costs the whole file every epoch, at about a third of the rate of the same picture stored as
 // baseline (docs/DATA.md, docs/PERFORMANCE.md). The cache keeps, for each progressive file read,
 // the baseline file made from the same DCT coefficients (transcode_jpeg_to_baseline: the same
-// pixels); later epochs read that instead. Entries are named after the source's path, size and
-// modification time, so a changed file is transcoded again; baseline and PNG files are never
-// copied. Threads may share one cache: an entry appears whole (written aside, then renamed).
+// pixels); later epochs read that instead. One entry per source path, named after it; a comment
+// segment at its start holds the path, size and modification time it was made from, so a changed
+// file is transcoded again and its new entry replaces the old one (the folder does not grow with
+// every edit of the dataset); baseline and PNG files are never copied. Threads may share one
+// cache: an entry appears whole (written aside, then renamed).
 //
 //   JpegBaselineCache cache("/scratch/cache");
 //   if (!cache.read(path, bytes, max_bytes)) {      // not cached: the file itself
@@ -36,8 +38,9 @@ class JpegBaselineCache {
 
   const std::string& dir() const { return dir_; }
 
-  // The cached rewrite of `path` into `bytes`; false when there is none (or it cannot be read,
-  // or `path` cannot be stat'ed), leaving `bytes` unspecified.
+  // The cached rewrite of `path` into `bytes` (exactly what admit() gave, without the entry's
+  // comment); false when there is none, it was made from another version of the file, it cannot
+  // be read or `path` cannot be stat'ed, leaving `bytes` unspecified.
   bool read(const std::string& path, std::vector<uint8_t>& bytes, uint64_t max_bytes) const;
 
   // When `bytes` (the file at `path`) is a progressive JPEG that can be rewritten, replaces them
@@ -45,8 +48,7 @@ class JpegBaselineCache {
   // file that cannot be rewritten or stored is decoded as it is, and counted in failures().
   void admit(const std::string& path, std::vector<uint8_t>& bytes) const;
 
-  // The entry's file name for a source (for tests and for saying where a file went); "" when the
-  // source cannot be stat'ed.
+  // The entry's file name for a source (for tests and for saying where a file went).
   std::string entry_path(const std::string& path) const;
 
   int64_t stored() const;    // entries written by this object

@@ -132,12 +132,25 @@ TEST(JpegBaselineCache, StoresProgressiveFilesOnlyAndFollowsTheSource) {
   EXPECT_FALSE(cache.read(src.string(), again, 1 << 20));
   write_file(entry, whole_entry);
 
-  // A rewritten source (new size and time) is a new entry: the old one is never served for it.
+  // Another path's entry is never served for this one (copied over it: as a hash collision would be).
+  const auto other = dir / "data" / "q.jpg";
+  write_file(other, progressive);
+  fs::copy_file(entry, cache.entry_path(other.string()));
+  EXPECT_FALSE(cache.read(other.string(), again, 1 << 20));
+  fs::remove(cache.entry_path(other.string()));
+
+  // A rewritten source (new size and time): the old entry is never served for it, and the new
+  // rewrite takes its place rather than adding to the folder.
   const auto changed = encode_jpeg(textured_image(64, 48, 3, 4), 60, true);
   write_file(src, changed);
   ::utimensat(AT_FDCWD, src.c_str(), nullptr, 0);
-  EXPECT_NE(cache.entry_path(src.string()), entry);
+  EXPECT_EQ(cache.entry_path(src.string()), entry);
   EXPECT_FALSE(cache.read(src.string(), again, 1 << 20));
+  bytes = changed;
+  cache.admit(src.string(), bytes);
+  ASSERT_TRUE(cache.read(src.string(), again, 1 << 20));
+  EXPECT_EQ(decode(again).pixels, decode(changed).pixels);
+  EXPECT_EQ(entries_in(dir / "cache" / "nested"), 1u);
 
   // Baseline and PNG files stay as they are and take no room; a file that cannot be rewritten
   // (here: cut short) is counted, left as it was, and stores nothing.
@@ -150,7 +163,7 @@ TEST(JpegBaselineCache, StoresProgressiveFilesOnlyAndFollowsTheSource) {
   cache.admit(src.string(), bytes);
   EXPECT_EQ(bytes, cut);
   EXPECT_EQ(cache.failures(), 1);
-  EXPECT_EQ(cache.stored(), 1);
+  EXPECT_EQ(cache.stored(), 2);
   EXPECT_EQ(entries_in(dir / "cache" / "nested"), 1u);
   fs::remove_all(dir);
 }
