@@ -11,6 +11,7 @@
 #include <chrono>
 #include <cstdio>
 #include <fstream>
+#include <map>
 #include <sstream>
 #include <stdexcept>
 #include <thread>
@@ -63,7 +64,10 @@ std::string run_git(const fs::path& dir, const std::string& args, int& status) {
 }
 
 // In-place without backups is allowed only where git can restore every file we might touch.
-void require_clean_git(const std::vector<std::string>& inputs) {
+// Returns the ignored paths under the inputs (git status does not list them): a file among them
+// has no committed copy either (refuse_ignored).
+std::vector<fs::path> require_clean_git(const std::vector<std::string>& inputs) {
+  std::vector<fs::path> ignored;
   for (const auto& input : inputs) {
     if (input.find('\'') != std::string::npos) throw std::invalid_argument("--in-place: unusual path, use --backup");
     fs::path p(input);
@@ -78,6 +82,59 @@ void require_clean_git(const std::vector<std::string>& inputs) {
     if (status != 0 || !dirty.empty())
       throw std::invalid_argument("--in-place needs --backup, or a clean git work tree ('" + input +
                                   "' has uncommitted or untracked changes)");
+    // Paths relative to `dir`, NUL-separated; an ignored folder once, with a trailing '/'.
+    std::string listed =
+        run_git(dir, "ls-files -z --others --ignored --exclude-standard --directory -- '" + pathspec + "'", status);
+    if (status != 0) throw std::invalid_argument("--in-place: cannot ask git which files it ignores under '" + input + "'");
+    for (size_t at = 0; at < listed.size();) {
+      const size_t end = std::min(listed.find('\0', at), listed.size());
+      std::string entry = listed.substr(at, end - at);
+      if (!entry.empty() && entry.back() == '/') entry.pop_back();
+      if (!entry.empty()) ignored.push_back(fs::weakly_canonical(dir / entry));
+      at = end + 1;
+    }
+  }
+  return ignored;
+}
+
+// A file git ignores has no committed copy to restore: rewriting it in place needs --backup.
+void refuse_ignored(const std::vector<SourceFile>& files, const std::vector<fs::path>& ignored) {
+  if (ignored.empty()) return;
+  for (const auto& f : files) {
+    if (!f.python || !f.skip.empty()) continue;
+    const fs::path real = fs::weakly_canonical(f.path);
+    for (const auto& i : ignored)
+      if (real == i || report::path_within(real, i))
+        throw std::invalid_argument("--in-place needs --backup: git ignores " + f.label +
+                                    ", so it has no committed copy to restore");
+  }
+}
+
+// --backup keeps each changed file as FILE.orig; one that exists already (an earlier run's
+// backup, or the user's own file) is never overwritten.
+void refuse_existing_backups(const std::vector<SourceFile>& files) {
+  std::error_code ec;
+  for (const auto& f : files) {
+    if (!f.python || !f.skip.empty()) continue;
+    fs::path backup = f.path;
+    backup += ".orig";
+    if (fs::exists(fs::symlink_status(backup, ec)))
+      throw std::invalid_argument("--backup would overwrite " + backup.generic_string() +
+                                  ": move the earlier backups away first");
+  }
+}
+
+// Two inputs whose copies would land on the same path under --out (two files of one name, two
+// folders of one name): the second would replace the first.
+void refuse_colliding_copies(const std::vector<SourceFile>& files, const fs::path& out_dir) {
+  std::map<fs::path, const SourceFile*> seen;
+  for (const auto& f : files) {
+    if (!f.skip.empty()) continue;  // never written
+    auto [it, fresh] = seen.emplace(f.relative, &f);
+    if (!fresh)
+      throw std::invalid_argument("the inputs " + it->second->label + " and " + f.label + " would both be copied to " +
+                                  (out_dir / f.relative).generic_string() +
+                                  ": migrate them in separate runs or to separate --out folders");
   }
 }
 
@@ -185,9 +242,14 @@ MigrationSummary run_migration(const MigrateOptions& options) {
     out_dir = options.out_dir.empty() ? fs::path(kDefaultOutDir) : fs::path(options.out_dir);
     summary.out_dir = out_dir.generic_string();
   }
-  if (options.in_place && !options.backup) require_clean_git(options.inputs);
+  std::vector<fs::path> ignored;
+  if (options.in_place && !options.backup) ignored = require_clean_git(options.inputs);
 
   std::vector<SourceFile> files = collect(options, out_dir);
+  // Everything that could lose a file is refused before the first one is written.
+  if (options.in_place && !options.backup) refuse_ignored(files, ignored);
+  if (options.in_place && options.backup) refuse_existing_backups(files);
+  if (summary.mode == "copy") refuse_colliding_copies(files, out_dir);
   std::vector<MigratedFile> results(files.size());
   std::vector<std::string> errors(files.size());
   std::atomic<size_t> next{0}, done{0};

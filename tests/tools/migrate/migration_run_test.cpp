@@ -148,6 +148,75 @@ TEST_F(MigrationRun, InPlaceWithoutBackupNeedsACleanGitTree) {
   EXPECT_FALSE(fs::exists(src / "train.py.orig"));
 }
 
+// A file git ignores (a generated module, a virtualenv inside the project) has no committed copy:
+// in place without --backup is refused before anything is written, naming it.
+TEST_F(MigrationRun, InPlaceWithoutBackupRefusesFilesGitIgnores) {
+  if (std::system("git --version >/dev/null 2>&1") != 0) GTEST_SKIP() << "git not installed";
+  spit(src / "venv" / "lib" / "site.py", "x.cuda()\n");
+  spit(src / "gen.py", "y.cuda()\n");
+  spit(src / ".gitignore", "venv/\ngen.py\n");
+  std::string git = "git -C '" + src.string() + "' -c user.email=t@t -c user.name=t ";
+  ASSERT_EQ(std::system((git + "init -q && " + git + "add -A && " + git + "commit -qm init").c_str()), 0);
+  MigrateOptions o = options();
+  o.in_place = true;
+  try {
+    run_migration(o);
+    ADD_FAILURE() << "in place over ignored files was not refused";
+  } catch (const std::invalid_argument& e) {
+    EXPECT_NE(std::string(e.what()).find("git ignores"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(slurp(src / "train.py"), kTrain);  // nothing written
+  EXPECT_EQ(slurp(src / "gen.py"), "y.cuda()\n");
+  fs::remove_all(src / "venv");
+  EXPECT_THROW(run_migration(o), std::invalid_argument);  // gen.py alone
+  fs::remove(src / "gen.py");
+  MigrationSummary s = run_migration(o);  // ignored names with no file behind them are no obstacle
+  EXPECT_EQ(s.files_migrated, 1u);
+}
+
+// --backup never replaces an existing FILE.orig (an earlier run's backup holds the only original).
+TEST_F(MigrationRun, BackupNeverOverwritesAnExistingOrig) {
+  spit(src / "train.py.orig", "the user's own notes\n");
+  MigrateOptions o = options(Target::Cpu);
+  o.in_place = true;
+  o.backup = true;
+  EXPECT_THROW(run_migration(o), std::invalid_argument);
+  EXPECT_EQ(slurp(src / "train.py.orig"), "the user's own notes\n");
+  EXPECT_EQ(slurp(src / "train.py"), kTrain);
+  fs::remove(src / "train.py.orig");
+  EXPECT_EQ(run_migration(o).files_migrated, 1u);
+  EXPECT_EQ(slurp(src / "train.py.orig"), kTrain);
+  EXPECT_THROW(run_migration(o), std::invalid_argument);  // a second run would replace the original
+  EXPECT_EQ(slurp(src / "train.py.orig"), kTrain);
+}
+
+// Two inputs that would land on one path under --out (files or folders of the same name) are
+// refused before anything is copied.
+TEST_F(MigrationRun, InputsWhoseCopiesCollideAreRefused) {
+  spit(root / "a" / "train.py", "a.cuda()\n");
+  spit(root / "b" / "train.py", "b.cuda()\n");
+  spit(root / "e1" / "pkg" / "m.py", "x = 1\n");
+  spit(root / "e2" / "pkg" / "m.py", "x = 2\n");
+  for (const auto& inputs : std::vector<std::vector<std::string>>{
+           {(root / "a" / "train.py").string(), (root / "b" / "train.py").string()},
+           {(root / "e1" / "pkg").string(), (root / "e2" / "pkg").string()}}) {
+    MigrateOptions o = options();
+    o.inputs = inputs;
+    o.out_dir = (root / "copies").string();
+    try {
+      run_migration(o);
+      ADD_FAILURE() << "colliding copies were not refused: " << inputs[0];
+    } catch (const std::invalid_argument& e) {
+      EXPECT_NE(std::string(e.what()).find("would both be copied to"), std::string::npos) << e.what();
+    }
+    EXPECT_FALSE(fs::exists(root / "copies"));
+  }
+  MigrateOptions apart = options();
+  apart.inputs = {(root / "a" / "train.py").string(), (root / "e1" / "pkg").string()};
+  apart.out_dir = (root / "copies").string();
+  EXPECT_NO_THROW(run_migration(apart));
+}
+
 TEST_F(MigrationRun, UnreadableFileIsSkippedNotFatal) {
   if (::geteuid() == 0) GTEST_SKIP() << "root reads files regardless of permissions";
   fs::permissions(src / "sub" / "plain.py", fs::perms::none);
