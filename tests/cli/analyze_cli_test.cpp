@@ -11,6 +11,7 @@
 #include <filesystem>
 #include <fstream>
 #include <regex>
+#include <set>
 #include <sstream>
 #include <string>
 #include <sys/wait.h>
@@ -158,6 +159,39 @@ TEST(CliAnalyze, AStragglerRankIsNamedAcrossRanks) {
   auto balanced = run("analyze --json - " + kData + "ddp/balanced");
   ASSERT_EQ(balanced.code, 0) << balanced.out;
   EXPECT_TRUE(nlohmann::json::parse(balanced.out)["rank_findings"].empty()) << balanced.out;
+}
+
+// A folder with one trace per rank and profiling cycle (tensorboard_trace_handler with a repeating
+// schedule): each rank is judged over all its cycles, never against another cycle of itself. Here
+// cycle 1 is the balanced run and in cycle 2 both ranks run the straggler's slow steps: no rank is
+// slower than the other, though one cycle is twice as slow as the other.
+TEST(CliAnalyze, ProfilingCyclesOfOneRankAreNotComparedWithEachOther) {
+  const auto dir = temp_dir("cycles");
+  fs::copy_file(kData + "ddp/balanced/rank0.json.gz", dir / "host_1.100.pt.trace.json.gz");
+  fs::copy_file(kData + "ddp/balanced/rank1.json.gz", dir / "host_2.100.pt.trace.json.gz");
+  const std::string slow = kData + "ddp/straggler/rank1.json.gz";
+  ASSERT_EQ(std::system(("gzip -dc '" + slow + "' | sed 's/\"rank\": 1,/\"rank\": 0,/' | gzip > '" +
+                         (dir / "host_1.200.pt.trace.json.gz").string() + "'").c_str()), 0);
+  fs::copy_file(slow, dir / "host_2.200.pt.trace.json.gz");
+  auto r = run("analyze --json - " + dir.string());
+  ASSERT_EQ(r.code, 0) << r.out;
+  auto j = nlohmann::json::parse(r.out);
+  ASSERT_EQ(j["traces"].size(), 4u);
+  std::set<int> ranks;
+  for (const auto& t : j["traces"]) ranks.insert(t["rank"].get<int>());
+  EXPECT_EQ(ranks, (std::set<int>{0, 1}));
+  EXPECT_TRUE(j["rank_findings"].empty()) << j["rank_findings"].dump();
+  // The real straggler still shows through its cycles: rank 1 slow in both.
+  fs::remove(dir / "host_1.200.pt.trace.json.gz");
+  fs::copy_file(kData + "ddp/straggler/rank0.json.gz", dir / "host_1.200.pt.trace.json.gz");
+  fs::remove(dir / "host_2.100.pt.trace.json.gz");
+  fs::copy_file(slow, dir / "host_2.100.pt.trace.json.gz");
+  r = run("analyze --json - " + dir.string());
+  ASSERT_EQ(r.code, 0) << r.out;
+  j = nlohmann::json::parse(r.out);
+  ASSERT_EQ(j["rank_findings"].size(), 1u) << r.out;
+  EXPECT_EQ(j["rank_findings"][0]["title"], "Rank 1 is a straggler");
+  fs::remove_all(dir);
 }
 
 TEST(CliAnalyze, DiffOfTwoTraces) {

@@ -82,14 +82,29 @@ double compute_us_per_step(const TraceAnalysis& a) {
 
 std::vector<Finding> rank_findings(const std::vector<TraceAnalysis>& ranks) {
   struct Rank {
-    const TraceAnalysis* trace;
-    double compute_us;  // per step
+    const TraceAnalysis* trace;  // the one with the most steps stands for the rank in the evidence
+    double compute_us;           // per step, over every trace of the rank
+    double comm_us;              // likewise
+    size_t steps;
   };
-  std::vector<Rank> usable;
+  // A rank may have several traces (one per profiling cycle: tensorboard_trace_handler with a
+  // repeating schedule writes them into one folder). They are that rank's steps, all of them
+  // compared with the other ranks' steps, never one cycle of a rank with another of the same.
+  std::map<int, Rank> by_rank;
   for (const auto& a : ranks) {
     const double us = a.rank >= 0 && !a.steps.empty() ? compute_us_per_step(a) : 0;
-    if (us > 0) usable.push_back({&a, us});
+    if (!(us > 0)) continue;
+    const double n = static_cast<double>(a.steps.size());
+    auto [it, fresh] = by_rank.emplace(a.rank, Rank{&a, 0, 0, 0});
+    Rank& r = it->second;
+    const double before = static_cast<double>(r.steps);
+    r.compute_us = (r.compute_us * before + us * n) / (before + n);
+    r.comm_us = (r.comm_us * before + comm_us_per_step(a) * n) / (before + n);
+    r.steps += a.steps.size();
+    if (!fresh && a.steps.size() > r.trace->steps.size()) r.trace = &a;
   }
+  std::vector<Rank> usable;
+  for (const auto& [rank, r] : by_rank) usable.push_back(r);
   if (usable.size() < 2) return {};
   const auto slow_it = std::max_element(usable.begin(), usable.end(),
                                         [](const Rank& x, const Rank& y) { return x.compute_us < y.compute_us; });
@@ -98,7 +113,7 @@ std::vector<Finding> rank_findings(const std::vector<TraceAnalysis>& ranks) {
   std::vector<double> others, waits;
   for (const auto& r : usable) {
     others.push_back(r.compute_us);
-    waits.push_back(comm_us_per_step(*r.trace));
+    waits.push_back(r.comm_us);
   }
   const double typical_us = median(others);
   const double ratio = slow.compute_us / typical_us;
@@ -109,7 +124,7 @@ std::vector<Finding> rank_findings(const std::vector<TraceAnalysis>& ranks) {
   });
   const TraceAnalysis* slowest = slow.trace;
   const double slow_us = slow.compute_us;
-  const double extra_wait = median(waits) - comm_us_per_step(*slowest);
+  const double extra_wait = median(waits) - slow.comm_us;
 
   Finding f;
   f.rule = "straggler";
