@@ -77,7 +77,8 @@ const char* op_type_name(OpType t) {
 // gloo:broadcast, hcom_broadcast_).
 bool is_communication_name(std::string_view n) {
   return any_ci(n, {"nccl", "hccl", "hcom", "gloo", "c10d::", "allreduce", "all_reduce", "allgather", "all_gather",
-                    "reduce_scatter", "reducescatter", "alltoall", "all_to_all", "record_param_comms", "sendrecv"});
+                    "reduce_scatter", "reducescatter", "alltoall", "all_to_all", "all2all", "record_param_comms",
+                    "sendrecv"});
 }
 
 namespace {
@@ -180,19 +181,75 @@ bool is_fp32_input(std::string_view dtypes) {
   return fp32 && !half;
 }
 
-OpType op_type_of(std::string_view n) {
-  if (is_communication_name(n)) return OpType::Communication;
-  if (is_autograd_wrapper_name(n)) return OpType::Other;
+namespace {
+
+inline bool is_ident_char(char c) { return is_word_char(c) || c == '_'; }
+
+// "ns::op[.overload]" with one plain namespace (aten::mm, fbgemm::permute_2D_sparse_data,
+// quantized::linear): the operator's own name, since the namespace says nothing of what it
+// computes (fbgemm is not a GEMM, fb:: is not a convolution). Other names (kernels, templates,
+// Ascend's, autograd's) are typed whole.
+std::string_view op_base(std::string_view n) {
+  const size_t sep = n.find("::");
+  if (sep == std::string_view::npos || sep == 0 || n.find("::", sep + 2) != std::string_view::npos) return n;
+  for (size_t i = 0; i < n.size(); ++i)
+    if (i != sep && i != sep + 1 && !is_ident_char(n[i]) && n[i] != '.') return n;
+  return n.substr(sep + 2);
+}
+
+// `stem` (lower case) where the next character is not a lower-case letter: a word of its own or
+// the end of a CamelCase one (conv2d, Conv2D, ConvTranspose, _conv_, LayerNorm, RMSNorm,
+// batch_norm), not the start of another word (convex, convert, normal_).
+bool names_stem(std::string_view n, std::string_view stem) {
+  n = capped(n);
+  for (size_t i = 0; i + stem.size() <= n.size(); ++i) {
+    size_t k = 0;
+    while (k < stem.size() && lower(n[i + k]) == stem[k]) ++k;
+    if (k < stem.size()) continue;
+    const size_t next = i + stem.size();
+    if (next == n.size() || !(n[next] >= 'a' && n[next] <= 'z')) return true;
+  }
+  return false;
+}
+
+bool names_conv(std::string_view n) {
+  return names_stem(n, "conv") || any_ci(n, {"convolution", "convolve", "implicit_gemm", "winograd", "dgrad", "wgrad"});
+}
+
+bool names_norm(std::string_view n) {
+  return names_stem(n, "norm") || any_ci(n, {"normalization", "bn_fw", "bn_bw"});
+}
+
+// "gemm" in a kernel or operator name, but not fbgemm's (its embedding and sparse kernels).
+bool names_gemm(std::string_view n) {
+  n = capped(n);
+  for (size_t at = 0; at + 4 <= n.size(); ++at) {
+    if (!contains_ci(n.substr(at, 4), "gemm")) continue;
+    if (at >= 2 && lower(n[at - 2]) == 'f' && lower(n[at - 1]) == 'b') continue;
+    return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+OpType op_type_of(std::string_view name) {
+  if (is_communication_name(name)) return OpType::Communication;
+  if (is_autograd_wrapper_name(name)) return OpType::Other;
+  const std::string_view n = op_base(name);
   if (any_ci(n, {"optimizer", "_foreach_", "adam", "sgd", "lamb", "fused_sgd"})) return OpType::Optimizer;
-  if (any_ci(n, {"conv", "implicit_gemm", "winograd", "dgrad", "wgrad"})) return OpType::Conv;
-  if (any_ci(n, {"norm", "bn_fw", "bn_bw"})) return OpType::Norm;
+  if (names_conv(n)) return OpType::Conv;
+  if (names_norm(n)) return OpType::Norm;
   if (any_ci(n, {"pool"})) return OpType::Pooling;
   // aclnnMm / aclnnBatchMatMul / MatMulV2 are Ascend's; "mm" as a whole word is aten::mm's base.
-  if (any_ci(n, {"::mm", "addmm", "bmm", "matmul", "linear", "gemm", "einsum", "cutlass", "sgemm", "hgemm", "cublas",
-                 "attention", "aclnnMm"}) ||
+  if (names_gemm(n) ||
+      any_ci(n, {"addmm", "bmm", "matmul", "linear", "einsum", "cutlass", "cublas", "attention", "aclnnMm"}) ||
       any_word_ci(n, {"mm"}))
     return OpType::Matmul;
-  if (any_ci(n, {"copy", "memcpy", "::to", "_to_copy", "contiguous", "clone", "memset"})) return OpType::Copy;
+  // resolve_neg / resolve_conj materialise a lazily negated or conjugated tensor: a copy.
+  if (any_ci(n, {"copy", "memcpy", "_to_copy", "contiguous", "clone", "memset"}) || n == "to" ||
+      starts_with(n, "to.") || starts_with(n, "to_") || n == "resolve_neg" || n == "resolve_conj")
+    return OpType::Copy;
   if (any_ci(n, {"elementwise", "reduce_kernel", "softmax", "relu", "gelu", "silu", "sigmoid"}) ||
       any_word_ci(n, {"add", "mul", "sub", "div", "tanh", "exp", "log", "sqrt", "rsqrt", "pow", "threshold", "clamp",
                       "where", "neg", "abs", "dropout", "fill", "zero", "hardtanh", "erf", "lerp", "addcmul", "addcdiv",

@@ -168,6 +168,57 @@ TEST(AscendNames, OperatorsAndTasksClassified) {
   EXPECT_FALSE(is_online_compile_name("AscendCL@aclnnMm"));
 }
 
+// Names from public traces (HolisticTraceAnalysis's test traces: torchrec on A100, MTIA, MI250;
+// and torch's own operator list) typed by what they compute, not by a piece of another word: a
+// namespace is no type (fbgemm is not a GEMM, fb:: not a convolution), normal_ draws random
+// numbers, topk is no copy, torchrec's All2All_* are collectives.
+TEST(OperatorNames, TypedByWhatTheyComputeNotByPiecesOfWords) {
+  const std::pair<const char*, OpType> cases[] = {
+      {"fbgemm::permute_2D_sparse_data", OpType::Other},
+      {"fbgemm::asynchronous_complete_cumsum", OpType::Other},
+      {"fbgemm::split_embedding_codegen_lookup_rowwise_adagrad_function", OpType::Other},
+      {"void fbgemm_gpu::permute_2D_lengths_kernel<int>(int, int, int const*, int const*, int*)", OpType::Other},
+      {"fb::convex_sum", OpType::Elementwise},  // a sum, not a convolution
+      {"aten::normal_", OpType::Other},
+      {"aten::_no_grad_normal_", OpType::Other},
+      {"aten::topk", OpType::Other},
+      {"aten::_convert_indices_from_coo_to_csr", OpType::Other},
+      {"All2All_Pooled_Req", OpType::Communication},
+      {"All2All_Pooled_Wait", OpType::Communication},
+      {"aten::resolve_neg", OpType::Copy},
+      {"aten::resolve_conj", OpType::Copy},
+      {"aten::to", OpType::Copy},
+      {"aten::to_dense", OpType::Copy},
+      {"aten::_to_copy", OpType::Copy},
+      // What must keep its type.
+      {"aten::mm", OpType::Matmul},
+      {"aten::addmm", OpType::Matmul},
+      {"aten::linear", OpType::Matmul},
+      {"quantized::linear", OpType::Matmul},
+      {"aten::fbgemm_linear_fp16_weight", OpType::Matmul},
+      {"ampere_sgemm_128x64_tn", OpType::Matmul},
+      {"volta_fp16_s884gemm_fp16_128x128_ldg8_f2f_nn", OpType::Matmul},
+      {"aten::conv2d", OpType::Conv},
+      {"aten::cudnn_convolution", OpType::Conv},
+      {"aten::convolution_backward", OpType::Conv},
+      {"aclnnConvolution", OpType::Conv},
+      {"Conv2D", OpType::Conv},
+      {"implicit_convolve_sgemm", OpType::Conv},
+      {"sm80_xmma_fprop_implicit_gemm_tf32f32_tf32f32_f32_nhwckrsc_nhwc", OpType::Conv},
+      {"aten::batch_norm", OpType::Norm},
+      {"aten::native_layer_norm", OpType::Norm},
+      {"aclnnLayerNorm", OpType::Norm},
+      {"RmsNorm", OpType::Norm},
+      {"BatchNormalization", OpType::Norm},
+      {"aten::linalg_vector_norm", OpType::Norm},
+      {"aten::max_pool2d", OpType::Pooling},
+      {"aten::exp", OpType::Elementwise},
+      {"aten::copy_", OpType::Copy},
+      {"c10d::allreduce_", OpType::Communication},
+  };
+  for (const auto& [name, type] : cases) EXPECT_EQ(op_type_of(name), type) << name << ": " << op_type_name(op_type_of(name));
+}
+
 // Real torch.profiler recordings (CPU): a DataLoader with two workers and slow samples; with_stack
 // and loss.item() in every step.
 TEST(RealTorchTraces, DataLoaderWithWorkers) {
