@@ -68,7 +68,8 @@ std::string one_time_note(const TraceAnalysis& a) {
          format_percent(one_time_share(a)) + " of step time) is a one-time cost inside this (see one_time_call)";
 }
 
-// The runtime call name with the most time in steps, less a one-time call of that name.
+// The runtime call name with the most wall-clock time in steps (calls on several threads at once
+// counted once: a share of the step, never above it), less a one-time call of that name.
 struct PaceSetter {
   const NamedTotal* call = nullptr;
   double us = 0;
@@ -76,7 +77,7 @@ struct PaceSetter {
 PaceSetter top_runtime_call(const TraceAnalysis& a) {
   PaceSetter best;
   for (const auto& r : a.runtime_calls) {
-    double us = r.total_us;
+    double us = r.wall_us;
     if (r.name == a.longest_runtime_call.name && one_time_call(a)) us -= a.longest_runtime_call.duration_us;
     if (us > best.us) best = {&r, us};
   }
@@ -136,7 +137,9 @@ const std::vector<AdvisorRule>& trace_rules() {
      [](const TraceAnalysis& a) {
        const PaceSetter p = top_runtime_call(a);
        std::string s = p.call->name + " x" + format_count(p.call->count) + " in steps, " + share_text(a, p.us);
-       if (p.us < p.call->total_us) s += " (without its first call, a one-time cost)";
+       if (p.us < p.call->wall_us) s += " (without its first call, a one-time cost)";
+       if (p.call->total_us > p.call->wall_us * 1.001)
+         s += "; " + format_us(p.call->total_us) + " summed over threads, which ran it at the same time";
        return s + "; runtime calls by time: " + top_names(a.runtime_calls);
      }},
     {"data_loading", "Data loading stalls the step", 0.05, "> 5% of step time",

@@ -109,7 +109,8 @@ struct IdleGap {
 struct NamedTotal {
   std::string name;
   int64_t count = 0;
-  double total_us = 0;
+  double total_us = 0;  // summed over calls (calls on several threads at once add up)
+  double wall_us = 0;   // runtime calls: the union of their times, never more than the steps
 };
 
 struct KernelStats {

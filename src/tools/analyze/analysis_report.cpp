@@ -157,7 +157,8 @@ std::string render_console(const TraceAnalysis& a, const RenderOptions& opt) {
     for (size_t i = 0; i < a.runtime_calls.size() && i < 5; ++i) {
       const auto& r = a.runtime_calls[i];
       out << (i ? ", " : " ") << r.name << " x" << format_count(r.count) << " " << format_us(r.total_us) << " ("
-          << format_percent(a.share(r.total_us)) << ")";
+          << format_percent(a.share(r.wall_us)) << " of step time" << (r.total_us > r.wall_us * 1.001 ? ", threads at once" : "")
+          << ")";
     }
     out << "\n";
   }
@@ -294,6 +295,7 @@ nlohmann::json analysis_to_json(const TraceAnalysis& a) {
   j["host_syncs"] = named(a.host_syncs);
   j["host_sync_us"] = a.host_sync_us;
   j["runtime_calls"] = named(a.runtime_calls);
+  for (size_t i = 0; i < a.runtime_calls.size(); ++i) j["runtime_calls"][i]["wall_us"] = a.runtime_calls[i].wall_us;
   {
     const auto& l = a.longest_runtime_call;
     j["longest_runtime_call"] = l.name.empty() ? json()

@@ -166,6 +166,7 @@ void compute_device_views(const Trace& t, const SpanLinks& L, const std::vector<
   // Runtime calls by name; allocations and frees; online compilation, charged to the operator
   // that made it. Times are clipped to the step windows.
   std::unordered_map<uint32_t, NamedTotal> runtime;
+  std::unordered_map<uint32_t, std::vector<std::pair<double, double>>> runtime_times;  // for wall_us
   std::map<std::string, NamedTotal> allocator;
   std::vector<std::pair<double, double>> allocating;
   std::unordered_map<uint32_t, double> first_of_name;  // name -> start of its first call in the trace
@@ -185,6 +186,7 @@ void compute_device_views(const Trace& t, const SpanLinks& L, const std::vector<
     r.name = t.strings.str(s.name);
     ++r.count;
     r.total_us += b - a;
+    runtime_times[s.name].emplace_back(a, b);
     const NameInfo& info = names(s.name);
     // A wait for the device lasts as long as the work queued before it: not the call's own cost.
     if (!info.host_sync && b - a > longest_us) longest = static_cast<int32_t>(i), longest_us = b - a, longest_step = k;
@@ -223,7 +225,10 @@ void compute_device_views(const Trace& t, const SpanLinks& L, const std::vector<
     l.step = w.label;
     l.offset_in_step_us = std::max(0.0, ls.ts - w.start);
   }
-  for (auto& [id, r] : runtime) out.runtime_calls.push_back(std::move(r));
+  for (auto& [id, r] : runtime) {
+    r.wall_us = union_length(runtime_times[id]);
+    out.runtime_calls.push_back(std::move(r));
+  }
   std::sort(out.runtime_calls.begin(), out.runtime_calls.end(), [](const NamedTotal& a, const NamedTotal& b) {
     return a.total_us != b.total_us ? a.total_us > b.total_us : a.name < b.name;
   });

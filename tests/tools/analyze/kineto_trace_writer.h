@@ -42,8 +42,8 @@ class KinetoTraceWriter {
     base_time_ns_ = ns;
     return *this;
   }
-  KinetoTraceWriter& runtime(const std::string& name, double ts, double dur) {
-    return span("cuda_runtime", name, 1, ts, dur, "\"correlation\": " + std::to_string(next_corr_++));
+  KinetoTraceWriter& runtime(const std::string& name, double ts, double dur, int tid = 1) {
+    return span("cuda_runtime", name, 1, ts, dur, "\"correlation\": " + std::to_string(next_corr_++), tid);
   }
   // A runtime call at [rt_ts, rt_ts + rt_dur] launching device work at [k_ts, k_ts + k_dur].
   KinetoTraceWriter& launch(double rt_ts, double rt_dur, const std::string& kernel, double k_ts, double k_dur,

@@ -69,6 +69,29 @@ TEST(RuntimeCalls, EmptyCacheEveryStepIsNamed) {
   EXPECT_TRUE(allocator);
 }
 
+// Three threads in the same call at the same time (DataLoader pin-memory threads, several
+// streams' copies): the step's share is the time the call ran at all, never above the step; the
+// sum over threads is said beside it.
+TEST(RuntimeCalls, CallsOnThreadsAtOnceAreAShareOfTheStepNotASum) {
+  KinetoTraceWriter w;
+  w.step("ProfilerStep#1", 0, 1000).op("aten::mm", 0, 10);
+  w.launch(1, 2, "gemm", 5, 50);
+  for (int tid = 1; tid <= 3; ++tid) w.runtime("cudaMemcpyAsync", 50 + 10 * tid, 900 - 20 * tid, tid);
+  auto a = analyze_trace(parse_trace(w.json(), "t.json"));
+  a.findings = run_advisor(a);
+  const NamedTotal* copy = named(a.runtime_calls, "cudaMemcpyAsync");
+  ASSERT_NE(copy, nullptr);
+  EXPECT_DOUBLE_EQ(copy->total_us, 880 + 860 + 840);
+  EXPECT_DOUBLE_EQ(copy->wall_us, 880);  // [60, 940) covers the other two
+  const Finding* f = nullptr;
+  for (const auto& x : a.findings)
+    if (x.rule == "runtime_call") f = &x;
+  ASSERT_NE(f, nullptr);
+  EXPECT_NEAR(f->value, 0.88, 1e-9);
+  EXPECT_NE(f->evidence.find("summed over threads"), std::string::npos) << f->evidence;
+  EXPECT_NE(render_console(a, {10}).find("88.0% of step time, threads at once"), std::string::npos);
+}
+
 // Stream-ordered frees return at once: neither syncs nor a reason for the allocator rule.
 TEST(RuntimeCalls, AsyncFreesAreNotSyncs) {
   KinetoTraceWriter w;
