@@ -46,6 +46,9 @@ CatKind kind_of_category(const std::string& raw) {
 // says what the task is, else by its name. The task type decides first: HCCL's tasks are named
 // after their type ("Notify Wait", "SDMA"), which no name rule reads as communication.
 SpanKind device_kind(const NameInfo& name, const NameInfo& task) {
+  // A device span named as a stream's wait or record (MTIA's event_wait / event_record, named like
+  // Ascend's EVENT_* tasks) is a stream waiting, not work, whatever its category.
+  if (name.task_class == TaskClass::StreamSync) return SpanKind::Other;
   switch (task.task_class) {
     case TaskClass::StreamSync: return SpanKind::Other;  // a stream waiting on an event: not device work
     case TaskClass::Collective: return SpanKind::Communication;

@@ -57,6 +57,24 @@ TEST(GpuFieldNames, BroadcastKernelCountsAsCompute) {
   EXPECT_DOUBLE_EQ(a.op_types[static_cast<size_t>(OpType::Communication)].host_self_us, 0.0);
 }
 
+// MTIA's device events (HolisticTraceAnalysis's mtia traces: category mtia_ccp_events, a category no
+// table knows): an event_wait is the stream waiting for another, not a kernel; the device is busy
+// only with the real one.
+TEST(GpuFieldNames, DeviceStreamWaitsAreNotKernels) {
+  KinetoTraceWriter w;
+  w.step("ProfilerStep#1", 0, 1000)
+      .op("aten::mul", 5, 30)
+      .launch(10, 5, "mul-dtype_Float", 20, 100, "mtia_ccp_events", 3)
+      .launch(40, 5, "event_wait", 130, 700, "mtia_ccp_events", 3)
+      .launch(50, 5, "event_record", 840, 2, "mtia_ccp_events", 3);
+  TraceAnalysis a = analyzed(w);
+  EXPECT_EQ(a.kernel_count, 1);
+  EXPECT_DOUBLE_EQ(a.kernel_us, 100.0);
+  ASSERT_EQ(a.steps.size(), 1u);
+  EXPECT_DOUBLE_EQ(a.steps[0].device_busy_us, 100.0);
+  for (const auto& k : a.top_kernels) EXPECT_NE(k.name, "event_wait");
+}
+
 // A 2000 us step; one hipGraphLaunch at [100, 150] whose graph runs three kernels back to back
 // from 160 us, then a plain launch at [600, 610] -> [620, 640]. Launches are the two calls; the
 // graph's delay is 160 - 100 = 60 us (to its first kernel), not 60/110/160 us.
