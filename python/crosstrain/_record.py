@@ -54,6 +54,20 @@ def _guarded(method):
     return wrapper
 
 
+def _agent_operators(method):
+    """A recorder method that runs tensor operators of its own (the loss's copy, the step's mean):
+    the operator recorder leaves them out (busy), so they are neither records of the script's step
+    nor counted in it."""
+    @functools.wraps(method)
+    def wrapper(self, *args, **kwargs):
+        before, self.busy = self.busy, True
+        try:
+            return method(self, *args, **kwargs)
+        finally:
+            self.busy = before
+    return wrapper
+
+
 class Recorder:
     def __init__(self, cfg, torch, state, on_stop, rank_of):
         self.cfg = cfg
@@ -330,22 +344,35 @@ class Recorder:
         t = tensors[0] if isinstance(tensors, (tuple, list)) and len(tensors) == 1 else tensors
         if not isinstance(t, self.torch.Tensor) or t.numel() != 1 or not t.is_floating_point():
             return
+        self._on_loss(t)
+
+    @_agent_operators
+    def _on_loss(self, t):
         loss, scaler = self._scaled.pop(id(t), (t, None))
         self._scaled.clear()
-        self._losses.append(loss.detach().reshape(()).float())
+        self._losses.append(self._loss_value(loss))
         if self.open and self.modules:
             self.emit("loss", "loss", loss.detach().reshape(()))
             if scaler is not None and getattr(scaler, "_scale", None) is not None:
                 self.emit("loss_scale", "loss_scale", scaler._scale.detach().reshape(()).float())
 
+    def _loss_value(self, loss):
+        """The loss for the loss log: float64 as it is, half and bfloat16 widened to float32 (exact)."""
+        v = loss.detach().reshape(())
+        return v if v.dtype == self.torch.float64 else v.float()
+
+    @_agent_operators
     def _log_step_loss(self, step):
         if self._losses:
+            if len({v.dtype for v in self._losses}) > 1:
+                self._losses = [v.double() for v in self._losses]
             mean = self.torch.stack(self._losses).mean() if len(self._losses) > 1 else self._losses[0]
             self._loss_log.append((step, mean))
             self._losses = []
         if self._loss_log and (self._loss_log[0][1].device.type == "cpu" or len(self._loss_log) >= 32):
             self.write_losses()
 
+    @_agent_operators
     def write_losses(self):
         if not self._loss_log or not self.cfg.dump:
             self._loss_log = []
@@ -380,11 +407,11 @@ class Recorder:
     def emit(self, base, kind, tensor, extra=None, unique=True, replaceable=False, inputs=None):
         """Names, filters, disturbs (test aid), checks and queues one tensor; returns its name.
         inputs: an operator's (args, kwargs), for the non-finite watch."""
-        self.busy = True  # the operators run here are the agent's, not the script's
+        before, self.busy = self.busy, True  # the operators run here are the agent's, not the script's
         try:
             return self._emit(base, kind, tensor, extra, unique, replaceable, inputs)
         finally:
-            self.busy = False
+            self.busy = before
 
     def _emit(self, base, kind, tensor, extra, unique, replaceable, inputs):
         f = self.dump_file() if self.selected_step(self.step) else None

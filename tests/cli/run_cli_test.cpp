@@ -87,6 +87,39 @@ TEST(RunCli, AFolderHoldingADumpIsKeptUnlessOverwrite) {
   EXPECT_TRUE(fs::exists(dir / "d" / "notes.txt"));  // only the dump's own files go
 }
 
+// A float64 program: the loss log keeps every digit of its losses, the agent adds no operator of its
+// own to the step (the loss's copy for the log is the agent's), and a learning rate changed by one
+// part in a million is a difference at float64's limits, though the script keeps a float32 metric.
+TEST(RunCli, AFloat64ProgramIsJudgedAtFloat64sLimits) {
+  const auto dir = scratch_dir("run_float64");
+  const std::string args = "--dump-level both --dump-steps 0-1 ";
+  auto a = run_script(dir, args + "--dump a", "train_float64.py", "0.1");
+  ASSERT_EQ(a.exit_code, 0) << a.output;
+  auto b = run_script(dir, args + "--dump b", "train_float64.py", "0.1000001");
+  ASSERT_EQ(b.exit_code, 0) << b.output;
+  // The losses the script printed (repr: every digit) are the log's, to the bit.
+  std::ifstream log(dir / "a" / "loss.jsonl");
+  std::string line;
+  for (int step = 0; step < 2; ++step) {
+    ASSERT_TRUE(std::getline(log, line));
+    const double logged = nlohmann::json::parse(line)["loss"].get<double>();
+    const std::string printed = "loss " + std::to_string(step) + " ";
+    const size_t at = a.output.find(printed);
+    ASSERT_NE(at, std::string::npos) << a.output;
+    EXPECT_EQ(logged, std::stod(a.output.substr(at + printed.size()))) << line;
+  }
+  // Float32 records are the script's metric only: none comes from the line that runs backward().
+  for (const auto& rec : records(dir / "a"))
+    if (rec["dtype"] == "float32" && rec.contains("op"))
+      EXPECT_NE(rec["op"].value("code", ""), "loss.backward()") << rec.dump();
+  int code = -1;
+  const auto cmp = compare_json(dir / "a", dir / "b", &code);
+  EXPECT_EQ(code, 1) << cmp.dump();
+  ASSERT_FALSE(cmp["first_divergence"].is_null()) << cmp.dump();
+  EXPECT_EQ(cmp["first_divergence"]["step"], 1);
+  EXPECT_TRUE(cmp["thresholds"]["by_dtype"].contains("float64")) << cmp["thresholds"].dump();
+}
+
 // Third-party models users train: same seed, same dumps; a disturbed operator on one side is the
 // first divergence, named with its module and source line.
 class RunRealModel : public ::testing::TestWithParam<std::pair<std::string, std::string>> {};

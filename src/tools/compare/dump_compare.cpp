@@ -409,8 +409,10 @@ CompareResult compare_paths(const std::string& a, const std::string& b, const Co
       if (noise.input_scale > 0) ++r.records_with_input_scale;
       DType effective = effective_dtype(*tc.a, *tc.b, run_a, run_b, opt);
       // Runs that hold 16-bit records compute in 16 bits, whatever else they declare: their float32
-      // records (gradients of bfloat16 activations under autocast) carry that rounding.
-      if (r.regime.same_precision && dtype_is_float(effective)) effective = lower_precision(effective, lowest);
+      // records (gradients of bfloat16 activations under autocast) carry that rounding. A float32
+      // record among float64 ones (a metric, a cast for logging) says nothing of the others.
+      if (r.regime.same_precision && dtype_is_float(effective) && dtype_precision_rank(lowest) < dtype_precision_rank(DType::Float32))
+        effective = lower_precision(effective, lowest);
       compare_pair(tc, da, db, effective, noise, opt, r.bytes_compared);
       soften_integer_outputs(tc, noise);
     }
