@@ -25,7 +25,7 @@ void Matcher::visit(TSNode node, const std::vector<TSNode>& ancestors) {
   else if ((type == "for_statement" || type == "while_statement" || type == "with_statement") && ancestors.size() == 1)
     plan_.note_entry_point();
   bool matchable = type == "attribute" || type == "call" || type == "string" || type == "binary_operator" ||
-                   type == "identifier";
+                   type == "identifier" || type == "concatenated_string";
   bool branches = type == "if_statement" || type == "conditional_expression";
   if ((!matchable && !branches) || guards_.guarded(node, ancestors)) return;
   if (branches) {
@@ -38,6 +38,7 @@ void Matcher::visit(TSNode node, const std::vector<TSNode>& ancestors) {
     legacy_tensor_type_string(node, ancestors);
     strings_.on_string(node, ancestors);
   }
+  else if (type == "concatenated_string") strings_.on_concatenated(node, ancestors);
   else if (type == "binary_operator") strings_.on_build(node, ancestors);
   else if (type == "identifier") on_identifier(node, ancestors);
 }

@@ -31,7 +31,7 @@ const std::vector<Rule> kRules = {
      {"{device_type}", "{device_type}", "{device_type}"},
      "a string stays a string: the target's device type, which is \"cuda\" wherever CUDA is the device"},
     {"device-type-string", "device-string", "\"cuda\" passed as a device type: device_type=, `torch.autocast(\"cuda\")`, "
-     "`GradScaler(\"cuda\")`, the type in `torch.device(\"cuda\", i)`", W,
+     "`GradScaler(\"cuda\")`, `init_device_mesh(\"cuda\", ...)`, the type in `torch.device(\"cuda\", i)`", W,
      {"{device_type}", "{device_type}", "{device_type}"}, "device type replaced by the target's"},
     {"device-definition", "device-string", "inserted once before the first module-level statement that uses `_accel_device` (device-agnostic only)", W,
      {"_accel_device = {torch}.accelerator.current_accelerator() if {torch}.accelerator.is_available() else {torch}.device(\"cpu\")", "", ""},
@@ -159,6 +159,13 @@ const std::vector<Rule> kRules = {
      {"not flagged: the test is right on CUDA and false on the CPU, where Gloo runs",
       "the test is False under HCCL, so the other path runs there: test for \"hccl\" as well",
       "the test is False under Gloo, so the other path runs: check that path is meant for Gloo"}, ""},
+    {"nccl-string", "distributed", "\"nccl\" outside a backend position (not backend=, the first argument of "
+     "init_process_group/new_group, a name, key or argparse option *backend*), in a position that is not text "
+     "(messages, paths), a test or a table: `BACKENDS = [\"nccl\", \"gloo\"]`, `f(\"nccl\")`", R,
+     {"check how the string is used: where it becomes a backend, write "
+      "torch.distributed.get_default_backend_for_device(_accel_device)",
+      "check how the string is used: the NPU's backend is \"hccl\"",
+      "check how the string is used: the CPU's backend is \"gloo\""}, ""},
     {"torch.cuda.nvtx", "nvtx", "`torch.cuda.nvtx.*` ranges", R,
      {"use torch.profiler.record_function for ranges every backend understands",
       "use torch.profiler.record_function or torch_npu's mstx ranges",
@@ -201,7 +208,11 @@ const std::vector<Rule> kRules = {
       "torch_npu's types are torch.npu.*Tensor: prefer .to(dtype=..., device=\"npu\"), and torch.set_default_dtype + "
       "torch.set_default_device(\"npu\") with torch.empty/torch.tensor instead of torch.Tensor(...)",
       "raises without CUDA: use the CPU type (torch.FloatTensor) or .to(dtype=...)"}, ""},
-    {"cuda-string", "device-string", "\"cuda\" / \"cuda:N\" outside a device argument (comparisons, defaults, choices); a \"cuda:\" prefix or template kept apart from its index (`prefix = \"cuda:\"`); a string built with a \"cuda\" piece outside a device position (`str(i) + \"cuda\"`, `name = \"{}:{}\".format(\"cuda\", i)`)", R,
+    {"cuda-string", "device-string", "\"cuda\" / \"cuda:N\" (or 'cuda:{}'.format(i), f\"cuda:{i}\") outside a device "
+     "position, where it may still become a device: the value of a name that is not read as a device here "
+     "(`name = \"cuda\"`), an argument of another function (`f(\"cuda\")`), a tuple or list of them (not in "
+     "comparisons, tables, choices=, messages, paths, attribute names given to getattr/hasattr/setattr/delattr, class "
+     "attributes such as Enum members, which are left alone unflagged); a \"cuda:\" prefix or template kept apart from its index (`prefix = \"cuda:\"`); a string built with a \"cuda\" piece outside a device position (`str(i) + \"cuda\"`, `name = \"{}:{}\".format(\"cuda\", i)`)", R,
      {"check how the string is used; compare against device.type instead",
       "check how the string is used; \"npu\" is the NPU device type", "check how the string is used"}, ""},
     {"int-device", "device-placement", "an integer used as a device: `device = 0`, `.cuda(x)` / `.to(x)` where x may be an int", R,
@@ -253,7 +264,7 @@ const std::vector<Rule> kRules = {
     {"int-rank-device", "device-placement", "`.to(i)` / `.cuda(i)` with an integer rank or index", W,
      {"{torch}.device(_accel_device.type, {index})", "{torch}.device(\"npu\", {index})", "\"cpu\""},
      "an int device means a CUDA index; it becomes the index of the target device"},
-    {"device-string-format", "device-string", "a string built as 'cuda:{}'.format(i), 'cuda:%d' % i, f\"cuda:{i}\", \"cuda:\" + str(i), \":\".join([\"cuda\", str(i)]), and any string built with a \"cuda\" piece in a device position (`map_location=`, `.to()`, `device=`, `torch.device()`: \"{}:{}\".format(\"cuda\", i))", W,
+    {"device-string-format", "device-string", "a string built as 'cuda:{}'.format(i), 'cuda:%d' % i, f\"cuda:{i}\", \"cuda:\" + str(i), \":\".join([\"cuda\", str(i)]), or any string built with a \"cuda\" piece (\"{}:{}\".format(\"cuda\", i)), or a literal \"cuda:N\" (also written \"cuda\" \":N\"), in a device position (`map_location=`, `.to()`, `device=`, `torch.device()`, as for device-string)", W,
      {"({value}.replace(\"cuda\", _accel_device.type, 1) if _accel_device.type != \"cpu\" else \"cpu\")",
       "{value}.replace(\"cuda\", \"npu\", 1)", "\"cpu\""},
      "the device type becomes the target's; on the CPU the index is dropped (torch.load rejects \"cpu:N\")"},
