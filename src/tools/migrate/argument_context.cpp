@@ -117,6 +117,10 @@ ArgumentContext classify_string_position(const PythonSyntax& syntax, TSNode node
     if (type == "comparison_operator") return {ArgContext::Comparison, {}};
     // A configuration entry {"device": "cuda"} is a device; other keys and values are not.
     if (type == "pair" && ts_node_eq(field(parent, "value"), child)) {
+      // map_location={"cuda:1": "cuda:0"}: each value is where the storages saved under its key go.
+      if (it + 2 < ancestors.rend() && is_type(*(it + 1), "dictionary") && is_type(*(it + 2), "keyword_argument") &&
+          text(field(*(it + 2), "name")) == "map_location")
+        return {ArgContext::MapLocation, {}};
       TSNode key = field(parent, "key");
       ArgContext context = is_type(key, "string") ? name_context(text(key)) : ArgContext::None;
       if (context != ArgContext::None) return {context, {}};

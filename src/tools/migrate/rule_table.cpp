@@ -33,7 +33,8 @@ const std::vector<Rule> kRules = {
     {"device-type-string", "device-string", "\"cuda\" passed as a device type: device_type=, `torch.autocast(\"cuda\")`, "
      "`GradScaler(\"cuda\")`, `init_device_mesh(\"cuda\", ...)`, the type in `torch.device(\"cuda\", i)`", W,
      {"{device_type}", "{device_type}", "{device_type}"}, "device type replaced by the target's"},
-    {"device-definition", "device-string", "inserted once before the first module-level statement that uses `_accel_device` (device-agnostic only)", W,
+    {"device-definition", "device-string", "inserted once before the first module-level statement that uses `_accel_device` (device-agnostic only); "
+     "after a conditional `import torch` (try/if) and guarded by `globals().get(\"torch\") is not None`", W,
      {"_accel_device = {torch}.accelerator.current_accelerator() if {torch}.accelerator.is_available() else {torch}.device(\"cpu\")", "", ""},
      "the one device, chosen once at import; edit it to pin a device"},
     {"import-torch-npu", "device-placement", "`import torch_npu` inserted once after `import torch` in a file that runs as a program "
@@ -291,6 +292,27 @@ const std::vector<Rule> kRules = {
      {"DALI is NVIDIA-only: use torch.utils.data / torchvision transforms",
       "DALI is NVIDIA-only: use torch.utils.data / torchvision transforms (or DVPP on Ascend)",
       "DALI is NVIDIA-only: use torch.utils.data / torchvision transforms"}, ""},
+    {"cuda-method-reference", "device-placement", "`.cuda` referenced, not called: `move = model.cuda` with `move()` "
+     "called later, `torch.Tensor.cuda` / `nn.Module.cuda` as a value", R,
+     {"the call made later moves to CUDA and raises without it: call .to(_accel_device) there, or use "
+      "functools.partial(x.to, _accel_device)",
+      "the call made later moves to CUDA: use .to(\"npu\") there, or functools.partial(x.to, \"npu\")",
+      "the call made later raises without CUDA: use .to(\"cpu\") there, or drop the move"}, ""},
+    {"numba-cuda", "third-party-cuda", "`from numba import cuda`, `import numba.cuda`, `numba.cuda.*` (`@cuda.jit` kernels)", R,
+     {"numba.cuda runs only on NVIDIA GPUs: write the kernel with torch ops (or @numba.njit on the CPU)",
+      "numba.cuda does not run on NPU: write the kernel with torch ops",
+      "numba.cuda needs an NVIDIA GPU: use @numba.njit or NumPy/torch ops on the CPU"}, ""},
+    {"pycuda", "third-party-cuda", "`import pycuda`, `pycuda.driver`, `pycuda.autoinit`", R,
+     {"PyCUDA drives NVIDIA GPUs only: use torch tensors and torch.accelerator instead",
+      "PyCUDA does not drive NPUs: use torch tensors and torch.npu", "PyCUDA needs an NVIDIA GPU: use NumPy or torch on the CPU"},
+     ""},
+    {"cuda-library", "third-party-cuda", "a CUDA runtime library loaded with ctypes: `ctypes.CDLL(\"libcudart.so\")`, "
+     "`cdll.LoadLibrary(...)` of libcudart, libcuda, libnvrtc, libcublas, libcudnn, libnccl, libcufft, libcurand, "
+     "libcusparse, libcusolver, libnvidia-ml", R,
+     {"the library exists only with an NVIDIA driver: call torch's device-generic API instead, or load it only where "
+      "torch.cuda.is_available()",
+      "no CUDA library on an Ascend machine: use torch_npu's API (or the CANN library) instead",
+      "no CUDA library on a CPU machine: drop the call or load it only where torch.cuda.is_available()"}, ""},
 };
 
 }  // namespace
