@@ -246,7 +246,11 @@ void DeviceStrings::cuda_test_operand(TSNode node, const std::vector<TSNode>& an
   for (auto it = ancestors.rbegin(); it != ancestors.rend(); ++it) {
     if (!is_type(*it, "conditional_expression")) continue;
     if (guards_.is_type_derivation(*it)) {
-      plan_.replace(rule_by_id("device-type-string"), node, requote(expand("{device_type}"), quote), "");
+      // Only where the derived string is itself rewritten (a device position): else both stay.
+      std::vector<TSNode> above(ancestors.begin(), ancestors.begin() + (ancestors.rend() - it - 1));
+      ArgumentContext where = context_of(*it, above);
+      if (is_device_position(where.kind) || read_as(where, above, is_device_position))
+        plan_.replace(rule_by_id("device-type-string"), node, requote(expand("{device_type}"), quote), "");
       return;
     }
     break;

@@ -100,6 +100,15 @@ TEST(StringPosition, DevicePositionsAreStillRewritten) {
   EXPECT_EQ(output(m, src), want);
 }
 
+// `"cuda" if "cuda" in d else "cpu"`: test and result change together, or not at all.
+TEST(StringPosition, ATypeDerivationChangesOnlyWhereItsResultIsADevice) {
+  const std::string src = "import torch\nfoo(\"cuda\" if \"cuda\" in d else \"cpu\")\nx.to(\"cuda\" if \"cuda\" in d else \"cpu\")\n";
+  FileMigration m = migrate_source("f.py", src, C);
+  EXPECT_EQ(output(m, src),
+            "import torch\nfoo(\"cuda\" if \"cuda\" in d else \"cpu\")\nx.to(\"cpu\" if \"cpu\" in d else \"cpu\")\n");
+  EXPECT_EQ(flagged(m), (std::vector<std::pair<std::string, size_t>>{{"cuda-string", 2}}));
+}
+
 // `"cuda" ":0"` is the string "cuda:0": judged whole, never split into `_accel_device.type ":0"`.
 TEST(StringPosition, ImplicitConcatenationIsOneString) {
   const std::string src =
