@@ -50,6 +50,12 @@ ArgContext option_context(const PythonSyntax& syntax, TSNode call) {
   return ArgContext::None;
 }
 
+// absl's `flags.DEFINE_string("device", "cuda", ...)`: the flag's name says what its default is.
+ArgContext flag_context(const PythonSyntax& syntax, TSNode arguments) {
+  std::vector<TSNode> args = named_children(arguments);
+  return !args.empty() && is_type(args[0], "string") ? name_context(string_content(syntax, args[0])) : ArgContext::None;
+}
+
 // Calls whose string arguments are text: messages and paths, never devices.
 bool takes_text(const PythonSyntax& syntax, TSNode function) {
   static const std::set<std::string_view> kText = {
@@ -153,6 +159,7 @@ ArgumentContext classify_string_position(const PythonSyntax& syntax, TSNode node
       std::string_view fn = last_segment(syntax, function);
       if (takes_text(syntax, function) || (position == 1 && is_attribute_builtin(text(function))))
         return {ArgContext::Text, {}};
+      if (position == 1 && fn.substr(0, 7) == "DEFINE_") return {flag_context(syntax, parent), {}};
       if (position != 0) return {ArgContext::None, {}};
       TSNode object = is_type(function, "attribute") ? field(function, "object") : TSNode{};
       bool torch_attribute = is_type(object, "identifier") && is_torch(text(object));

@@ -26,8 +26,11 @@ const std::vector<Rule> kRules = {
      {".to({device})", ".to({device})", ".to({device})"},
      "no argument: the current device, as .to(\"cuda\"); an int i: the target's device at i; a device d: .to(d); "
      "an argument of unknown kind is flagged (int-device); on cpu every form becomes .to(\"cpu\")"},
-    {"device-string", "device-string", "\"cuda\" passed as a device: device=, map_location=, `.to(...)`, a value or default of a "
-     "name or config key *device*, an argparse default (not in comparisons, dictionary keys, subscripts, choices=)", W,
+    {"device-string", "device-string", "\"cuda\" passed as a device: device= (and any keyword named *device*: use_device=, "
+     "...), map_location=, `.to(...)`, `set_device(...)`, a value or default of a name, attribute or config key *device*, "
+     "the return value of a function named *device*, the default of an argparse option (or absl `flags.DEFINE_*` flag) "
+     "named *device*, the value of a name that the same scope reads in one of these positions (`dev = \"cuda\"; "
+     "x.to(dev)`) (not in comparisons, dictionary keys, subscripts, choices=)", W,
      {"{device_type}", "{device_type}", "{device_type}"},
      "a string stays a string: the target's device type, which is \"cuda\" wherever CUDA is the device"},
     {"device-type-string", "device-string", "\"cuda\" passed as a device type: device_type=, `torch.autocast(\"cuda\")`, "
@@ -123,8 +126,9 @@ const std::vector<Rule> kRules = {
      {"{torch}.amp", "{torch}.amp", "{torch}.amp"},
      "torch.amp's autocast needs device_type and its GradScaler a device; calls of imported names get them"},
     // --- distributed and profiler ---------------------------------------------------------------
-    {"nccl-backend", "distributed", "\"nccl\" as backend=, the first argument of init_process_group/new_group, "
-     "or a variable named *backend*", W,
+    {"nccl-backend", "distributed", "\"nccl\" (any case) as backend=, the first argument of init_process_group/new_group, "
+     "the value of a name, attribute or config key named *backend* (or of a name read in one of these positions), the "
+     "default of an argparse option or absl flag named *backend*", W,
      {"{backend}", "{backend}", "{backend}"}, "collective backend of the target"},
     {"is_nccl_available", "distributed", "`is_nccl_available()` on any module", W,
      {"is_backend_available({backend})", "is_backend_available({backend})", "is_backend_available({backend})"}, ""},

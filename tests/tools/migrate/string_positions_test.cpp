@@ -82,7 +82,8 @@ TEST(StringPosition, DevicePositionsAreStillRewritten) {
       "x = x.to(dev)\n"
       "def get_device():\n"
       "    return \"cuda\"\n"
-      "mesh = init_device_mesh(\"cuda\", (2,))\n";
+      "mesh = init_device_mesh(\"cuda\", (2,))\n"
+      "flags.DEFINE_string(\"base_device\", \"cuda\", \"where to run\")\n";
   const std::string want =
       "import torch\n"
       "class Config:\n"
@@ -94,7 +95,8 @@ TEST(StringPosition, DevicePositionsAreStillRewritten) {
       "x = x.to(dev)\n"
       "def get_device():\n"
       "    return \"cpu\"\n"
-      "mesh = init_device_mesh(\"cpu\", (2,))\n";
+      "mesh = init_device_mesh(\"cpu\", (2,))\n"
+      "flags.DEFINE_string(\"base_device\", \"cpu\", \"where to run\")\n";
   FileMigration m = migrate_source("f.py", src, C);
   EXPECT_TRUE(m.findings.empty()) << m.findings[0].rule->id << " line " << m.findings[0].line;
   EXPECT_EQ(output(m, src), want);
