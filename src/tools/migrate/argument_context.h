@@ -15,11 +15,24 @@ namespace crosstrain::migrate {
 // on device-agnostic an index there is dropped rather than kept.
 // Comparison: an operand of a test (`== "cuda"`, `in`, startswith); Keyed: a dictionary key or
 // value, a subscript, `choices=`. Both already name the device they mean and are left alone.
-enum class ArgContext { None, Docstring, Comparison, Keyed, Device, MapLocation, DeviceType, TorchDevice, Backend };
+// Text: a string that is data, not a device (an attribute name given to getattr/hasattr/setattr/
+// delattr, a path component, a printed or logged message, a class attribute whose name is not a
+// device's, such as an Enum member's value): left alone and not flagged.
+// None: any other position; a "cuda" there may or may not become a device elsewhere.
+enum class ArgContext { None, Docstring, Comparison, Keyed, Text, Device, MapLocation, DeviceType, TorchDevice, Backend };
+
+// The positions where a "cuda" string is a device (or device type) and may be rewritten.
+inline bool is_device_position(ArgContext kind) {
+  return kind == ArgContext::Device || kind == ArgContext::MapLocation || kind == ArgContext::DeviceType ||
+         kind == ArgContext::TorchDevice;
+}
 
 struct ArgumentContext {
   ArgContext kind = ArgContext::None;
   TSNode call_arguments{};  // the argument_list, for positional arguments of a call
+  // For the value of `name = ...` (kind None): the index in `ancestors` of that assignment, whose
+  // plain identifier target may still be read as a device; 0 when there is none.
+  size_t assignment = 0;
 };
 
 // Walks up from `node` (its ancestors, innermost last) through expressions that pass a value on

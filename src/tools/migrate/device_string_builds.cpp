@@ -23,6 +23,15 @@ bool device_like(std::string_view lead) {
 
 // A plain (not bytes) string's text up to its first interpolation; `whole` when it has none.
 DeviceStrings::Leading DeviceStrings::literal_text(TSNode node) const {
+  if (is_type(node, "concatenated_string")) {
+    Leading lead{"", true};
+    for (TSNode part : named_children(node)) {
+      Leading piece = literal_text(part);
+      lead.text += piece.text;
+      if (!piece.whole) return {lead.text, false};
+    }
+    return lead;
+  }
   std::vector<TSNode> parts = named_children(node);
   if (parts.size() < 2 || !is_type(parts.front(), "string_start")) return {};
   if (text(parts.front()).find_first_of("bB") != std::string_view::npos) return {};
@@ -41,7 +50,7 @@ DeviceStrings::Leading DeviceStrings::literal_text(TSNode node) const {
 DeviceStrings::Leading DeviceStrings::leading_text(TSNode node, int depth) const {
   if (depth > 32) return {};
   std::string_view type = node_type(node);
-  if (type == "string") return literal_text(node);
+  if (type == "string" || type == "concatenated_string") return literal_text(node);
   if (type == "parenthesized_expression") return leading_text(ts_node_named_child(node, 0), depth + 1);
   if (type == "binary_operator") {
     std::string_view op = text(field(node, "operator"));
@@ -129,7 +138,7 @@ TSNode DeviceStrings::build_root(TSNode node, const std::vector<TSNode>& ancesto
 // A string piece that names CUDA: "cuda", "cuda:N", a "cuda:" prefix or template, an f-string
 // beginning so.
 bool DeviceStrings::is_cuda_piece(TSNode node) const {
-  if (!is_type(node, "string")) return false;
+  if (!is_type(node, "string") && !is_type(node, "concatenated_string")) return false;
   Leading lead = literal_text(node);
   return device_like(lead.text) || starts_with(lead.text, "cuda:{") || starts_with(lead.text, "cuda:%");
 }
@@ -176,6 +185,7 @@ void DeviceStrings::on_build(TSNode node, const std::vector<TSNode>& ancestors) 
   ArgContext context = context_of(node, ancestors).kind;
   bool device = context == ArgContext::Device || context == ArgContext::MapLocation ||
                 context == ArgContext::TorchDevice || context == ArgContext::DeviceType;
+  if (context == ArgContext::Text) return;
   if (shaped || device || context == ArgContext::Docstring || context == ArgContext::Comparison ||
       context == ArgContext::Keyed) {
     device_string_expression(node, ancestors);

@@ -1,5 +1,7 @@
 #include "tools/migrate/device_strings.h"
 
+#include "tools/migrate/name_uses.h"
+
 #include <algorithm>
 
 namespace crosstrain::migrate {
@@ -41,14 +43,15 @@ bool DeviceStrings::is_primary(TSNode node) {
 
 // A whole expression that yields "cuda:<index>" (a formatted string, an f-string, a literal).
 void DeviceStrings::device_string_expression(TSNode node, const std::vector<TSNode>& ancestors) {
-  ArgContext context = context_of(node, ancestors).kind;
+  if (already_replaced(node, ancestors)) return;
+  ArgContext context = settled_context(node, ancestors);
+  if (context == ArgContext::Text) return;
   if (context == ArgContext::Docstring || context == ArgContext::Comparison || context == ArgContext::Keyed) {
     if (context == ArgContext::Comparison && target_ == Target::Npu)
       plan_.find(rule_by_id("cuda-test"), node, std::string(text(node)), target_);
     return;
   }
   const Rule& rule = rule_by_id("device-string-format");
-  if (already_replaced(node, ancestors)) return;
   if (target_ == Target::Cpu) {
     plan_.replace(rule, node, "\"cpu\"", "");
     return;
@@ -72,6 +75,8 @@ bool DeviceStrings::already_replaced(TSNode node, const std::vector<TSNode>& anc
 
 // --- string literals ----------------------------------------------------------------------------
 void DeviceStrings::on_string(TSNode node, const std::vector<TSNode>& ancestors) {
+  // A part of `"cuda" ":0"`: the concatenation is judged whole (on_concatenated).
+  if (!ancestors.empty() && is_type(ancestors.back(), "concatenated_string")) return;
   std::vector<TSNode> parts = named_children(node);
   if (parts.size() < 2 || !is_type(parts.front(), "string_start") || !is_type(parts.back(), "string_end")) return;
   std::string_view start = text(parts.front());
@@ -82,66 +87,85 @@ void DeviceStrings::on_string(TSNode node, const std::vector<TSNode>& ancestors)
   if (content_end < content_begin || content_end - content_begin > 64) return;
   std::string_view content = syntax_.source().substr(content_begin, content_end - content_begin);
   bool interpolated = std::any_of(parts.begin(), parts.end(), [](TSNode p) { return is_type(p, "interpolation"); });
-  char quote = start.back();
+  if (!interpolated) {
+    on_text(node, content, start.back(), ancestors);
+    return;
+  }
+  if (piece_of_build(node, ancestors)) return;
+  if (fstring && content.substr(0, 5) == "cuda:" && parts.size() > 2 && is_type(parts[1], "string_content")) {
+    fstring_device(node, content_begin, ancestors);
+    return;
+  }
+  if (fstring && literal_text(node).text == "cuda") on_build(node, ancestors);
+}
 
-  if (!interpolated && content.size() > 3 &&
-      (content.substr(content.size() - 3) == ".cu" || content.substr(content.size() - 4) == ".cuh")) {
+// `"cuda" ":0"`: one string, its whole value; with an f-string part, a string built from pieces.
+void DeviceStrings::on_concatenated(TSNode node, const std::vector<TSNode>& ancestors) {
+  std::vector<TSNode> parts = named_children(node);
+  if (parts.empty() || !is_type(parts.front(), "string")) return;
+  for (TSNode part : parts) {
+    std::string_view start = text(ts_node_named_child(part, 0));
+    if (start.find_first_of("bB") != std::string_view::npos) return;
+  }
+  Leading lead = literal_text(node);
+  if (lead.text.size() > 64) return;
+  if (lead.whole) {
+    on_text(node, lead.text, text(ts_node_named_child(parts.front(), 0)).back(), ancestors);
+    return;
+  }
+  if (piece_of_build(node, ancestors)) return;
+  if (lead.text == "cuda" || lead.text.substr(0, 5) == "cuda:") device_string_expression(node, ancestors);
+}
+
+// A piece of a larger string-building expression: that expression decides (on_build), unless the
+// piece lies too deep in it for the verdict to reach (then it is flagged here).
+bool DeviceStrings::piece_of_build(TSNode node, const std::vector<TSNode>& ancestors) {
+  if (!is_cuda_piece(node)) return false;
+  bool too_deep = false;
+  TSNode root = build_root(node, ancestors, &too_deep);
+  size_t depth = 0;  // levels from the build's root down to the piece; its verdict looks 32 deep
+  for (auto it = ancestors.rbegin(); !ts_node_is_null(root) && it != ancestors.rend() && !ts_node_eq(*it, root); ++it)
+    ++depth;
+  if (too_deep || depth >= 30) {
+    plan_.find(rule_by_id("cuda-string"), node, std::string(text(node)), target_,
+               "a \"cuda\" piece deep inside a string built here: build the device string from the target's type");
+    return true;
+  }
+  return !ts_node_is_null(root);
+}
+
+// A string without interpolations whose value is `content` (a literal, or a concatenation).
+void DeviceStrings::on_text(TSNode node, std::string_view content, char quote, const std::vector<TSNode>& ancestors) {
+  if (content.size() > 3 && (content.substr(content.size() - 3) == ".cu" || content.substr(content.size() - 4) == ".cuh")) {
     if (context_of(node, ancestors).kind != ArgContext::Docstring)
       plan_.find(rule_by_id("cuda-extension"), node, std::string(content), target_);
     return;
   }
-  if (!interpolated && content == "CUDA_VISIBLE_DEVICES") {
+  if (content == "CUDA_VISIBLE_DEVICES") {
     if (context_of(node, ancestors).kind != ArgContext::Docstring)
       plan_.find(rule_by_id("cuda-visible-devices"), node, std::string(content), target_);
     return;
   }
   // torch.distributed.Backend lower-cases its name: "NCCL" is the same backend.
-  if (!interpolated && equals_ignoring_case(content, "nccl")) {
-    auto context = context_of(node, ancestors).kind;
-    if (context == ArgContext::Comparison && target_ != Target::DeviceAgnostic)
-      plan_.find(rule_by_id("nccl-test"), node, std::string(text(node)), target_);
-    if (context == ArgContext::Docstring || context == ArgContext::Comparison || context == ArgContext::Keyed) return;
-    const Rule& rule = rule_by_id("nccl-backend");
-    plan_.replace(rule, node, requote(expand(per_target(rule)), quote), "");
+  if (equals_ignoring_case(content, "nccl")) {
+    nccl_text(node, quote, ancestors);
     return;
   }
-  // A piece of a larger string-building expression: that expression decides (on_build).
-  if (is_cuda_piece(node)) {
-    bool too_deep = false;
-    TSNode root = build_root(node, ancestors, &too_deep);
-    size_t depth = 0;  // levels from the build's root down to the piece; its verdict looks 32 deep
-    for (auto it = ancestors.rbegin(); !ts_node_is_null(root) && it != ancestors.rend() && !ts_node_eq(*it, root); ++it)
-      ++depth;
-    if (too_deep || depth >= 30) {
-      plan_.find(rule_by_id("cuda-string"), node, std::string(text(node)), target_,
-                 "a \"cuda\" piece deep inside a string built here: build the device string from the target's type");
-      return;
-    }
-    if (!ts_node_is_null(root)) return;
-  }
-  if (fstring && interpolated && content.substr(0, 5) == "cuda:" && parts.size() > 2 &&
-      is_type(parts[1], "string_content")) {
-    fstring_device(node, content_begin, ancestors);
-    return;
-  }
-  if (fstring && interpolated && literal_text(node).text == "cuda") {
-    on_build(node, ancestors);
-    return;
-  }
-  if (interpolated) return;
+  if (piece_of_build(node, ancestors)) return;
   auto [is_cuda, index] = parse_cuda_string(content);
   if (!is_cuda) {
     // A "cuda:" prefix or template ("cuda:{}", "cuda:%d") used on its own, e.g. kept in a name.
     bool prefix = content == "cuda:" || content.substr(0, 6) == "cuda:{" || content.substr(0, 6) == "cuda:%";
     ArgContext context = prefix ? context_of(node, ancestors).kind : ArgContext::Docstring;
-    if (context != ArgContext::Docstring && context != ArgContext::Comparison && context != ArgContext::Keyed)
+    if (context != ArgContext::Docstring && context != ArgContext::Comparison && context != ArgContext::Keyed &&
+        context != ArgContext::Text)
       plan_.find(rule_by_id("cuda-string"), node, std::string(text(node)), target_,
                  "a device prefix kept apart from its index: build the device string from the target's type (" +
                      expand("{device_type}") + ") where it is used");
     return;
   }
-  ArgContext context = context_of(node, ancestors).kind;
-  if (context == ArgContext::Docstring || context == ArgContext::Keyed) return;
+  ArgContext context = settled_context(node, ancestors);
+  if (context == ArgContext::Docstring || context == ArgContext::Keyed || context == ArgContext::Text) return;
   if (context == ArgContext::Comparison) {
     cuda_test_operand(node, ancestors, quote);
     return;
@@ -167,6 +191,49 @@ void DeviceStrings::on_string(TSNode node, const std::vector<TSNode>& ancestors)
   plan_.replace(rule, node, requote(expand("{device_type}"), quote), "");
 }
 
+// "nccl" is a backend only where a backend is given (backend=, init_process_group, a name or
+// option *backend*); elsewhere it is text, or flagged when it may become one (nccl-string).
+void DeviceStrings::nccl_text(TSNode node, char quote, const std::vector<TSNode>& ancestors) {
+  ArgumentContext where = context_of(node, ancestors);
+  ArgContext context = where.kind;
+  if (context == ArgContext::Comparison && target_ != Target::DeviceAgnostic)
+    plan_.find(rule_by_id("nccl-test"), node, std::string(text(node)), target_);
+  if (context == ArgContext::Docstring || context == ArgContext::Comparison || context == ArgContext::Keyed ||
+      context == ArgContext::Text)
+    return;
+  auto backend = [](ArgContext kind) { return kind == ArgContext::Backend; };
+  if (context != ArgContext::Backend && !read_as(where, ancestors, backend)) {
+    plan_.find(rule_by_id("nccl-string"), node, std::string(text(node)), target_);
+    return;
+  }
+  const Rule& rule = rule_by_id("nccl-backend");
+  plan_.replace(rule, node, requote(expand(per_target(rule)), quote), "");
+}
+
+// The context of a device-shaped string, settled: the value of a name that is read as a device
+// (`dev = "cuda"; x.to(dev)`) is a Device; in any other position that is not a device, a test, a
+// table or text, the string is flagged (cuda-string) and Text is returned, so it is left alone.
+ArgContext DeviceStrings::settled_context(TSNode node, const std::vector<TSNode>& ancestors) {
+  ArgumentContext where = context_of(node, ancestors);
+  ArgContext context = where.kind;
+  if (context != ArgContext::None && context != ArgContext::Backend) return context;
+  if (read_as(where, ancestors, is_device_position)) return ArgContext::Device;
+  plan_.find(rule_by_id("cuda-string"), node, std::string(text(node)), target_,
+             "a device string outside a device position: if it becomes a device, write the target's type (" +
+                 expand("{device_type}") + ") there");
+  return ArgContext::Text;
+}
+
+// Whether the name `where` assigns is read, in its scope, in a position `wanted` accepts.
+bool DeviceStrings::read_as(const ArgumentContext& where, const std::vector<TSNode>& ancestors,
+                            bool (*wanted)(ArgContext)) const {
+  if (where.assignment == 0 || where.assignment >= ancestors.size()) return false;
+  TSNode left = field(ancestors[where.assignment], "left");
+  for (const NameUse& use : reads_in_scope(syntax_, ancestors, where.assignment, text(left)))
+    if (wanted(context_of(use.node, use.ancestors).kind)) return true;
+  return false;
+}
+
 bool DeviceStrings::sole_argument(TSNode node, const std::vector<TSNode>& ancestors) const {
   if (ancestors.empty() || !is_type(ancestors.back(), "argument_list")) return false;
   std::vector<TSNode> args = named_children(ancestors.back());
@@ -179,7 +246,11 @@ void DeviceStrings::cuda_test_operand(TSNode node, const std::vector<TSNode>& an
   for (auto it = ancestors.rbegin(); it != ancestors.rend(); ++it) {
     if (!is_type(*it, "conditional_expression")) continue;
     if (guards_.is_type_derivation(*it)) {
-      plan_.replace(rule_by_id("device-type-string"), node, requote(expand("{device_type}"), quote), "");
+      // Only where the derived string is itself rewritten (a device position): else both stay.
+      std::vector<TSNode> above(ancestors.begin(), ancestors.begin() + (ancestors.rend() - it - 1));
+      ArgumentContext where = context_of(*it, above);
+      if (is_device_position(where.kind) || read_as(where, above, is_device_position))
+        plan_.replace(rule_by_id("device-type-string"), node, requote(expand("{device_type}"), quote), "");
       return;
     }
     break;
@@ -194,8 +265,8 @@ void DeviceStrings::fstring_device(TSNode node, uint32_t content_begin, const st
     device_string_expression(node, ancestors);
     return;
   }
-  auto context = context_of(node, ancestors).kind;
-  if (context == ArgContext::Docstring || context == ArgContext::Keyed) return;
+  ArgContext context = settled_context(node, ancestors);
+  if (context == ArgContext::Docstring || context == ArgContext::Keyed || context == ArgContext::Text) return;
   if (context == ArgContext::Comparison) {
     plan_.find(rule_by_id("cuda-test"), node, std::string(text(node)), target_);
     return;

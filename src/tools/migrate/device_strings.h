@@ -20,6 +20,8 @@ class DeviceStrings {
       : syntax_(syntax), target_(target), plan_(plan), guards_(guards) {}
 
   void on_string(TSNode node, const std::vector<TSNode>& ancestors);
+  // Implicitly concatenated literals (`"cuda" ":0"`), judged as the one string they make.
+  void on_concatenated(TSNode node, const std::vector<TSNode>& ancestors);
   // Expressions that build a string from pieces (`+`, `%`, `"...".format(...)`, `"...".join(...)`):
   // one that yields "cuda:<index>" (or names a "cuda" piece where a device is expected) is
   // rewritten whole; another with a "cuda" piece is flagged (cuda-string).
@@ -42,6 +44,11 @@ class DeviceStrings {
   bool has_cuda_piece(TSNode node, int depth) const;
 
   static bool is_primary(TSNode node);
+  bool piece_of_build(TSNode node, const std::vector<TSNode>& ancestors);
+  void on_text(TSNode node, std::string_view content, char quote, const std::vector<TSNode>& ancestors);
+  void nccl_text(TSNode node, char quote, const std::vector<TSNode>& ancestors);
+  ArgContext settled_context(TSNode node, const std::vector<TSNode>& ancestors);
+  bool read_as(const ArgumentContext& where, const std::vector<TSNode>& ancestors, bool (*wanted)(ArgContext)) const;
   void device_string_expression(TSNode node, const std::vector<TSNode>& ancestors);
   bool already_replaced(TSNode node, const std::vector<TSNode>& ancestors) const;
   bool sole_argument(TSNode node, const std::vector<TSNode>& ancestors) const;

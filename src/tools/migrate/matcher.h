@@ -89,11 +89,13 @@ class Matcher {
   void visit(TSNode node, const std::vector<TSNode>& ancestors);
   void on_if(TSNode node, const std::vector<TSNode>& ancestors);
   void on_expression_statement(TSNode node, const std::vector<TSNode>& ancestors);
-  void report_module(std::string_view module, TSNode node);
+  bool report_module(std::string_view module, TSNode node);
+  void report_torch_cuda_names(std::string_view module, const std::vector<TSNode>& names);
   void on_import(TSNode node);
   void report_torch_module(std::string_view module, TSNode node);
   void on_import_from(TSNode node);
   void on_attribute(TSNode node, const std::vector<TSNode>& ancestors);
+  bool cuda_method_reference(TSNode node, const std::vector<TSNode>& ancestors);
   bool guarded_body(const std::vector<TSNode>& ancestors, uint32_t& start, uint32_t& end) const;
   bool is_tested(TSNode call, const std::vector<TSNode>& ancestors) const;
   bool times_events(TSNode call) const;
@@ -101,6 +103,7 @@ class Matcher {
 
   // matcher_amp.cpp
   void find_amp_references();
+  bool unpacks_arguments(TSNode args) const;
   void on_identifier(TSNode node, const std::vector<TSNode>& ancestors);
   void custom_amp_call(const Rule& rule, TSNode call, TSNode name, const std::string& new_name);
   void custom_amp_decorator(const Rule& rule, TSNode reference, TSNode name, const std::string& new_name);
@@ -144,6 +147,7 @@ class Matcher {
   void int_to(TSNode args);
   void device_value(TSNode value);
   void nccl_available(TSNode call, TSNode name);
+  void cuda_library(TSNode call, TSNode args);
   void tensor_cuda(TSNode call, TSNode attr, TSNode args);
   bool is_storage(TSNode object) const;
 

@@ -25,12 +25,28 @@ void Matcher::find_amp_references() {
     if (is_type(parent, "decorator") && is_custom_amp(found->second)) return;
     for (TSNode a : ancestors)
       if (is_type(a, "import_from_statement") || is_type(a, "import_statement")) return;
-    if (is_type(parent, "call") && ts_node_eq(field(parent, "function"), node)) return;
+    if (is_type(parent, "call") && ts_node_eq(field(parent, "function"), node)) {
+      // `autocast(**cfg)` cannot be given its device: it stays torch.cuda.amp's, and so does the import.
+      std::string_view name = found->second;
+      bool ported = name == "autocast" || name == "GradScaler" || is_custom_amp(name);
+      if (ported && unpacks_arguments(field(parent, "arguments"))) {
+        plan_.find(rule_by_id("torch.cuda.amp." + std::string(name)), parent, std::string(text(parent)), target_,
+                   "arguments unpacked with * or **: add the device by hand");
+        amp_referenced_.emplace(text(node));
+      }
+      return;
+    }
     if (is_type(parent, "attribute") && !ts_node_eq(field(parent, "object"), node)) return;
     if (is_type(parent, "keyword_argument") && ts_node_eq(field(parent, "name"), node)) return;
     if (in_annotation(ancestors)) return;
     amp_referenced_.emplace(text(node));
   });
+}
+
+bool Matcher::unpacks_arguments(TSNode args) const {
+  for (TSNode arg : named_children(args))
+    if (is_type(arg, "list_splat") || is_type(arg, "dictionary_splat")) return true;
+  return false;
 }
 
 void Matcher::on_identifier(TSNode node, const std::vector<TSNode>& ancestors) {
@@ -104,6 +120,7 @@ void Matcher::amp_call(const Rule& rule, TSNode call, TSNode name, const std::st
     if (type == "comment") continue;
     if (type == "list_splat" || type == "dictionary_splat") {
       plan_.find(rule, call, std::string(text(call)), target_, "arguments unpacked with * or **: add the device by hand");
+      plan_.keep_as_written(call);
       return;
     }
     if (type != "keyword_argument") positional.push_back(arg);

@@ -43,6 +43,8 @@ void Matcher::on_call(TSNode call) {
       nccl_available(call, function);
     } else if (name == "CUDAExtension") {
       plan_.find(rule_by_id("cuda-extension"), function, "CUDAExtension", target_);
+    } else if (name == "CDLL" && is_type(args, "argument_list")) {
+      cuda_library(call, args);
     }
     if (is_type(args, "argument_list")) device_keywords(call, name, args);
     return;
@@ -68,8 +70,21 @@ void Matcher::on_call(TSNode call) {
     pin_memory_call(call, function, args);
   } else if (method == "convert_sync_batchnorm") {
     sync_batchnorm(call, args);
+  } else if (method == "CDLL" || method == "LoadLibrary" || method == "WinDLL" || method == "PyDLL") {
+    cuda_library(call, args);
   }
   pin_memory_keyword(call, function, args);
+}
+
+// `ctypes.CDLL("libcudart.so")`: a CUDA library loaded by name, which exists only with NVIDIA's driver.
+void Matcher::cuda_library(TSNode call, TSNode args) {
+  static const char* kLibraries[] = {"libcuda", "cudart", "nvcuda", "nvrtc", "cublas", "cudnn", "nccl",
+                                     "cufft", "curand", "cusparse", "cusolver", "nvidia-ml", "nvml"};
+  std::vector<TSNode> list = named_children(args);
+  if (list.empty() || !is_type(list[0], "string")) return;
+  std::string_view library = text(list[0]);
+  if (std::any_of(std::begin(kLibraries), std::end(kLibraries), [&](const char* n) { return contains_ci(library, n); }))
+    plan_.find(rule_by_id("cuda-library"), call, std::string(text(call)), target_);
 }
 
 // --- pinned memory -------------------------------------------------------------------------------
@@ -231,12 +246,14 @@ void Matcher::tensor_cuda(TSNode call, TSNode attr, TSNode args) {
     if (type == "comment") continue;
     if (type == "list_splat" || type == "dictionary_splat") {
       plan_.find(rule, call, std::string(text(call)), target_, "arguments unpacked with * or **: port by hand");
+      plan_.keep_as_written(call);
       return;
     }
     if (type == "keyword_argument") {
       if (text(field(arg, "name")) == "device") {
         if (count != 0) {  // `.to()` takes the device first; a late device= keyword is rare
           plan_.find(rule, call, std::string(text(call)), target_, "device= after other arguments: port by hand");
+          plan_.keep_as_written(call);
           return;
         }
         device_keyword = arg;
@@ -254,6 +271,7 @@ void Matcher::tensor_cuda(TSNode call, TSNode attr, TSNode args) {
     plan_.find(rule_by_id("int-device"), call, std::string(text(call)), target_,
                "`" + std::string(text(index)) + "` may be an index or a device: write .to(torch.device(" +
                    std::string(expand("{device_type}")) + ", i)) for an index, .to(d) for a device");
+    plan_.keep_as_written(call);
     return;
   }
   // A storage's .to() takes the device only by keyword; a tensor's or module's positionally.

@@ -206,7 +206,40 @@ uint32_t after_line_of(TSNode node, std::string_view src) {
   return newline == std::string_view::npos ? static_cast<uint32_t>(src.size()) : static_cast<uint32_t>(newline + 1);
 }
 
+// Whether `stmt` imports torch (`import torch`, `import torch as th`, `import torch.nn`) somewhere
+// inside it, outside functions and classes; `alias` receives the name it binds.
+bool imports_torch_within(const PythonSyntax& syntax, TSNode stmt, std::string& alias) {
+  bool found = false;
+  walk_named(stmt, [&](TSNode node, const std::vector<TSNode>& ancestors) {
+    if (found || node_type(node) != "import_statement") return;
+    for (TSNode a : ancestors)
+      if (node_type(a) == "function_definition" || node_type(a) == "class_definition") return;
+    for (TSNode name : named_children(node)) {
+      bool aliased = node_type(name) == "aliased_import";
+      std::string_view module = syntax.text(aliased ? field(name, "name") : name);
+      if (module != "torch" && (aliased || module.substr(0, 6) != "torch.")) continue;
+      alias = aliased ? std::string(syntax.text(field(name, "alias"))) : "torch";
+      found = true;
+    }
+  });
+  return found;
+}
+
 }  // namespace
+
+// `try: import torch / except ImportError: torch = None`: torch is optional, and what is inserted
+// must not make it mandatory. The first module-level statement that imports torch only
+// conditionally (try, if, with) when no plain `import torch` comes before it; null otherwise.
+TSNode PlanBuilder::optional_torch_import(const std::vector<TSNode>& statements, std::string& alias) const {
+  for (TSNode stmt : statements) {
+    std::string_view type = node_type(stmt);
+    if (type == "import_statement" && imports_torch_within(syntax_, stmt, alias)) return {};
+    if ((type == "try_statement" || type == "if_statement" || type == "with_statement") &&
+        imports_torch_within(syntax_, stmt, alias))
+      return stmt;
+  }
+  return {};
+}
 
 void PlanBuilder::insert_module_lines(std::vector<Change>& accepted) {
   std::string_view src = syntax_.source();
@@ -237,6 +270,11 @@ void PlanBuilder::insert_module_lines(std::vector<Change>& accepted) {
     return i;
   };
   auto never = [](TSNode) { return false; };
+  std::string optional_alias;
+  TSNode optional = optional_torch_import(statements, optional_alias);
+  const bool torch_optional = !ts_node_is_null(optional);
+  // A guard that holds where the optional import bound torch (the name may be None or unbound).
+  const std::string torch_present = "globals().get(\"" + optional_alias + "\") is not None";
 
   if (target_ == Target::DeviceAgnostic) {
     // The definition goes before the first module-level statement that contains a use, so every
@@ -253,9 +291,10 @@ void PlanBuilder::insert_module_lines(std::vector<Change>& accepted) {
       size_t limit = statement_index(first_use);
       if (ts_node_start_byte(statements[limit]) > first_use) limit = 0;
       uint32_t offset = anchor_offset(limit, never);
+      if (torch_optional) offset = std::max(offset, after_line_of(optional, src));
       // The definition needs torch bound at module level before it.
-      std::string torch = "torch";
-      bool bound = false;
+      std::string torch = torch_optional ? optional_alias : "torch";
+      bool bound = torch_optional;
       for (TSNode stmt : statements) {
         if (ts_node_start_byte(stmt) >= offset) break;
         if (node_type(stmt) != "import_statement") continue;
@@ -274,6 +313,10 @@ void PlanBuilder::insert_module_lines(std::vector<Change>& accepted) {
       }
       const Rule& rule = rule_by_id("device-definition");
       std::string line = expand_template(rule.per_target[0], target_, TemplateValues{torch, {}, {}, {}});
+      if (torch_optional) {
+        std::string value = line.substr(line.find(" = ") + 3);
+        line = "_accel_device = (" + value + ") if " + torch_present + " else None";
+      }
       if (!bound) accepted.push_back(inserted(rule, offset, "import torch"));
       accepted.push_back(inserted(rule, offset, line));
     }
@@ -284,6 +327,11 @@ void PlanBuilder::insert_module_lines(std::vector<Change>& accepted) {
       std::string_view t = syntax_.text(stmt);
       return t.substr(0, 12) == "import torch" || t.substr(0, 10) == "from torch";
     };
+    if (torch_optional) {
+      accepted.push_back(inserted(rule_by_id("import-torch-npu"), after_line_of(optional, src),
+                                  "if " + torch_present + ": import torch_npu"));
+      return;
+    }
     uint32_t offset = anchor_offset(statements.size(), imports_torch);
     accepted.push_back(inserted(rule_by_id("import-torch-npu"), offset, "import torch_npu"));
   }

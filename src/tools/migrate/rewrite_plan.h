@@ -52,6 +52,7 @@ class PlanBuilder {
   std::vector<Change> resolve_nesting(std::vector<Change> candidates) const;
   std::vector<Change> drop_unsafe(std::vector<Change> candidates) const;
   void insert_module_lines(std::vector<Change>& accepted);
+  TSNode optional_torch_import(const std::vector<TSNode>& statements, std::string& alias) const;
   Change inserted(const Rule& rule, uint32_t offset, std::string line) const;
 
   const PythonSyntax& syntax_;

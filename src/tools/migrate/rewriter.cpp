@@ -4,6 +4,7 @@
 #include "tools/migrate/rewriter.h"
 
 #include "tools/migrate/matcher.h"
+#include "tools/migrate/name_uses.h"
 
 namespace crosstrain::migrate {
 
@@ -25,7 +26,7 @@ void Matcher::visit(TSNode node, const std::vector<TSNode>& ancestors) {
   else if ((type == "for_statement" || type == "while_statement" || type == "with_statement") && ancestors.size() == 1)
     plan_.note_entry_point();
   bool matchable = type == "attribute" || type == "call" || type == "string" || type == "binary_operator" ||
-                   type == "identifier";
+                   type == "identifier" || type == "concatenated_string";
   bool branches = type == "if_statement" || type == "conditional_expression";
   if ((!matchable && !branches) || guards_.guarded(node, ancestors)) return;
   if (branches) {
@@ -38,6 +39,7 @@ void Matcher::visit(TSNode node, const std::vector<TSNode>& ancestors) {
     legacy_tensor_type_string(node, ancestors);
     strings_.on_string(node, ancestors);
   }
+  else if (type == "concatenated_string") strings_.on_concatenated(node, ancestors);
   else if (type == "binary_operator") strings_.on_build(node, ancestors);
   else if (type == "identifier") on_identifier(node, ancestors);
 }
@@ -55,15 +57,33 @@ void Matcher::on_expression_statement(TSNode node, const std::vector<TSNode>& an
 }
 
 // --- imports ---------------------------------------------------------------------------------
-void Matcher::report_module(std::string_view module, TSNode node) {
+bool Matcher::report_module(std::string_view module, TSNode node) {
   std::string_view root = module.substr(0, module.find('.'));
   const char* rule = nullptr;
   if (root == "apex") rule = "apex";
   else if (root == "cupy") rule = "cupy";
   else if (root == "pynvml" || root == "nvidia_smi") rule = "pynvml";
   else if (root == "triton") rule = "triton";
+  else if (root == "pycuda") rule = "pycuda";
+  else if (has_prefix(module, "numba.cuda")) rule = "numba-cuda";
   else if (module.substr(0, 11) == "nvidia.dali") rule = "dali";
   if (rule) plan_.find(rule_by_id(rule), node, std::string(module), target_);
+  return rule != nullptr;
+}
+
+// `from torch.cuda import synchronize` / `from torch.cuda import amp`: the names are not followed
+// to their uses, so each one that is not valid as written on the target is flagged at the import.
+void Matcher::report_torch_cuda_names(std::string_view module, const std::vector<TSNode>& names) {
+  if (module.substr(0, 6) != "torch." || !is_cuda_path(module.substr(6))) return;
+  for (TSNode child : names) {
+    TSNode name = is_type(child, "aliased_import") ? field(child, "name") : child;
+    std::string full = std::string(module) + "." + std::string(text(name));
+    const Rule* rule = find_torch_api_rule(full.substr(6));
+    if (!rule || rule->action == RuleAction::Report || per_target(*rule) == "{keep}") continue;
+    plan_.find(rule_by_id("torch.cuda"), name, full, target_,
+               "imported by name, its uses are not followed: import torch and write `" + full +
+                   "` where it is used, which migrate rewrites");
+  }
 }
 
 void Matcher::on_import(TSNode node) {
@@ -131,7 +151,13 @@ void Matcher::on_import_from(TSNode node) {
     std::string full = std::string(module) + "." + std::string(text(name));
     report_torch_module(full, name);
   }
-  report_module(module, module_node);
+  report_torch_cuda_names(module, names);
+  if (report_module(module, module_node)) return;
+  // `from numba import cuda`: the library is named by what is imported from it.
+  for (TSNode child : names) {
+    TSNode name = is_type(child, "aliased_import") ? field(child, "name") : child;
+    if (report_module(std::string(module) + "." + std::string(text(name)), name)) return;
+  }
 }
 
 // --- attribute chains --------------------------------------------------------------------------
@@ -147,6 +173,7 @@ void Matcher::on_attribute(TSNode node, const std::vector<TSNode>& ancestors) {
     cur = field(cur, "object");
   }
   std::string_view last = text(field(node, "attribute"));
+  if (last == "cuda" && cuda_method_reference(node, ancestors)) return;
   if (last == "CUDA" && chain.size() >= 1) {
     TSNode object = field(node, "object");
     std::string_view object_text = text(object);
@@ -163,7 +190,8 @@ void Matcher::on_attribute(TSNode node, const std::vector<TSNode>& ancestors) {
   }
   if (!is_type(cur, "identifier")) return;
   std::string_view base = text(cur);
-  if (base == "apex" || base == "cupy" || base == "pynvml" || base == "triton") {
+  if (base == "apex" || base == "cupy" || base == "pynvml" || base == "triton" || base == "pycuda" ||
+      (base == "numba" && has_prefix(text(node).substr(6), "cuda"))) {
     report_module(text(node), node);
     return;
   }
@@ -230,6 +258,28 @@ void Matcher::on_attribute(TSNode node, const std::vector<TSNode>& ancestors) {
     }
   }
   plan_.replace(*rule, matched, expand(replacement), "");
+}
+
+// `move = model.cuda` then `move()`, `fn = torch.Tensor.cuda`: the method referenced, not called,
+// so no call is there to rewrite. Other `x.cuda` values (`args.cuda`, a flag) are not methods.
+bool Matcher::cuda_method_reference(TSNode node, const std::vector<TSNode>& ancestors) {
+  TSNode parent = ancestors.empty() ? TSNode{} : ancestors.back();
+  if (is_type(parent, "call") && ts_node_eq(field(parent, "function"), node)) return false;
+  TSNode object = field(node, "object");
+  if (is_type(object, "identifier") && plan_.is_torch_alias(text(object))) return false;
+  std::string_view owner = last_segment(syntax_, object);
+  bool of_class = owner == "Module" || ends_with(owner, "Tensor");
+  bool called_later = false;
+  if (!of_class && is_type(parent, "assignment") && ts_node_eq(field(parent, "right"), node) &&
+      is_type(field(parent, "left"), "identifier")) {
+    for (const NameUse& use : reads_in_scope(syntax_, ancestors, ancestors.size() - 1, text(field(parent, "left")))) {
+      TSNode up = use.ancestors.empty() ? TSNode{} : use.ancestors.back();
+      called_later = called_later || (is_type(up, "call") && ts_node_eq(field(up, "function"), use.node));
+    }
+  }
+  if (!of_class && !called_later) return false;
+  plan_.find(rule_by_id("cuda-method-reference"), node, std::string(text(node)), target_);
+  return true;
 }
 
 // The code `torch.cuda.is_available()` (the callee's call is ancestors.back()) guards: the body

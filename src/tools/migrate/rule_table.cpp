@@ -26,14 +26,18 @@ const std::vector<Rule> kRules = {
      {".to({device})", ".to({device})", ".to({device})"},
      "no argument: the current device, as .to(\"cuda\"); an int i: the target's device at i; a device d: .to(d); "
      "an argument of unknown kind is flagged (int-device); on cpu every form becomes .to(\"cpu\")"},
-    {"device-string", "device-string", "\"cuda\" passed as a device: device=, map_location=, `.to(...)`, a value or default of a "
-     "name or config key *device*, an argparse default (not in comparisons, dictionary keys, subscripts, choices=)", W,
+    {"device-string", "device-string", "\"cuda\" passed as a device: device= (and any keyword named *device*: use_device=, "
+     "...), map_location=, `.to(...)`, `set_device(...)`, a value or default of a name, attribute or config key *device*, "
+     "the return value of a function named *device*, the default of an argparse option (or absl `flags.DEFINE_*` flag) "
+     "named *device*, the value of a name that the same scope reads in one of these positions (`dev = \"cuda\"; "
+     "x.to(dev)`) (not in comparisons, dictionary keys, subscripts, choices=)", W,
      {"{device_type}", "{device_type}", "{device_type}"},
      "a string stays a string: the target's device type, which is \"cuda\" wherever CUDA is the device"},
     {"device-type-string", "device-string", "\"cuda\" passed as a device type: device_type=, `torch.autocast(\"cuda\")`, "
-     "`GradScaler(\"cuda\")`, the type in `torch.device(\"cuda\", i)`", W,
+     "`GradScaler(\"cuda\")`, `init_device_mesh(\"cuda\", ...)`, the type in `torch.device(\"cuda\", i)`", W,
      {"{device_type}", "{device_type}", "{device_type}"}, "device type replaced by the target's"},
-    {"device-definition", "device-string", "inserted once before the first module-level statement that uses `_accel_device` (device-agnostic only)", W,
+    {"device-definition", "device-string", "inserted once before the first module-level statement that uses `_accel_device` (device-agnostic only); "
+     "after a conditional `import torch` (try/if) and guarded by `globals().get(\"torch\") is not None`", W,
      {"_accel_device = {torch}.accelerator.current_accelerator() if {torch}.accelerator.is_available() else {torch}.device(\"cpu\")", "", ""},
      "the one device, chosen once at import; edit it to pin a device"},
     {"import-torch-npu", "device-placement", "`import torch_npu` inserted once after `import torch` in a file that runs as a program "
@@ -122,8 +126,9 @@ const std::vector<Rule> kRules = {
      {"{torch}.amp", "{torch}.amp", "{torch}.amp"},
      "torch.amp's autocast needs device_type and its GradScaler a device; calls of imported names get them"},
     // --- distributed and profiler ---------------------------------------------------------------
-    {"nccl-backend", "distributed", "\"nccl\" as backend=, the first argument of init_process_group/new_group, "
-     "or a variable named *backend*", W,
+    {"nccl-backend", "distributed", "\"nccl\" (any case) as backend=, the first argument of init_process_group/new_group, "
+     "the value of a name, attribute or config key named *backend* (or of a name read in one of these positions), the "
+     "default of an argparse option or absl flag named *backend*", W,
      {"{backend}", "{backend}", "{backend}"}, "collective backend of the target"},
     {"is_nccl_available", "distributed", "`is_nccl_available()` on any module", W,
      {"is_backend_available({backend})", "is_backend_available({backend})", "is_backend_available({backend})"}, ""},
@@ -159,6 +164,13 @@ const std::vector<Rule> kRules = {
      {"not flagged: the test is right on CUDA and false on the CPU, where Gloo runs",
       "the test is False under HCCL, so the other path runs there: test for \"hccl\" as well",
       "the test is False under Gloo, so the other path runs: check that path is meant for Gloo"}, ""},
+    {"nccl-string", "distributed", "\"nccl\" outside a backend position (not backend=, the first argument of "
+     "init_process_group/new_group, a name, key or argparse option *backend*), in a position that is not text "
+     "(messages, paths), a test or a table: `BACKENDS = [\"nccl\", \"gloo\"]`, `f(\"nccl\")`", R,
+     {"check how the string is used: where it becomes a backend, write "
+      "torch.distributed.get_default_backend_for_device(_accel_device)",
+      "check how the string is used: the NPU's backend is \"hccl\"",
+      "check how the string is used: the CPU's backend is \"gloo\""}, ""},
     {"torch.cuda.nvtx", "nvtx", "`torch.cuda.nvtx.*` ranges", R,
      {"use torch.profiler.record_function for ranges every backend understands",
       "use torch.profiler.record_function or torch_npu's mstx ranges",
@@ -201,7 +213,11 @@ const std::vector<Rule> kRules = {
       "torch_npu's types are torch.npu.*Tensor: prefer .to(dtype=..., device=\"npu\"), and torch.set_default_dtype + "
       "torch.set_default_device(\"npu\") with torch.empty/torch.tensor instead of torch.Tensor(...)",
       "raises without CUDA: use the CPU type (torch.FloatTensor) or .to(dtype=...)"}, ""},
-    {"cuda-string", "device-string", "\"cuda\" / \"cuda:N\" outside a device argument (comparisons, defaults, choices); a \"cuda:\" prefix or template kept apart from its index (`prefix = \"cuda:\"`); a string built with a \"cuda\" piece outside a device position (`str(i) + \"cuda\"`, `name = \"{}:{}\".format(\"cuda\", i)`)", R,
+    {"cuda-string", "device-string", "\"cuda\" / \"cuda:N\" (or 'cuda:{}'.format(i), f\"cuda:{i}\") outside a device "
+     "position, where it may still become a device: the value of a name that is not read as a device here "
+     "(`name = \"cuda\"`), an argument of another function (`f(\"cuda\")`), a tuple or list of them (not in "
+     "comparisons, tables, choices=, messages, paths, attribute names given to getattr/hasattr/setattr/delattr, class "
+     "attributes such as Enum members, which are left alone unflagged); a \"cuda:\" prefix or template kept apart from its index (`prefix = \"cuda:\"`); a string built with a \"cuda\" piece outside a device position (`str(i) + \"cuda\"`, `name = \"{}:{}\".format(\"cuda\", i)`)", R,
      {"check how the string is used; compare against device.type instead",
       "check how the string is used; \"npu\" is the NPU device type", "check how the string is used"}, ""},
     {"int-device", "device-placement", "an integer used as a device: `device = 0`, `.cuda(x)` / `.to(x)` where x may be an int", R,
@@ -253,7 +269,7 @@ const std::vector<Rule> kRules = {
     {"int-rank-device", "device-placement", "`.to(i)` / `.cuda(i)` with an integer rank or index", W,
      {"{torch}.device(_accel_device.type, {index})", "{torch}.device(\"npu\", {index})", "\"cpu\""},
      "an int device means a CUDA index; it becomes the index of the target device"},
-    {"device-string-format", "device-string", "a string built as 'cuda:{}'.format(i), 'cuda:%d' % i, f\"cuda:{i}\", \"cuda:\" + str(i), \":\".join([\"cuda\", str(i)]), and any string built with a \"cuda\" piece in a device position (`map_location=`, `.to()`, `device=`, `torch.device()`: \"{}:{}\".format(\"cuda\", i))", W,
+    {"device-string-format", "device-string", "a string built as 'cuda:{}'.format(i), 'cuda:%d' % i, f\"cuda:{i}\", \"cuda:\" + str(i), \":\".join([\"cuda\", str(i)]), or any string built with a \"cuda\" piece (\"{}:{}\".format(\"cuda\", i)), or a literal \"cuda:N\" (also written \"cuda\" \":N\"), in a device position (`map_location=`, `.to()`, `device=`, `torch.device()`, as for device-string)", W,
      {"({value}.replace(\"cuda\", _accel_device.type, 1) if _accel_device.type != \"cpu\" else \"cpu\")",
       "{value}.replace(\"cuda\", \"npu\", 1)", "\"cpu\""},
      "the device type becomes the target's; on the CPU the index is dropped (torch.load rejects \"cpu:N\")"},
@@ -280,6 +296,27 @@ const std::vector<Rule> kRules = {
      {"DALI is NVIDIA-only: use torch.utils.data / torchvision transforms",
       "DALI is NVIDIA-only: use torch.utils.data / torchvision transforms (or DVPP on Ascend)",
       "DALI is NVIDIA-only: use torch.utils.data / torchvision transforms"}, ""},
+    {"cuda-method-reference", "device-placement", "`.cuda` referenced, not called: `move = model.cuda` with `move()` "
+     "called later, `torch.Tensor.cuda` / `nn.Module.cuda` as a value", R,
+     {"the call made later moves to CUDA and raises without it: call .to(_accel_device) there, or use "
+      "functools.partial(x.to, _accel_device)",
+      "the call made later moves to CUDA: use .to(\"npu\") there, or functools.partial(x.to, \"npu\")",
+      "the call made later raises without CUDA: use .to(\"cpu\") there, or drop the move"}, ""},
+    {"numba-cuda", "third-party-cuda", "`from numba import cuda`, `import numba.cuda`, `numba.cuda.*` (`@cuda.jit` kernels)", R,
+     {"numba.cuda runs only on NVIDIA GPUs: write the kernel with torch ops (or @numba.njit on the CPU)",
+      "numba.cuda does not run on NPU: write the kernel with torch ops",
+      "numba.cuda needs an NVIDIA GPU: use @numba.njit or NumPy/torch ops on the CPU"}, ""},
+    {"pycuda", "third-party-cuda", "`import pycuda`, `pycuda.driver`, `pycuda.autoinit`", R,
+     {"PyCUDA drives NVIDIA GPUs only: use torch tensors and torch.accelerator instead",
+      "PyCUDA does not drive NPUs: use torch tensors and torch.npu", "PyCUDA needs an NVIDIA GPU: use NumPy or torch on the CPU"},
+     ""},
+    {"cuda-library", "third-party-cuda", "a CUDA runtime library loaded with ctypes: `ctypes.CDLL(\"libcudart.so\")`, "
+     "`cdll.LoadLibrary(...)` of libcudart, libcuda, libnvrtc, libcublas, libcudnn, libnccl, libcufft, libcurand, "
+     "libcusparse, libcusolver, libnvidia-ml", R,
+     {"the library exists only with an NVIDIA driver: call torch's device-generic API instead, or load it only where "
+      "torch.cuda.is_available()",
+      "no CUDA library on an Ascend machine: use torch_npu's API (or the CANN library) instead",
+      "no CUDA library on a CPU machine: drop the call or load it only where torch.cuda.is_available()"}, ""},
 };
 
 }  // namespace
