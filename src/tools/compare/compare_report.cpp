@@ -140,6 +140,7 @@ nlohmann::json tensor_json(const TensorComparison& t) {
                       {"reason", t.reason},
                       {"effective_dtype", dtype_name(t.effective_dtype)}};
   if (!t.name_b.empty()) e["name_b"] = t.name_b;
+  if (t.reordered) e["reordered"] = true;
   if (t.status == PairStatus::Compared)
     e["noise"] = {{"scale", number(t.noise_scale)},
                   {"scale_from", t.scale_from_inputs ? "inputs" : "own"},
@@ -194,7 +195,7 @@ std::string render_compare_console(const CompareResult& r, const ConsoleOptions&
            std::to_string(c.missing_in_a) + ", missing in B " + std::to_string(c.missing_in_b) + ", shape mismatch " +
            std::to_string(c.shape_mismatch) + ", unreadable " + std::to_string(c.unreadable) +
            (c.casts_one_side ? "; of those on one side only, " + std::to_string(c.casts_one_side) + " precision casts" : "") +
-           "\n";
+           (c.reordered ? "; paired out of order " + std::to_string(c.reordered) : "") + "\n";
   } else {
     out += "\n";
   }
@@ -259,7 +260,7 @@ nlohmann::json compare_skeleton(const CompareResult& r) {
   j["counts"] = {{"records", r.tensors.size()}, {"pass", c.pass},   {"warn", c.warn},
                  {"error", c.error},            {"exact", c.exact}, {"missing_in_a", c.missing_in_a},
                  {"missing_in_b", c.missing_in_b}, {"shape_mismatch", c.shape_mismatch}, {"unreadable", c.unreadable},
-                 {"casts_one_side", c.casts_one_side}};
+                 {"casts_one_side", c.casts_one_side}, {"reordered", c.reordered}};
   auto pointer = [&](const std::optional<size_t>& i) -> nlohmann::json {
     if (!i) return nullptr;
     const auto& t = r.tensors[*i];

@@ -139,6 +139,7 @@ void finish(CompareResult& r, const CompareOptions& opt) {
       case PairStatus::Unreadable: ++r.counts.unreadable; break;
       case PairStatus::Compared: break;
     }
+    if (t.reordered) ++r.counts.reordered;
     if (t.verdict == Verdict::Pass) ++r.counts.pass;
     if (t.verdict == Verdict::Warn) ++r.counts.warn;
     if (t.verdict == Verdict::Error) ++r.counts.error;
@@ -280,8 +281,8 @@ std::vector<TensorComparison> match_records(const DumpIndex& da, const DumpIndex
   out.reserve(da.records.size() + db.records.size());
   size_t ia = 0, ib = 0;
   std::vector<const DumpRecord*> sa, sb;
-  size_t duplicated = 0;
-  std::string first_duplicate;
+  size_t duplicated = 0, reordered = 0;
+  std::string first_duplicate, first_reordered;
   while (ia < da.records.size() || ib < db.records.size()) {
     const int64_t step = ia == da.records.size()   ? db.records[ib].step
                          : ib == db.records.size() ? da.records[ia].step
@@ -304,6 +305,9 @@ std::vector<TensorComparison> match_records(const DumpIndex& da, const DumpIndex
       tc.name = named.name;
       tc.kind = named.kind;
       if (tc.a && tc.b && tc.b->name != tc.a->name) tc.name_b = tc.b->name;
+      tc.reordered = p.reordered;
+      if (p.reordered && reordered++ == 0)
+        first_reordered = "step " + std::to_string(step) + " " + tc.name + (tc.name_b.empty() ? "" : " with B's " + tc.name_b);
       if (!tc.b) {
         tc.status = PairStatus::MissingInB;
         tc.verdict = Verdict::Error;
@@ -318,6 +322,11 @@ std::vector<TensorComparison> match_records(const DumpIndex& da, const DumpIndex
       out.push_back(std::move(tc));
     }
   }
+  if (reordered > 0)
+    notes.push_back(std::to_string(reordered) + " record pair(s) paired out of order: the two runs emitted them in "
+                    "another order (autograd's order of gradient accumulation may differ between runs), so their #k "
+                    "differ; each is the only record of its phase, name without #k, shape and kind of dtype left "
+                    "unpaired on either side; first: " + first_reordered);
   if (duplicated > 0)
     notes.push_back(std::to_string(duplicated) + " record(s) on one side only are repeats of a name within its step, "
                     "not records the other run lacks; first: " + first_duplicate);

@@ -46,6 +46,7 @@ struct TensorComparison {
   int64_t step = 0;
   std::string name;                       // A's name (B's for a record only in B)
   std::string name_b;                     // B's name when the alignment paired records of two names
+  bool reordered = false;                 // paired out of order: emitted in another order in the two runs
   RecordKind kind = RecordKind::Other;
   const DumpRecord* a = nullptr;          // into CompareResult's indices; null on the side it is missing
   const DumpRecord* b = nullptr;
@@ -82,6 +83,9 @@ struct CompareCounts {
   // Of the records on one side only, autocast's casts in a cross-precision comparison: expected
   // there, they do not make the runs differ.
   int64_t casts_one_side = 0;
+  // Pairs made out of order: one record that the two runs emitted in another order (its `#k`
+  // differs), paired by phase, name without `#k`, shape and kind of dtype (record_alignment.h).
+  int64_t reordered = 0;
 };
 
 

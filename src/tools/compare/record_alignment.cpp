@@ -138,6 +138,50 @@ void pair_equal_names(const std::vector<const DumpRecord*>& a, const std::vector
   pairs.resize(w);
 }
 
+// Records on one side only that autograd (or a hook order) emitted in another order in the two
+// runs: their `#k` counters differ and the alignment, which keeps the order, paired a neighbour
+// instead. A leftover of A pairs with a leftover of B when both carry the same phase, base name
+// (without `#k`), shape and kind of dtype (any floating type, else the same type), and no other
+// leftover of either side carries it: two that shape cannot tell apart are not guessed. Returns how
+// many pairs were made; each crosses a pair of the alignment (else the alignment would hold it).
+size_t pair_reordered(const std::vector<const DumpRecord*>& a, const std::vector<const DumpRecord*>& b,
+                      std::vector<AlignedPair>& pairs) {
+  auto signature = [](const DumpRecord& r) {
+    return std::to_string(static_cast<int>(r.kind)) + '\x1f' + name_without_repetition(r.name) + '\x1f' +
+           shape_to_string(r.shape) + '\x1f' + (dump::dtype_is_float(r.dtype) ? "float" : dump::dtype_name(r.dtype));
+  };
+  struct Seen {
+    size_t a_pos = 0, b_pos = 0;
+    int in_a = 0, in_b = 0;
+  };
+  std::unordered_map<std::string, Seen> seen;
+  bool any_a = false, any_b = false;
+  for (size_t p = 0; p < pairs.size(); ++p) {
+    if (pairs[p].a && pairs[p].b) continue;
+    Seen& s = seen[pairs[p].a ? signature(*a[*pairs[p].a]) : signature(*b[*pairs[p].b])];
+    if (pairs[p].a) {
+      s.a_pos = p, ++s.in_a, any_a = true;
+    } else {
+      s.b_pos = p, ++s.in_b, any_b = true;
+    }
+  }
+  if (!any_a || !any_b) return 0;
+  std::vector<bool> drop(pairs.size(), false);
+  size_t made = 0;
+  for (const auto& [sig, s] : seen) {
+    if (s.in_a != 1 || s.in_b != 1) continue;
+    pairs[s.a_pos].b = pairs[s.b_pos].b;  // at A's place, as every pair
+    pairs[s.a_pos].reordered = true;
+    drop[s.b_pos] = true;
+    ++made;
+  }
+  size_t w = 0;
+  for (size_t p = 0; p < pairs.size(); ++p)
+    if (!drop[p]) pairs[w++] = pairs[p];
+  pairs.resize(w);
+  return made;
+}
+
 }  // namespace
 
 std::string name_without_repetition(const std::string& name) {
@@ -192,6 +236,7 @@ StepAlignment align_records(const std::vector<const DumpRecord*>& a, const std::
     }
     result.pairs = merge_in_order(core, only_a, only_b);
   }
+  result.reordered = pair_reordered(a, b, result.pairs);
   pair_equal_names(a, b, result.pairs);
   for (const auto& p : result.pairs) result.edits += (p.a && p.b) ? 0 : 1;
   return result;

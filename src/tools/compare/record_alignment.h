@@ -9,8 +9,12 @@
 // the records whose key the other stream lacks, which pair with nothing, are set aside). A step
 // whose streams differ by more than `max_edits` records is not aligned: its records are paired by
 // exact name, as a reader of the names would, and the result says so. Records left unpaired by the
-// alignment are still paired when their exact names are equal (the same record with a new shape:
-// a shape mismatch), otherwise they are on one side only.
+// alignment are then paired when they are one record emitted in another order in the two runs
+// (autograd's order of gradient accumulations may differ between an fp32 and a bf16 run, and with
+// it the `#k` counters): the same phase, name without `#k`, shape and kind of dtype, unique among
+// the leftovers of both sides (`reordered` counts them; leftovers shape cannot tell apart are left
+// alone). Those still unpaired are paired when their exact names are equal (the same record with a
+// new shape: a shape mismatch), otherwise they are on one side only.
 #include <cstddef>
 #include <optional>
 #include <string>
@@ -26,12 +30,14 @@ using dump::DumpRecord;
 // side only. In execution order (A's order, B-only records where B has them).
 struct AlignedPair {
   std::optional<size_t> a, b;
+  bool reordered = false;  // paired out of order (see above)
 };
 
 struct StepAlignment {
   std::vector<AlignedPair> pairs;
   bool aligned = true;  // false: more than max_edits differences, paired by exact name
   size_t edits = 0;     // records on one side only after the alignment
+  size_t reordered = 0; // pairs made out of order: one record emitted in another order in the two runs
 };
 
 inline constexpr size_t kMaxAlignmentEdits = 2048;

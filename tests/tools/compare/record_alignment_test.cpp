@@ -133,3 +133,125 @@ TEST(RecordAlignment, RecordsOfAKindTheOtherRunLacksCostTheAlignmentNothing) {
   EXPECT_EQ(*al.pairs[3].b, 3u);
   EXPECT_EQ(*al.pairs[4999].a, 1999u);  // and the last gelu last
 }
+
+namespace {
+
+// Gradient accumulation over a Linear(16, 8): autograd accumulates the bias's gradient ([8]) and
+// the weight's ([8, 16], here 128 values) with aten.add_, in an order that may differ between an
+// fp32 run and a bf16-autocast run, and the `#k` counters follow that order. The bf16 run also
+// casts (aten._to_copy) where the fp32 run does not. `b_has_bias_add` false: B lacks that record.
+void write_accumulation(const std::string& dir, bool bf16, bool b_has_bias_add = true) {
+  using crosstrain::dump::DType;
+  const DType low = bf16 ? DType::BFloat16 : DType::Float32;
+  OpDump d;
+  if (bf16) d.op(0, "op_forward/fc/aten._to_copy", pattern(128, 0.2, 1), {}, DType::BFloat16);
+  d.op(0, "op_forward/fc/aten.addmm", pattern(32, 1.0, 2), {}, low);
+  d.op(0, "op_backward/fc/aten.mm", pattern(128, 0.3, 3), {}, low);
+  if (!bf16) {
+    d.op(0, "op_backward/aten.add_", pattern(8, 0.1, 4));
+    d.op(0, "op_backward/aten.add_#1", pattern(128, 0.5, 5));
+  } else {
+    d.op(0, "op_backward/aten.add_", pattern(128, 0.5, 5));
+    d.op(0, "op_backward/aten._to_copy", pattern(8, 0.1, 4));
+    if (b_has_bias_add) d.op(0, "op_backward/aten.add_#1", pattern(8, 0.1, 4));
+  }
+  d.record(0, "param_grad/fc.weight", pattern(128, 0.5, 5));
+  d.record(0, "param_grad/fc.bias", pattern(8, 0.1, 4));
+  d.record(0, "loss", {0.5f});
+  d.write(dir);
+}
+
+}  // namespace
+
+TEST(RecordAlignment, RecordsEmittedInAnotherOrderArePairedAndSaidSo) {
+  TempDir a("align"), b("align");
+  write_accumulation(a.str(), false);
+  write_accumulation(b.str(), true);
+  const auto r = compare_paths(a.str(), b.str(), {});
+  EXPECT_FALSE(r.regime.same_precision);
+  EXPECT_EQ(r.counts.missing_in_b, 0);
+  EXPECT_EQ(r.counts.missing_in_a, 2);  // the two casts, expected on the bf16 side only
+  EXPECT_EQ(r.counts.casts_one_side, 2);
+  EXPECT_EQ(r.counts.shape_mismatch, 0);
+  EXPECT_EQ(r.counts.error, 0);
+  EXPECT_EQ(r.counts.reordered, 1);
+  EXPECT_TRUE(r.agree);
+  // Each add_ with the one of its shape, whatever its #k.
+  int adds = 0;
+  for (const auto& t : r.tensors) {
+    if (!t.a || !t.b || !t.a->op || t.a->op->op != "aten::add_") continue;
+    ++adds;
+    EXPECT_EQ(t.a->shape, t.b->shape) << t.name;
+    EXPECT_EQ(*t.stat_rel_error < 0.01, true) << t.name;
+  }
+  EXPECT_EQ(adds, 2);
+  const std::string text = render_compare_console(r, {false, 40});
+  EXPECT_NE(text.find("paired out of order 1"), std::string::npos) << text;
+  EXPECT_NE(text.find("1 record pair(s) paired out of order"), std::string::npos) << text;
+  EXPECT_NE(text.find("verdict: runs AGREE"), std::string::npos) << text;
+  const auto j = compare_to_json(r);
+  EXPECT_EQ(j["counts"]["reordered"], 1);
+  int flagged = 0;
+  for (const auto& t : j["tensors"])
+    if (t.contains("reordered")) ++flagged;
+  EXPECT_EQ(flagged, 1);
+  // Either side as the reference.
+  const auto back = compare_paths(b.str(), a.str(), {});
+  EXPECT_EQ(back.counts.reordered, 1);
+  EXPECT_TRUE(back.agree);
+}
+
+TEST(RecordAlignment, ARecordMissingFromOneRunStaysMissing) {
+  TempDir a("align"), b("align");
+  write_accumulation(a.str(), false);
+  write_accumulation(b.str(), true, /*b_has_bias_add=*/false);
+  const auto r = compare_paths(a.str(), b.str(), {});
+  EXPECT_EQ(r.counts.reordered, 0);
+  EXPECT_EQ(r.counts.missing_in_b, 1);
+  EXPECT_FALSE(r.agree);
+  bool bias_missing = false;
+  for (const auto& t : r.tensors)
+    if (t.name == "op_backward/aten.add_" && t.status == PairStatus::MissingInB) bias_missing = t.a->shape == std::vector<int64_t>{8};
+  EXPECT_TRUE(bias_missing);
+}
+
+TEST(RecordAlignment, LeftoversThatShapeCannotTellApartAreNotGuessed) {
+  auto rec = [](const std::string& name, std::vector<int64_t> shape, DType dtype = DType::Float32) {
+    DumpRecord r;
+    r.name = name;
+    r.kind = RecordKind::OpBackward;
+    r.shape = std::move(shape);
+    r.dtype = dtype;
+    return r;
+  };
+  // Two [8] adds on each side, crossing three muls: which is which, shape cannot say.
+  std::vector<DumpRecord> ra = {rec("op_backward/aten.add_", {8}), rec("op_backward/aten.add_#1", {8}),
+                                rec("op_backward/aten.mul", {4}), rec("op_backward/aten.mul#1", {4}),
+                                rec("op_backward/aten.mul#2", {4})};
+  std::vector<DumpRecord> rb = {rec("op_backward/aten.mul", {4}), rec("op_backward/aten.mul#1", {4}),
+                                rec("op_backward/aten.mul#2", {4}), rec("op_backward/aten.add_#2", {8}),
+                                rec("op_backward/aten.add_#3", {8})};
+  std::vector<const DumpRecord*> a, b;
+  for (const auto& r : ra) a.push_back(&r);
+  for (const auto& r : rb) b.push_back(&r);
+  auto al = align_records(a, b);
+  EXPECT_EQ(al.reordered, 0u);
+  EXPECT_EQ(al.edits, 4u);
+  // One of each: paired, although it crosses the muls.
+  b.pop_back();
+  a.erase(a.begin() + 1);
+  al = align_records(a, b);
+  EXPECT_EQ(al.reordered, 1u);
+  EXPECT_EQ(al.edits, 0u);
+  // An integer record does not pair with a floating one of the same name and shape.
+  DumpRecord idx = rec("op_backward/aten.add_#2", {8}, DType::Int64);
+  b.back() = &idx;
+  al = align_records(a, b);
+  EXPECT_EQ(al.reordered, 0u);
+  EXPECT_EQ(al.edits, 2u);
+  // Another phase neither.
+  DumpRecord fwd = rec("op_forward/aten.add_#2", {8});
+  fwd.kind = RecordKind::OpForward;
+  b.back() = &fwd;
+  EXPECT_EQ(align_records(a, b).reordered, 0u);
+}
