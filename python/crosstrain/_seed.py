@@ -6,6 +6,11 @@ every DataLoader: one that was given no generator gets one seeded from the seed 
 order, so its shuffling and its workers' base seed no longer depend on what else drew from torch's
 global generator; its workers then seed `random`, numpy and torch from that base seed (torch's own
 rule) and a worker_init_fn of the script still runs after. Everything set is recorded.
+
+A script that seeds torch itself (torch.manual_seed, as Lightning's seed_everything, transformers'
+and accelerate's set_seed do) keeps its own seeds: from then on its DataLoaders get no generator of
+the agent's, so they draw from torch's global generator as they do without the agent, and the
+script's results are the ones it gives alone.
 """
 import os
 import random
@@ -19,6 +24,7 @@ class Seeder:
         self.deterministic = bool(deterministic)
         self.record = {"seed": self.seed, "deterministic": self.deterministic, "set": []}
         self._loaders = 0
+        self._script_seeded = False  # the script called torch.manual_seed itself
 
     def _note(self, what):
         self.record["set"].append(what)
@@ -45,7 +51,27 @@ class Seeder:
             self._note("torch.backends.cudnn.deterministic=True, benchmark=False")
             if os.environ.get("CUBLAS_WORKSPACE_CONFIG"):
                 self._note(f"CUBLAS_WORKSPACE_CONFIG={os.environ['CUBLAS_WORKSPACE_CONFIG']}")
+        self._watch_manual_seed(torch)
         self._patch_dataloader(torch)
+
+    def _watch_manual_seed(self, torch):
+        """Notes that the script seeds torch itself (the agent's own call came before this)."""
+        original = torch.manual_seed
+        if getattr(original, "_crosstrain", False):
+            return
+        seeder = self
+
+        def manual_seed(seed):
+            if not seeder._script_seeded:
+                seeder._script_seeded = True
+                seeder._note("the script seeds torch itself: its DataLoaders keep torch's global generator")
+            return original(seed)
+
+        manual_seed._crosstrain = True
+        manual_seed.__doc__, manual_seed.__name__ = original.__doc__, original.__name__
+        torch.manual_seed = manual_seed
+        if getattr(torch.random, "manual_seed", None) is original:
+            torch.random.manual_seed = manual_seed
 
     def _patch_dataloader(self, torch):
         from torch.utils.data import DataLoader
@@ -55,7 +81,7 @@ class Seeder:
         seeder = self
 
         def init(loader, *args, **kwargs):
-            if kwargs.get("generator") is None and len(args) < 13:  # generator is the 13th positional argument
+            if kwargs.get("generator") is None and len(args) < 13 and not seeder._script_seeded:  # 13th positional
                 g = torch.Generator()
                 g.manual_seed(seeder.seed * 1000003 + seeder._loaders)
                 kwargs["generator"] = g

@@ -64,5 +64,36 @@ m(torch.ones(1, 2)).sum().backward(); opt.step()
             self.assertIn(what, set_)
 
 
+# Seeds torch itself (as Lightning's seed_everything and transformers' set_seed do), then shuffles
+# with a DataLoader and draws a dropout mask: the draws follow torch's global generator.
+SELF_SEEDED = """
+import torch
+
+torch.manual_seed(1)
+data = torch.utils.data.TensorDataset(torch.arange(10.))
+loader = torch.utils.data.DataLoader(data, batch_size=5, shuffle=True)
+print("batches", [b[0].tolist() for b in loader])
+print("mask", torch.nn.functional.dropout(torch.ones(12), 0.5).tolist())
+later = torch.utils.data.DataLoader(data, batch_size=5, shuffle=True)
+print("later", [b[0].tolist() for b in later])
+"""
+
+
+class SelfSeededScriptTest(unittest.TestCase):
+    def test_a_script_that_seeds_itself_draws_what_it_draws_alone(self):
+        d = scratch()
+        alone = run_under_agent(SELF_SEEDED, None, d)
+        self.assertEqual(alone.returncode, 0, alone.stderr)
+        for seed in (0, 1):
+            under = run_under_agent(SELF_SEEDED, {"seed": seed, "state_dir": d}, d)
+            self.assertEqual(under.returncode, 0, under.stderr)
+            self.assertEqual(under.stdout, alone.stdout, f"--seed {seed}")
+        # A script that does not seed itself still gets the agent's loader generators: two seeds, two orders.
+        unseeded = SELF_SEEDED.replace("torch.manual_seed(1)", "")
+        a = run_under_agent(unseeded, {"seed": 0}, d).stdout
+        self.assertEqual(a, run_under_agent(unseeded, {"seed": 0}, d).stdout)
+        self.assertNotEqual(a, run_under_agent(unseeded, {"seed": 5}, d).stdout)
+
+
 if __name__ == "__main__":
     unittest.main()
