@@ -32,6 +32,27 @@ void append_escape(std::string& out, const char* prefix, unsigned value) {
   out += hex[value & 0xF];
 }
 
+void append_escape4(std::string& out, unsigned value) {
+  append_escape(out, "\\u", value >> 8);
+  append_escape(out, "", value & 0xFF);
+}
+
+// Characters that a terminal does not print but obeys in its layout: the line and paragraph
+// separators (U+2028, U+2029: a new line inside a table row) and the bidirectional formatting
+// characters (marks U+061C, U+200E, U+200F; embeddings and overrides U+202A-U+202E; isolates
+// U+2066-U+2069), which reorder what follows them on the line.
+bool is_layout_control(unsigned cp) {
+  return cp == 0x061C || cp == 0x200E || cp == 0x200F || (cp >= 0x2028 && cp <= 0x202E) || (cp >= 0x2066 && cp <= 0x2069);
+}
+
+// The code point of the well-formed sequence of n bytes at s[i].
+unsigned code_point(std::string_view s, size_t i, size_t n) {
+  const auto b = [&](size_t k) { return static_cast<unsigned>(static_cast<unsigned char>(s[i + k])); };
+  if (n == 2) return (b(0) & 0x1F) << 6 | (b(1) & 0x3F);
+  if (n == 3) return (b(0) & 0x0F) << 12 | (b(1) & 0x3F) << 6 | (b(2) & 0x3F);
+  return (b(0) & 0x07) << 18 | (b(1) & 0x3F) << 12 | (b(2) & 0x3F) << 6 | (b(3) & 0x3F);
+}
+
 }  // namespace
 
 std::string terminal_safe(std::string_view text, bool keep_newline_and_tab) {
@@ -52,6 +73,9 @@ std::string terminal_safe(std::string_view text, bool keep_newline_and_tab) {
     } else if (c == 0xC2 && static_cast<unsigned char>(text[i + 1]) <= 0x9F) {
       append_escape(out, "\\u00", static_cast<unsigned char>(text[i + 1]));  // a C1 control
       i += 2;
+    } else if (const unsigned cp = code_point(text, i, n); is_layout_control(cp)) {
+      append_escape4(out, cp);  // "\u202e"
+      i += n;
     } else {
       out.append(text.substr(i, n));
       i += n;

@@ -13,7 +13,10 @@ bool stderr_is_terminal();
 // names, an error naming them) made safe to print on a terminal: a control character would be
 // obeyed, not shown (ESC starts sequences that retitle the window, clear the screen or rewrite
 // what was printed). C0 controls and DEL become \xNN, the C1 controls U+0080-U+009F (8-bit CSI
-// and OSC) \u00NN, and bytes that are not UTF-8 \xNN; newline and tab are kept when
+// and OSC) \u00NN, the characters that move or reorder what is printed after them (line and
+// paragraph separators U+2028/U+2029; bidirectional marks, embeddings, overrides and isolates
+// U+061C, U+200E, U+200F, U+202A-U+202E, U+2066-U+2069) \uNNNN, and bytes that are not UTF-8
+// \xNN; newline and tab are kept when
 // `keep_newline_and_tab` (a report's layout), escaped too otherwise (a table cell, one line).
 // A backslash is kept as it is, so safe text passes through unchanged.
 std::string terminal_safe(std::string_view text, bool keep_newline_and_tab = true);

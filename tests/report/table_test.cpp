@@ -45,6 +45,25 @@ TEST(TerminalSafe, ControlCharactersBecomeVisibleEscapes) {
   EXPECT_EQ(terminal_safe(std::string("nul\0end", 7)), "nul\\x00end");
 }
 
+// Line and paragraph separators break a table row; bidirectional overrides, embeddings, isolates
+// and marks reorder what follows on the line ("evil\u202egnp.exe" shows as "evilexe.png"). They
+// print as \uNNNN like U+0085; other text outside ASCII (Arabic, Hebrew, CJK) is kept.
+TEST(TerminalSafe, CharactersThatMoveOrReorderTextBecomeEscapes) {
+  EXPECT_EQ(terminal_safe("a\u0085b\u2028c\u2029d"), "a\\u0085b\\u2028c\\u2029d");
+  EXPECT_EQ(terminal_safe("evil\u202egnp.exe"), "evil\\u202egnp.exe");
+  for (const char* hex : {"202a", "202b", "202c", "202d", "2066", "2067", "2068", "2069", "200e", "200f", "061c"}) {
+    const unsigned cp = static_cast<unsigned>(std::stoul(hex, nullptr, 16));
+    std::string utf8 = cp < 0x800 ? std::string{static_cast<char>(0xC0 | cp >> 6), static_cast<char>(0x80 | (cp & 0x3F))}
+                                  : std::string{static_cast<char>(0xE0 | cp >> 12), static_cast<char>(0x80 | ((cp >> 6) & 0x3F)),
+                                                static_cast<char>(0x80 | (cp & 0x3F))};
+    EXPECT_EQ(terminal_safe("x" + utf8 + "y"), std::string("x\\u") + hex + "y");
+  }
+  EXPECT_EQ(terminal_safe("x\u2067y", false), "x\\u2067y");
+  // Their neighbours are ordinary text.
+  const std::string kept = "\u2027 \u2030 \u2065 \u206a \u200d \u061b \u05d0\u05d1 \u0627 \u4e2d";
+  EXPECT_EQ(terminal_safe(kept), kept);
+}
+
 TEST(Table, CellsAreEscapedOnOneLineAndStayAligned) {
   Table t({"name", "n"});
   t.add_row({"k\x1b[31m", "1"});
