@@ -70,6 +70,7 @@ class Agent:
             self.recorder = Recorder(self.cfg, torch, self.state, self.stop_run, self._rank)
             self.tracker.add_listener(self.recorder)
             _patch_losses(torch, self.recorder)
+            _patch_data_loading(torch, self.recorder)
         if self.cfg.profile:
             from ._profile import StepProfiler
             self.profiler = StepProfiler(self.cfg, torch, self.state, self._rank)
@@ -175,6 +176,26 @@ def _patch_losses(torch, recorder):
     for cls in _grad_scaler_classes():
         if "scale" in cls.__dict__ and not getattr(cls.scale, "_crosstrain", False):
             cls.scale = _wrap_scale(cls.scale, recorder)
+
+
+def _patch_data_loading(torch, recorder):
+    """A DataLoader's batch is made before the step (its transforms may be modules, torchvision's
+    Normalize): what runs while one is fetched in this process is not recorded and opens no window."""
+    from torch.utils.data import dataloader
+    cls = getattr(dataloader, "_BaseDataLoaderIter", None)
+    if cls is None or getattr(cls.__next__, "_crosstrain", False):
+        return
+    original = cls.__next__
+
+    @functools.wraps(original)
+    def __next__(it):
+        before, recorder.busy = recorder.busy, True
+        try:
+            return original(it)
+        finally:
+            recorder.busy = before
+    __next__._crosstrain = True
+    cls.__next__ = __next__
 
 
 def _grad_scaler_classes():

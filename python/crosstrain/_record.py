@@ -5,7 +5,8 @@ loss and the loss scale (module level), every aten operator in forward, backward
 A step's window opens at its first module call, or in a script that calls no module at its first
 operator on a tensor that requires gradients with gradients enabled (so the model's construction,
 its initialisation under no_grad and the data loading before the forward are not part of step 0),
-and closes when the step ends. A window opened by an operator is provisional: a model that copies
+and closes when the step ends. What runs while a DataLoader makes a batch in this process (its
+transforms, which may be modules such as torchvision's Normalize) is never recorded. A window opened by an operator is provisional: a model that copies
 layers in its __init__ with gradients on runs such operators before its first forward, so the
 first call of a module with parameters starts the window again and what was recorded before it
 is dropped. On steps that are not
@@ -270,7 +271,8 @@ class Recorder:
 
     @_guarded
     def _pre_forward(self, module, args):
-        if os.getpid() != self.pid or _is_compiling(self.torch):  # dynamo never traces the agent
+        # busy: the agent's own work, or a DataLoader making a batch (its transforms' modules)
+        if os.getpid() != self.pid or self.busy or _is_compiling(self.torch):  # dynamo never traces the agent
             return None
         path, is_root, _ = self.names.enter(module)
         if is_root and self.provisional is not None and self.open and _has_parameters(module):
@@ -283,7 +285,7 @@ class Recorder:
 
     @_guarded
     def _post_forward(self, module, args, output):
-        if os.getpid() != self.pid or _is_compiling(self.torch):
+        if os.getpid() != self.pid or self.busy or _is_compiling(self.torch):
             return None
         s = self.names.stack()
         path = s[-1][1] if s else ""

@@ -59,6 +59,46 @@ class DumpTest(unittest.TestCase):
         loss = next(rec for rec in records if rec["name"] == "loss")
         self.assertAlmostEqual(loss["stats"]["mean"], losses_printed(r)[1], places=6)
 
+    def test_a_batch_made_in_the_process_is_not_part_of_any_step(self):
+        # torchvision's Normalize is a module, and the dataset draws and stacks: with num_workers=0 all
+        # of it runs in the training process before each step's forward. No step holds any of it, so
+        # step 0 has the records of step 1 and the dump equals the one with a worker process.
+        program = """
+import sys
+import torch
+from torchvision import transforms
+
+class Noise(torch.utils.data.Dataset):
+    norm = transforms.Normalize((0.5,), (0.25,))
+    def __len__(self):
+        return 24
+    def __getitem__(self, i):
+        g = torch.Generator().manual_seed(i)
+        return self.norm(torch.rand(1, 4, 4, generator=g)), i % 3
+
+if __name__ == "__main__":
+    torch.manual_seed(0)
+    loader = torch.utils.data.DataLoader(Noise(), batch_size=8, num_workers=int(sys.argv[1]))
+    model = torch.nn.Sequential(torch.nn.Flatten(), torch.nn.Linear(16, 3))
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    for x, y in loader:
+        opt.zero_grad()
+        torch.nn.functional.cross_entropy(model(x), y).backward()
+        opt.step()
+"""
+        names = {}
+        for workers in ("0", "1"):
+            d = scratch()
+            r = run_under_agent(program, {"dump": "dump", "dump_level": "both", "dump_steps": "0-1"}, d, args=[workers])
+            self.assertEqual(r.returncode, 0, r.stderr)
+            _, records = read_index(os.path.join(d, "dump"))
+            names[workers] = [(rec["step"], rec["name"]) for rec in records]
+            self.assertFalse([n for n in names[workers] if "Normalize" in n[1]], workers)
+            steps = [[n for s, n in names[workers] if s == k] for k in (0, 1)]
+            self.assertTrue(steps[0])
+            self.assertEqual(steps[0], steps[1], workers)
+        self.assertEqual(names["0"], names["1"])
+
     def test_the_optimizers_own_operators_skip_the_mode_unless_recorded(self):
         """Without --dump-optimizer-ops the dispatch mode steps aside for the optimizer's operators
         (they would cost each one the mode's entry for nothing) and is back for the next step's and a
