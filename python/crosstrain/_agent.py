@@ -79,6 +79,7 @@ class Agent:
         self.tracker.install(torch, self.cfg.step_marker)
         self.active = True
         atexit.register(self.close)
+        self._write_state()  # a process killed in its first step still says it ran under the agent
 
     def close(self):
         if self.closed:
@@ -102,7 +103,7 @@ class Agent:
         dumped = recorder is not None and recorder.file is not None and recorder.selected_step(step)
         if dumped or now - self._reported_at > 1.0:
             self._reported_at = now
-            self._write_state()
+            self._write_state(steps=step + 1)  # the tracker counts this step once the next begins
 
     def _run_info(self):
         """What run.json and the report say about the run."""
@@ -123,10 +124,10 @@ class Agent:
             return dist.get_rank(), dist.get_world_size()
         return 0, 1
 
-    def _write_state(self):
+    def _write_state(self, steps=None):
         if not self.cfg.state_dir or not self.active or self._forked_child:
             return
-        self.state["steps"] = self.tracker.step
+        self.state["steps"] = self.tracker.step if steps is None else steps
         self.state["torch"] = self.torch_version
         if self.seeder is not None:
             self.state["seed"] = self.seeder.record

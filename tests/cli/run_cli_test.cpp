@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -85,6 +86,25 @@ TEST(RunCli, AFolderHoldingADumpIsKeptUnlessOverwrite) {
   EXPECT_EQ(r.exit_code, 0) << r.output;
   EXPECT_FALSE(fs::exists(dir / "d" / "rank1"));
   EXPECT_TRUE(fs::exists(dir / "d" / "notes.txt"));  // only the dump's own files go
+}
+
+// A command ended by a signal in the middle of a step (a preempted job): the steps before it are in
+// the dump whole, and the summary says the step in progress was lost, not that no step ran.
+TEST(RunCli, ASignalMidStepKeepsTheStepsBeforeAndSaysWhatWasLost) {
+  const auto dir = scratch_dir("run_killed");
+  auto first = run_script(dir, "--dump first --dump-level both", "killed_mid_step.py", "0");
+  EXPECT_EQ(first.exit_code, 143) << first.output;
+  EXPECT_NE(first.output.find("ended by signal 15 before its first step ended"), std::string::npos) << first.output;
+  EXPECT_EQ(first.output.find("no optimizer step ran"), std::string::npos) << first.output;
+  EXPECT_EQ(first.output.find("python -I"), std::string::npos) << first.output;
+
+  auto second = run_script(dir, "--dump second --dump-level both --dump-steps 0-3", "killed_mid_step.py", "2");
+  EXPECT_EQ(second.exit_code, 143) << second.output;
+  EXPECT_NE(second.output.find(": 2 steps; dump "), std::string::npos) << second.output;
+  EXPECT_NE(second.output.find("those of the step it was in were lost"), std::string::npos) << second.output;
+  std::set<int64_t> steps;
+  for (const auto& rec : records(dir / "second")) steps.insert(rec["step"].get<int64_t>());
+  EXPECT_EQ(steps, (std::set<int64_t>{0, 1}));
 }
 
 // A float64 program: the loss log keeps every digit of its losses, the agent adds no operator of its

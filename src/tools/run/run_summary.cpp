@@ -118,7 +118,7 @@ std::vector<ProcessReport> read_reports(const std::string& dir) {
 }
 
 std::vector<std::string> summary_lines(const std::vector<ProcessReport>& reports, bool python,
-                                       const ProfileSchedule* schedule) {
+                                       const ProfileSchedule* schedule, int end_signal, bool dumping) {
   std::vector<std::string> lines;
   // The agent's own line said why, and the script never ran: nothing to add.
   if (!reports.empty() && std::all_of(reports.begin(), reports.end(), [](const auto& r) { return r.refused; }))
@@ -155,7 +155,13 @@ std::vector<std::string> summary_lines(const std::vector<ProcessReport>& reports
     if (!r.fp16_overflow.empty())
       lines.push_back("  first float32 output beyond float16's range (65504): " + r.fp16_overflow);
   }
-  if (trained == 0)
+  if (end_signal != 0)
+    lines.push_back("the command ended by signal " + std::to_string(end_signal) +
+                    (trained == 0 ? " before its first step ended" : "") +
+                    (dumping ? ": a step's records are written when the step ends, so those of the step it was in "
+                               "were lost"
+                             : ""));
+  else if (trained == 0)
     lines.push_back("torch was imported but no optimizer step ran: a loop without a torch.optim optimizer "
                     "needs --step-marker module:function");
   std::vector<std::string> runs;  // `analyze` takes the --profile folder: every cycle and rank of it

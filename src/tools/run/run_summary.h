@@ -36,8 +36,10 @@ struct ProfileSchedule {
 std::vector<ProcessReport> read_reports(const std::string& dir);
 
 // The summary: a line per process that ran steps (by rank), then notes. `python`: whether the command
-// looked like Python before it ran (a different hint when no process reported).
+// looked like Python before it ran (a different hint when no process reported). `end_signal`: the
+// signal that ended the command (0: it exited); when `dumping`, its step in progress was not written.
 std::vector<std::string> summary_lines(const std::vector<ProcessReport>& reports, bool python,
-                                       const ProfileSchedule* schedule = nullptr);
+                                       const ProfileSchedule* schedule = nullptr, int end_signal = 0,
+                                       bool dumping = false);
 
 }  // namespace crosstrain::run

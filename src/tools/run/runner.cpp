@@ -172,7 +172,9 @@ int run_command(const RunRequest& request, const RunOptions& options) {
   {
     const ProfileSchedule schedule{static_cast<int>(o.integer("profile_wait")), static_cast<int>(o.integer("profile_warmup")),
                                    static_cast<int>(o.integer("profile_active")), static_cast<int>(o.integer("profile_repeat"))};
-    for (const auto& line : summary_lines(reports, kind.python, profile.empty() ? nullptr : &schedule)) note(line);
+    for (const auto& line : summary_lines(reports, kind.python, profile.empty() ? nullptr : &schedule,
+                                          WIFSIGNALED(status) ? WTERMSIG(status) : 0, !dump.empty()))
+      note(line);
   }
   std::error_code ec;
   fs::remove_all(state_dir, ec);
