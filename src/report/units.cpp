@@ -1,16 +1,27 @@
 #include "report/units.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 
 namespace crosstrain::report {
 
 namespace {
-std::string printf_string(const char* fmt, double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, fmt, v);
+
+// Beyond this a fixed-point figure is a row of digits nobody reads (and 1e308 would not fit any
+// buffer): it is printed in scientific notation instead, "1.00e+302 s".
+constexpr double kFixedLimit = 1e15;
+
+// `v` with `decimals` decimals and its unit ("12.35 ms"), in scientific notation past kFixedLimit,
+// "nan"/"inf"/"-inf" when it is not finite. Never cut off.
+std::string number_with_unit(double v, int decimals, const char* unit) {
+  if (!std::isfinite(v)) return std::string(std::isnan(v) ? "nan" : (v > 0 ? "inf" : "-inf")) + unit;
+  char buf[96];
+  if (std::fabs(v) >= kFixedLimit) std::snprintf(buf, sizeof buf, "%.2e%s", v, unit);
+  else std::snprintf(buf, sizeof buf, "%.*f%s", decimals, v, unit);
   return buf;
 }
+
 }  // namespace
 
 std::string format_bytes(std::optional<int64_t> bytes) {
@@ -32,20 +43,18 @@ std::string format_bytes(std::optional<int64_t> bytes) {
 
 std::string format_ms(std::optional<double> ms) {
   if (!ms) return "n/a";
-  return printf_string(*ms >= 100 ? "%.1f ms" : (*ms >= 1 ? "%.2f ms" : "%.3f ms"), *ms);
+  return number_with_unit(*ms, *ms >= 100 ? 1 : (*ms >= 1 ? 2 : 3), " ms");
 }
 
 std::string format_us(double us) {
-  if (std::fabs(us) >= 1e6) return printf_string("%.3f s", us / 1e6);
-  if (std::fabs(us) >= 1e3) return printf_string("%.3f ms", us / 1e3);
-  return printf_string("%.1f us", us);
+  if (std::fabs(us) >= 1e6) return number_with_unit(us / 1e6, 3, " s");
+  if (std::fabs(us) >= 1e3) return number_with_unit(us / 1e3, 3, " ms");
+  return number_with_unit(us, 1, " us");
 }
 
 std::string format_fixed(std::optional<double> v, int decimals) {
-  if (!v || !std::isfinite(*v)) return v ? (std::isnan(*v) ? "nan" : (*v > 0 ? "inf" : "-inf")) : "n/a";
-  char fmt[16];
-  std::snprintf(fmt, sizeof fmt, "%%.%df", decimals);
-  return printf_string(fmt, *v);
+  if (!v) return "n/a";
+  return number_with_unit(*v, std::clamp(decimals, 0, 17), "");
 }
 
 std::string format_percent(std::optional<double> fraction, int decimals) {
@@ -55,7 +64,8 @@ std::string format_percent(std::optional<double> fraction, int decimals) {
 
 std::string format_change(std::optional<double> a, std::optional<double> b) {
   if (!a || !b || *a == 0.0 || !std::isfinite(*a) || !std::isfinite(*b)) return "n/a";
-  return printf_string("%+.1f%%", (*b / *a - 1.0) * 100.0);
+  const double change = (*b / *a - 1.0) * 100.0;
+  return (change >= 0 ? "+" : "") + number_with_unit(change, 1, "%");
 }
 
 std::string format_count(int64_t n) {

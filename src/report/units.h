@@ -1,6 +1,8 @@
 #pragma once
 // Human-readable numbers for reports. Missing values are std::nullopt and render as "n/a":
-// a report never invents a number it did not measure.
+// a report never invents a number it did not measure. A figure too large for fixed point (1e15
+// and beyond, after its unit is chosen) prints in scientific notation with its unit ("1.00e+302 s"),
+// a non-finite one as "nan"/"inf"/"-inf": never as a row of digits cut off without its unit.
 #include <cstdint>
 #include <optional>
 #include <string>

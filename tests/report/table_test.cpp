@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <limits>
+
 using namespace crosstrain::report;
 
 TEST(Table, AlignsColumnsAndRejectsRaggedRows) {
@@ -28,6 +30,33 @@ TEST(Units, FormatsAndSaysNaForMissing) {
   EXPECT_EQ(format_count(25557032), "25,557,032");
   EXPECT_EQ(format_percent(0.1234), "12.3%");
   EXPECT_EQ(format_ms(117.4), "117.4 ms");
+}
+
+// Figures read from others' files can be absurd (1e308, a 300-digit number): they print with their
+// unit in scientific notation, never as 64 digits cut off without one.
+TEST(Units, AbsurdFiguresKeepTheirUnit) {
+  EXPECT_EQ(format_us(12.34), "12.3 us");
+  EXPECT_EQ(format_us(4560), "4.560 ms");
+  EXPECT_EQ(format_us(1.5e6), "1.500 s");
+  EXPECT_EQ(format_us(1e20), "100000000000000.000 s");  // just under the limit: still fixed point
+  EXPECT_EQ(format_us(1e308), "1.00e+302 s");
+  EXPECT_EQ(format_us(-1e308), "-1.00e+302 s");
+  EXPECT_EQ(format_ms(1e308), "1.00e+308 ms");
+  EXPECT_EQ(format_ms(0.25), "0.250 ms");
+  EXPECT_EQ(format_fixed(1e308, 3), "1.00e+308");
+  EXPECT_EQ(format_fixed(-1e300, 3), "-1.00e+300");
+  EXPECT_EQ(format_fixed(0.35, 3), "0.350");
+  EXPECT_EQ(format_fixed(std::numeric_limits<double>::infinity(), 3), "inf");
+  EXPECT_EQ(format_percent(-1e306), "-1.00e+308%");
+  EXPECT_EQ(format_change(1.0, 1e300), "+1.00e+302%");
+  EXPECT_EQ(format_change(2.0, 1.0), "-50.0%");
+  for (double v : {1e21, 9.99e307, std::numeric_limits<double>::max()}) {
+    for (const std::string& s : {format_us(v), format_ms(v), format_fixed(v, 3)}) {
+      EXPECT_LT(s.size(), 20u) << s;
+      EXPECT_NE(s.find("e+"), std::string::npos) << s;
+    }
+    EXPECT_LT(format_percent(v).size(), 20u) << format_percent(v);  // "1.00e+23%", "inf%"
+  }
 }
 
 // A name read from someone else's file reaches the terminal as text: ESC, BEL, the 8-bit CSI
