@@ -6,7 +6,9 @@
 #include <filesystem>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <sstream>
+#include <tuple>
 
 #include "report/input_file.h"
 #include "report/json_scanner.h"
@@ -14,6 +16,7 @@
 #include "report/table.h"
 #include "report/units.h"
 #include "tools/analyze/csv_reader.h"
+#include "tools/analyze/trace.h"
 
 namespace crosstrain::analyze {
 
@@ -87,9 +90,35 @@ bool read_json(const fs::path& p, nlohmann::json& j, std::vector<std::string>& n
   return true;
 }
 
-double jnum(const nlohmann::json& o, const char* key) {
-  auto it = o.find(key);
-  return it != o.end() && it->is_number() ? it->get<double>() : 0;
+// The largest plausible figure of a side file: a duration past kMaxDurationUs (11 days) is corrupt;
+// sizes (MB) and bandwidths (GB/s) get the same bound, far beyond any real one.
+constexpr double kMaxDurationMs = kMaxDurationUs / 1e3;
+constexpr double kMaxFigure = 1e12;
+
+// `o[key]` as a finite non-negative number up to `max_value`, into `v`. Anything else (absent, a
+// string such as "0.4", null, true, a negative or implausibly large number) is false and counted
+// in `bad` under `where` and the key: a value that is not there is never read as 0.
+bool json_figure(const nlohmann::json& o, const char* key, double max_value, double& v, CsvBadCells& bad,
+                 const std::string& where) {
+  const auto it = o.find(key);
+  const char* why = nullptr;
+  std::string shown;
+  if (it == o.end()) {
+    why = "absent";
+  } else if (it->is_number()) {
+    v = it->get<double>();
+    why = !std::isfinite(v) ? "not finite" : v < 0 ? "negative" : v > max_value ? "implausibly large" : nullptr;
+    if (why) shown = it->dump();
+  } else {
+    why = it->is_string()    ? "a string, not a number"
+          : it->is_null()    ? "null, not a number"
+          : it->is_boolean() ? "true or false, not a number"
+                             : "not a number";
+    shown = it->is_structured() ? (it->is_object() ? "{...}" : "[...]") : it->dump();
+  }
+  if (!why) return true;
+  bad.add_at(where + " " + key, shown, why);
+  return false;
 }
 
 void read_kernel_details(const fs::path& dir, AscendOutput& out) {
@@ -112,7 +141,7 @@ void read_kernel_details(const fs::path& dir, AscendOutput& out) {
   auto row = [&](const std::vector<std::string>& cells, size_t record) {
     double d = 0;
     const char* why = "";
-    if (!csv_decimal(cell(cells, dur), true, d, why)) return bad.add(record, dur_name, cell(cells, dur), why);
+    if (!csv_decimal(cell(cells, dur), true, d, why, kMaxDurationUs)) return bad.add(record, dur_name, cell(cells, dur), why);
     const std::string c = cell(cells, core), n = cell(cells, name);
     auto& ce = cores[c];
     ce.name = c.empty() ? "(unknown core)" : c, ++ce.count, ce.total_us += d;
@@ -145,7 +174,8 @@ void read_op_statistic(const fs::path& dir, AscendOutput& out) {
     double n = 0, us = 0;
     const char* why = "";
     if (count >= 0 && !csv_decimal(cell(cells, count), true, n, why)) return bad.add(record, "Count", cell(cells, count), why);
-    if (!csv_decimal(cell(cells, total), true, us, why)) return bad.add(record, "Total Time(us)", cell(cells, total), why);
+    if (!csv_decimal(cell(cells, total), true, us, why, kMaxDurationUs))
+      return bad.add(record, "Total Time(us)", cell(cells, total), why);
     out.op_statistic.push_back({cell(cells, type) + (core >= 0 ? " (" + cell(cells, core) + ")" : ""),
                                 static_cast<int64_t>(std::min(n, 9e18)), us});
   };
@@ -180,7 +210,7 @@ void read_step_trace(const fs::path& dir, AscendOutput& out) {
     for (const auto& [col, field] : numbers) {
       if (col < 0) continue;
       const char* why = "";
-      if (!csv_decimal(cell(cells, col), true, r.*field, why))
+      if (!csv_decimal(cell(cells, col), true, r.*field, why, kMaxDurationUs))
         return bad.add(record, head[static_cast<size_t>(col)], cell(cells, col), why);
     }
     out.steps.push_back(r);
@@ -209,8 +239,10 @@ void for_each_op(const nlohmann::json& j, F f) {
 
 void read_communication(const fs::path& dir, AscendOutput& out) {
   nlohmann::json j;
-  if (!read_json(dir / "communication.json", j, out.notes)) return;
+  const fs::path file = dir / "communication.json";
+  if (!read_json(file, j, out.notes)) return;
   out.has_communication = true;
+  CsvBadCells bad(file.string(), "value");
   std::map<std::string, AscendCollective> ops;
   for_each_op(j, [&](const std::string& op, const nlohmann::json& v) {
     if (op == "Total Op Info" || !v.is_object() || !v.contains("Communication Time Info")) return;
@@ -218,9 +250,19 @@ void read_communication(const fs::path& dir, AscendOutput& out) {
     if (!ti.is_object()) return;
     auto& c = ops[op];
     c.name = op;
-    c.elapse_ms += jnum(ti, "Elapse Time(ms)"), c.transit_ms += jnum(ti, "Transit Time(ms)");
-    c.wait_ms += jnum(ti, "Wait Time(ms)"), c.sync_ms += jnum(ti, "Synchronization Time(ms)");
+    ++out.comm_entries;
+    for (auto [key, sum, left_out] : {std::tuple{"Elapse Time(ms)", &c.elapse_ms, &out.comm_elapse_left_out},
+                                      std::tuple{"Transit Time(ms)", &c.transit_ms, &out.comm_transit_left_out},
+                                      std::tuple{"Wait Time(ms)", &c.wait_ms, &out.comm_wait_left_out}}) {
+      double ms = 0;
+      if (json_figure(ti, key, kMaxDurationMs, ms, bad, op)) *sum += ms;
+      else ++*left_out;
+    }
+    double sync = 0;  // shown in the JSON only; older files may lack it
+    if (ti.contains("Synchronization Time(ms)") && json_figure(ti, "Synchronization Time(ms)", kMaxDurationMs, sync, bad, op))
+      c.sync_ms += sync;
   });
+  bad.note_to(out.notes, "left out of the sums (never read as 0)");
   for (auto& [n, c] : ops) {
     out.collectives.push_back(c);
     out.comm_elapse_ms += c.elapse_ms, out.comm_wait_ms += c.wait_ms, out.comm_transit_ms += c.transit_ms;
@@ -233,15 +275,21 @@ void read_matrix(const fs::path& dir, AscendOutput& out) {
   nlohmann::json j;
   if (!read_json(dir / "communication_matrix.json", j, out.notes)) return;
   out.has_matrix = true;
+  CsvBadCells bad((dir / "communication_matrix.json").string(), "value");
   for_each_op(j, [&](const std::string& op, const nlohmann::json& v) {
     if (!v.is_object()) return;
     for (const auto& [link, l] : v.items()) {
       if (!l.is_object() || link.find('-') == std::string::npos) continue;
       std::string transport = l.contains("Transport Type") && l["Transport Type"].is_string() ? l["Transport Type"].get<std::string>() : "";
-      out.links.push_back({op, link, transport, jnum(l, "Transit Size(MB)"), jnum(l, "Transit Time(ms)"),
-                           jnum(l, "Bandwidth(GB/s)")});
+      AscendLink a{op, link, transport};
+      const std::string where = op + " " + link;
+      if (json_figure(l, "Transit Size(MB)", kMaxFigure, a.size_mb, bad, where) &&
+          json_figure(l, "Transit Time(ms)", kMaxDurationMs, a.time_ms, bad, where) &&
+          json_figure(l, "Bandwidth(GB/s)", kMaxFigure, a.bandwidth_gbps, bad, where))
+        out.links.push_back(std::move(a));
     }
   });
+  bad.note_to(out.notes, "those links left out");
   // Slowest first; links that moved nothing say nothing about speed.
   std::stable_sort(out.links.begin(), out.links.end(), [](const AscendLink& a, const AscendLink& b) {
     bool ma = a.size_mb > 0, mb = b.size_mb > 0;
@@ -326,7 +374,9 @@ nlohmann::json ascend_output_to_json(const AscendOutput& a) {
                      {"time_ms", l.time_ms}, {"bandwidth_gbps", l.bandwidth_gbps}});
   return {{"folder", a.folder}, {"cores", named(a.cores)}, {"kernels", kernels}, {"op_statistic", named(a.op_statistic)},
           {"steps", steps}, {"collectives", colls}, {"comm_elapse_ms", a.comm_elapse_ms}, {"comm_wait_ms", a.comm_wait_ms},
-          {"comm_transit_ms", a.comm_transit_ms}, {"links", links}, {"notes", a.notes},
+          {"comm_transit_ms", a.comm_transit_ms},
+          {"comm_left_out", {{"elapse", a.comm_elapse_left_out}, {"transit", a.comm_transit_left_out}, {"wait", a.comm_wait_left_out}}},
+          {"links", links}, {"notes", a.notes},
           {"agreement", {{"steps", a.agreement.steps}, {"computing_trace_us", a.agreement.computing_trace_us},
                          {"computing_csv_us", a.agreement.computing_csv_us}, {"comm_trace_us", a.agreement.comm_trace_us},
                          {"comm_csv_us", a.agreement.comm_csv_us},
@@ -370,18 +420,39 @@ std::string render_ascend_console(const std::vector<AscendOutput>& ranks, const 
   for (size_t i = 0; i < ranks.size(); ++i)
     if (ranks[i].has_communication) comm.push_back(i);
   if (comm.size() > 1) {
+    auto id = [&](size_t i) { return rank_ids.size() > i ? std::to_string(rank_ids[i]) : std::to_string(i); };
+    auto ms = [](const AscendOutput& r, double v, int64_t left_out) {
+      if (left_out == 0) return report::format_fixed(v, 3) + " ms";
+      return (left_out < r.comm_entries ? report::format_fixed(v, 3) + " ms" : std::string("n/a")) + " (" +
+             std::to_string(left_out) + " left out)";
+    };
     report::Table t({"Rank", "Comm. elapse", "Transit", "Wait", "Wait ratio"});
-    size_t least_wait = comm[0];
+    std::optional<size_t> least_wait;
+    std::string not_judged;
     for (size_t i : comm) {
       const auto& r = ranks[i];
-      t.add_row({rank_ids.size() > i ? std::to_string(rank_ids[i]) : std::to_string(i), report::format_fixed(r.comm_elapse_ms, 3) + " ms",
-                 report::format_fixed(r.comm_transit_ms, 3) + " ms", report::format_fixed(r.comm_wait_ms, 3) + " ms",
-                 report::format_percent(r.comm_elapse_ms > 0 ? r.comm_wait_ms / r.comm_elapse_ms : 0)});
-      if (r.comm_wait_ms < ranks[least_wait].comm_wait_ms) least_wait = i;
+      const bool ratio_known = r.comm_elapse_left_out == 0 && r.comm_wait_left_out == 0 && r.comm_elapse_ms > 0;
+      t.add_row({id(i), ms(r, r.comm_elapse_ms, r.comm_elapse_left_out), ms(r, r.comm_transit_ms, r.comm_transit_left_out),
+                 ms(r, r.comm_wait_ms, r.comm_wait_left_out),
+                 ratio_known ? report::format_percent(r.comm_wait_ms / r.comm_elapse_ms) : "n/a"});
+      // A wait time left out would make the rank's sum too small: it would look like the straggler.
+      if (r.comm_wait_left_out > 0 || r.collectives.empty()) {
+        not_judged += (not_judged.empty() ? "" : ", ") + id(i) +
+                      (r.collectives.empty() ? " (no collective)"
+                                             : " (" + std::to_string(r.comm_wait_left_out) + " wait time(s) left out)");
+        continue;
+      }
+      if (!least_wait || r.comm_wait_ms < ranks[*least_wait].comm_wait_ms) least_wait = i;
     }
-    out << "Communication by rank (communication.json)\n" << t.render()
-        << "Slow rank: " << (rank_ids.size() > least_wait ? std::to_string(rank_ids[least_wait]) : std::to_string(least_wait))
-        << " (waits least in collectives: the others wait for it to arrive)\n";
+    size_t judged = 0;
+    for (size_t i : comm) judged += ranks[i].comm_wait_left_out == 0 && !ranks[i].collectives.empty();
+    out << "Communication by rank (communication.json)\n" << t.render();
+    if (judged >= 2)
+      out << "Slow rank: " << id(*least_wait) << " (waits least in collectives: the others wait for it to arrive)"
+          << (not_judged.empty() ? "" : "; not judged: rank " + not_judged) << "\n";
+    else
+      out << "Slow rank: not given: fewer than two ranks have valid wait times (not judged: rank " << not_judged
+          << "; see the notes)\n";
   }
   std::vector<std::pair<int, AscendLink>> links;
   for (size_t i = 0; i < ranks.size(); ++i)

@@ -16,8 +16,12 @@
 // CSV files are read as RFC 4180, one record at a time (memory is one record, not the file); msprof
 // writes big numbers with a trailing tab (so spreadsheets keep the digits): cells are trimmed of
 // spaces and tabs. A number must be a plain non-negative decimal: a row whose cell is not (hex,
-// inf, a sign, text) is left out and the file's note names the first such cells. A file that is
-// missing is simply absent; one that cannot be read adds a note and is skipped.
+// inf, a sign, text) is left out and the file's note names the first such cells. A JSON figure
+// must be a JSON number, finite and non-negative: one that is not (absent, a string "0.4", null,
+// true, -5) is left out of its sum, never read as 0, and counted in the file's note. A duration
+// (CSV or JSON) above kMaxDurationUs (trace.h, 11 days), and a size or bandwidth above 1e12, is
+// implausible and left out the same way. A file that is missing is simply absent; one that cannot
+// be read adds a note and is skipped.
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -65,7 +69,9 @@ struct AscendOutput {
   std::vector<NamedTotal> op_statistic;   // "OP Type (Core Type)": count, total us
   std::vector<AscendStepRow> steps;
   std::vector<AscendCollective> collectives;  // communication.json, "Total Op Info" left out
-  double comm_elapse_ms = 0, comm_wait_ms = 0, comm_transit_ms = 0;
+  double comm_elapse_ms = 0, comm_wait_ms = 0, comm_transit_ms = 0;  // sums of the valid values
+  int64_t comm_entries = 0;  // collectives read, over all steps: each has an elapse, transit and wait time
+  int64_t comm_elapse_left_out = 0, comm_wait_left_out = 0, comm_transit_left_out = 0;  // values not valid
   std::vector<AscendLink> links;          // communication_matrix.json, slowest first
   std::vector<std::string> notes;
   AscendAgreement agreement;              // filled by compare_with_trace
@@ -82,7 +88,10 @@ std::string ascend_output_dir_of(const std::string& trace_path);
 void compare_with_trace(AscendOutput& out, const TraceAnalysis& trace);
 
 // Several ranks: the slow rank (most time waiting in collectives: others arrive late at it, so
-// the rank that waits least is the straggler) and the slowest links.
+// the rank that waits least is the straggler) and the slowest links. The slow rank is judged over
+// the ranks whose wait times are all valid: a rank with a wait time left out (its sum would be too
+// small, and it would look like the straggler) or with none is not judged, and said so; with
+// fewer than two such ranks there is no verdict.
 std::string render_ascend_console(const std::vector<AscendOutput>& ranks, const std::vector<int>& rank_ids);
 
 nlohmann::json ascend_output_to_json(const AscendOutput& a);

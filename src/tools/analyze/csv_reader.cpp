@@ -78,7 +78,7 @@ bool CsvReader::next(std::vector<std::string>& cells) {
   return true;
 }
 
-bool csv_decimal(const std::string& s, bool non_negative, double& value, const char*& why) {
+bool csv_decimal(const std::string& s, bool non_negative, double& value, const char*& why, double max_value) {
   size_t i = 0, digits = 0;
   if (i < s.size() && (s[i] == '-' || s[i] == '+')) ++i;
   while (i < s.size() && s[i] >= '0' && s[i] <= '9') ++i, ++digits;
@@ -95,21 +95,25 @@ bool csv_decimal(const std::string& s, bool non_negative, double& value, const c
   value = std::strtod(s.c_str(), nullptr);
   if (!std::isfinite(value)) return why = "out of range", false;
   if (non_negative && value < 0) return why = "negative", false;
+  if (value > max_value) return why = "implausibly large", false;
   return true;
 }
 
 void CsvBadCells::add(size_t record, const std::string& column, const std::string& value, const char* why) {
+  add_at("record " + std::to_string(record) + " " + column, value, why);
+}
+
+void CsvBadCells::add_at(const std::string& where, const std::string& value, const char* why) {
   if (++count_ > 3) return;
   std::string shown = value.size() > 40 ? value.substr(0, 40) + "..." : value;
   for (char& ch : shown)
     if (static_cast<unsigned char>(ch) < 0x20) ch = ' ';
-  examples_ += (examples_.empty() ? "" : "; ") + std::string("record ") + std::to_string(record) + " " + column + " '" +
-               shown + "': " + why;
+  examples_ += (examples_.empty() ? "" : "; ") + where + " '" + shown + "': " + why;
 }
 
 void CsvBadCells::note_to(std::vector<std::string>& notes, const char* consequence) const {
   if (count_ > 0)
-    notes.push_back(file_ + ": " + std::to_string(count_) + " bad cell(s), " + consequence + " (" + examples_ +
+    notes.push_back(file_ + ": " + std::to_string(count_) + " bad " + noun_ + "(s), " + consequence + " (" + examples_ +
                     (count_ > 3 ? "; ..." : "") + ")");
 }
 

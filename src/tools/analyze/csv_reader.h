@@ -12,6 +12,7 @@
 //   if (csv.unterminated()) ...                       // the last record ran into the end inside quotes
 #include <cstddef>
 #include <fstream>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -35,21 +36,27 @@ class CsvReader {
   bool unterminated_ = false;
 };
 
-// A cell that must hold a plain decimal number ("123.456", "1e3"): no hex, inf or nan, and no
-// negative value when `non_negative`. On false, `why` says what is wrong ("empty", "negative" ...).
-bool csv_decimal(const std::string& cell, bool non_negative, double& value, const char*& why);
+// A cell that must hold a plain decimal number ("123.456", "1e3"): no hex, inf or nan, no negative
+// value when `non_negative`, none above `max_value` (a duration: kMaxDurationUs, trace.h). On
+// false, `why` says what is wrong ("empty", "negative", "implausibly large" ...).
+bool csv_decimal(const std::string& cell, bool non_negative, double& value, const char*& why,
+                 double max_value = std::numeric_limits<double>::max());
 
 // Cells that do not hold what their column promises: counted, the first three kept as examples
 // ("record 4 Duration(us) '0x10': not a decimal number"), one note per file.
 class CsvBadCells {
  public:
-  explicit CsvBadCells(std::string file) : file_(std::move(file)) {}
+  explicit CsvBadCells(std::string file, std::string noun = "cell") : file_(std::move(file)), noun_(std::move(noun)) {}
   void add(size_t record, const std::string& column, const std::string& value, const char* why);
+  // The same for a value found elsewhere than in a record (a JSON file: "step1 hcom_allReduce_1
+  // Wait Time(ms)").
+  void add_at(const std::string& where, const std::string& value, const char* why);
   // "<file>: N bad cell(s), <consequence> (examples)"; nothing when every cell was good.
   void note_to(std::vector<std::string>& notes, const char* consequence) const;
+  size_t count() const { return count_; }
 
  private:
-  std::string file_;
+  std::string file_, noun_;
   size_t count_ = 0;
   std::string examples_;
 };

@@ -16,6 +16,11 @@
 
 namespace crosstrain::analyze {
 
+// Beyond this a duration is corrupt, not merely long: one event (or one figure of a profiler's
+// side file) lasting more than 11 days. The trace reader drops such events; side files leave the
+// value out.
+inline constexpr double kMaxDurationUs = 1e12;
+
 // Interned strings: id 0 is always the empty string.
 class StringTable {
  public:

@@ -8,10 +8,9 @@ namespace crosstrain::analyze {
 
 namespace {
 
-// Beyond these a trace is corrupt, not merely long: ~3 years of epoch microseconds past 2100 and
-// a single event lasting more than 11 days.
+// Beyond this a trace is corrupt, not merely long: ~3 years of epoch microseconds past 2100 (and a
+// single event lasting more than 11 days: kMaxDurationUs, trace.h).
 constexpr double kMaxAbsTimestampUs = 1e17;
-constexpr double kMaxDurationUs = 1e12;
 
 }  // namespace
 
