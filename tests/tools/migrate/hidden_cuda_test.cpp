@@ -3,6 +3,7 @@
 // dictionary map_location, amp calls that cannot get their device, flagged calls, and files where
 // torch itself is optional.
 #include "tools/migrate/file_migration.h"
+#include "tools/migrate/migration_test_support.h"
 
 #include <gtest/gtest.h>
 
@@ -11,22 +12,11 @@
 #include <vector>
 
 using namespace crosstrain::migrate;
+using namespace crosstrain::migrate::testing;
 
 namespace {
 
 const Target A = Target::DeviceAgnostic, N = Target::Npu, C = Target::Cpu;
-
-std::vector<std::pair<std::string, size_t>> flagged(const FileMigration& m) {
-  std::vector<std::pair<std::string, size_t>> out;
-  for (const auto& f : m.findings) out.emplace_back(f.rule->id, f.line);
-  return out;
-}
-
-bool fails_check(const FileMigration& m) {
-  for (const auto& f : m.findings)
-    if (finding_fails_check(*f.rule)) return true;
-  return false;
-}
 
 TEST(HiddenCuda, NamesImportedFromTorchCudaAreFlaggedAtTheImport) {
   const std::string src =

@@ -1,12 +1,14 @@
 // CUDA written as strings: device strings built from pieces ("cuda:" + str(i), joins, formats
 // with a "cuda" argument) are rewritten whole or flagged, never left for --check to pass.
 #include "tools/migrate/file_migration.h"
+#include "tools/migrate/migration_test_support.h"
 
 #include <gtest/gtest.h>
 
 #include <algorithm>
 
 using namespace crosstrain::migrate;
+using namespace crosstrain::migrate::testing;
 
 namespace {
 
@@ -78,12 +80,6 @@ TEST_P(StringDevice, RewritesWholeAndIsIdempotent) {
 
 INSTANTIATE_TEST_SUITE_P(Builds, StringDevice, ::testing::ValuesIn(cases()),
                          [](const ::testing::TestParamInfo<Case>& info) { return std::string(info.param.name); });
-
-std::vector<std::pair<std::string, size_t>> flagged(const FileMigration& m) {
-  std::vector<std::pair<std::string, size_t>> out;
-  for (const auto& f : m.findings) out.emplace_back(f.rule->id, f.line);
-  return out;
-}
 
 TEST(StringDevice, CudaPiecesThatAreNotRewrittenAreFlagged) {
   const std::string src =

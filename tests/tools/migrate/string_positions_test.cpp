@@ -2,6 +2,7 @@
 // that happens to read "cuda" (attribute names, Enum values, paths, messages) is left as written,
 // and other positions are flagged, never silently converted.
 #include "tools/migrate/file_migration.h"
+#include "tools/migrate/migration_test_support.h"
 
 #include <gtest/gtest.h>
 
@@ -10,20 +11,11 @@
 #include <vector>
 
 using namespace crosstrain::migrate;
+using namespace crosstrain::migrate::testing;
 
 namespace {
 
 const Target A = Target::DeviceAgnostic, N = Target::Npu, C = Target::Cpu;
-
-std::vector<std::pair<std::string, size_t>> flagged(const FileMigration& m) {
-  std::vector<std::pair<std::string, size_t>> out;
-  for (const auto& f : m.findings) out.emplace_back(f.rule->id, f.line);
-  return out;
-}
-
-std::string output(const FileMigration& m, const std::string& input) {
-  return m.status == FileStatus::Migrated ? m.migrated : input;
-}
 
 TEST(StringPosition, DataThatReadsCudaIsLeftAloneAndNotFlagged) {
   const std::string src =
