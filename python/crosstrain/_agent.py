@@ -190,11 +190,7 @@ def _patch_data_loading(torch, recorder):
 
     @functools.wraps(original)
     def __next__(it):
-        before, recorder.busy = recorder.busy, True
-        try:
-            return original(it)
-        finally:
-            recorder.busy = before
+        return recorder.outside_steps(original, it)
     __next__._crosstrain = True
     cls.__next__ = __next__
 

@@ -406,16 +406,15 @@ class Recorder:
                 self.file = open_in(os.path.join(directory, f"pid{os.getpid()}"))
         return self.file
 
+    @_agent_operators
+    def outside_steps(self, fn, *args):
+        """fn(*args) with nothing recorded and no step opened (a DataLoader making a batch)."""
+        return fn(*args)
+
+    @_agent_operators
     def emit(self, base, kind, tensor, extra=None, unique=True, replaceable=False, inputs=None):
         """Names, filters, disturbs (test aid), checks and queues one tensor; returns its name.
         inputs: an operator's (args, kwargs), for the non-finite watch."""
-        before, self.busy = self.busy, True  # the operators run here are the agent's, not the script's
-        try:
-            return self._emit(base, kind, tensor, extra, unique, replaceable, inputs)
-        finally:
-            self.busy = before
-
-    def _emit(self, base, kind, tensor, extra, unique, replaceable, inputs):
         f = self.dump_file() if self.selected_step(self.step) else None
         name = f.unique(self.step, base) if (f is not None and unique) else base
         replaced = None

@@ -12,6 +12,7 @@ and accelerate's set_seed do) keeps its own seeds: from then on its DataLoaders 
 the agent's, so they draw from torch's global generator as they do without the agent, and the
 script's results are the ones it gives alone.
 """
+import functools
 import os
 import random
 
@@ -61,6 +62,7 @@ class Seeder:
             return
         seeder = self
 
+        @functools.wraps(original)
         def manual_seed(seed):
             if not seeder._script_seeded:
                 seeder._script_seeded = True
@@ -68,7 +70,6 @@ class Seeder:
             return original(seed)
 
         manual_seed._crosstrain = True
-        manual_seed.__doc__, manual_seed.__name__ = original.__doc__, original.__name__
         torch.manual_seed = manual_seed
         if getattr(torch.random, "manual_seed", None) is original:
             torch.random.manual_seed = manual_seed
