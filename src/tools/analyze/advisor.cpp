@@ -26,6 +26,14 @@ std::string share_text(const TraceAnalysis& a, double us) {
          format_count(static_cast<int64_t>(a.steps.size())) + " step(s)";
 }
 
+// Kernel time summed over streams can pass the step's length when streams overlap: then it is said
+// as a sum, beside the union (device busy), instead of as a share of the step.
+std::string kernel_time_text(const TraceAnalysis& a) {
+  if (a.kernel_us <= a.total.device_busy_us || a.total.device_busy_us <= 0) return "all kernels " + share_text(a, a.kernel_us);
+  return "all kernels " + format_us(a.kernel_us) + " summed over streams; device busy " +
+         share_text(a, a.total.device_busy_us);
+}
+
 std::string top_names(const std::vector<NamedTotal>& v, size_t n = 3) {
   std::string s;
   for (size_t i = 0; i < v.size() && i < n; ++i)
@@ -181,7 +189,7 @@ const std::vector<AdvisorRule>& trace_rules() {
      },
      [](const TraceAnalysis& a) {
        return format_count(a.short_kernel_count) + " kernels under 10 us of " + format_count(a.kernel_count) +
-              "; all kernels " + share_text(a, a.kernel_us);
+              "; " + kernel_time_text(a);
      }},
     {"host_sync", "Host synchronizations inside the step", 0, "> 0 per step",
      "Remove .item(), .cpu(), .tolist(), print(tensor) and explicit synchronize() calls from the step; "

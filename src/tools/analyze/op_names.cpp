@@ -172,6 +172,12 @@ bool is_autograd_wrapper_name(std::string_view n) {
 
 bool is_online_compile_name(std::string_view n) { return contains_ci(n, "aclopCompile"); }
 
+// A device's DMA transfer named as such (MTIA's "dma_request" events, with a direction and a size in
+// their args): a copy, not a kernel.
+bool is_dma_name(std::string_view n) {
+  return n.size() >= 4 && (n.substr(0, 4) == "dma_" || n.substr(0, 4) == "DMA_" || n.substr(0, 4) == "Dma_");
+}
+
 bool is_pageable_copy_name(std::string_view n) { return contains_ci(n, "memcpy") && contains_ci(n, "pageable"); }
 
 bool is_fp32_input(std::string_view dtypes) {
@@ -281,7 +287,7 @@ const NameInfo& NameInfoCache::operator()(uint32_t id) {
     i.online_compile = is_online_compile_name(n);
     i.pageable_copy = is_pageable_copy_name(n);
     i.type = op_type_of(n);
-    i.memcpy = contains_ci(n, "memcpy");
+    i.memcpy = contains_ci(n, "memcpy") || is_dma_name(n);
     i.memset = contains_ci(n, "memset");
     i.allocator_call = is_allocator_call_name(n);
     i.launch_call = is_launch_call_name(n);

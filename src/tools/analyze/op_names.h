@@ -68,6 +68,7 @@ bool is_autograd_wrapper_name(std::string_view name);
 bool is_online_compile_name(std::string_view name);
 // A device copy to or from pageable host memory: "Memcpy DtoH (Device -> Pageable)".
 bool is_pageable_copy_name(std::string_view name);
+bool is_dma_name(std::string_view name);  // a device DMA transfer ("dma_request"): a copy
 // "float", "double" inputs, no half types: a matmul/conv that runs in fp32.
 bool is_fp32_input(std::string_view dtypes_json);
 

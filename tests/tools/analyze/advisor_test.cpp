@@ -66,6 +66,30 @@ TEST(Advisor, ShortDeviceOps) {
   EXPECT_FALSE(fires(longs, "short_device_ops"));
 }
 
+// Kernels on two streams that overlap add up to more than the step: the evidence says the sum is a
+// sum over streams and gives the share of the union (device busy), never a share above 100%.
+TEST(Advisor, ShortDeviceOpsEvidenceOnOverlappingStreamsStaysAShareOfTheStep) {
+  KinetoTraceWriter w;
+  w.step("ProfilerStep#1", 0, 2100);
+  for (int i = 0; i < 200; ++i) {
+    w.launch(i * 10, 2, "small_kernel", i * 10 + 3, 8, "kernel", 7);
+    w.launch(i * 10 + 1, 2, "other_kernel", i * 10 + 4, 8, "kernel", 9);
+  }
+  auto a = analyze_trace(parse_trace(w.json(), "streams.json"));
+  ASSERT_GT(a.kernel_us, a.total.duration_us);
+  const Finding* f = nullptr;
+  const auto findings = run_advisor(a);
+  for (const auto& g : findings)
+    if (g.rule == "short_device_ops") f = &g;
+  ASSERT_NE(f, nullptr);
+  EXPECT_NE(f->evidence.find("summed over streams"), std::string::npos) << f->evidence;
+  EXPECT_NE(f->evidence.find("device busy"), std::string::npos) << f->evidence;
+  for (size_t p = f->evidence.find('%'); p != std::string::npos; p = f->evidence.find('%', p + 1)) {
+    size_t b = f->evidence.rfind(' ', p);
+    EXPECT_LE(std::stod(f->evidence.substr(b + 1, p - b - 1)), 100.0) << f->evidence;
+  }
+}
+
 TEST(Advisor, HostSync) {
   // loss.item(): the copy from the device under it.
   EXPECT_TRUE(fires(gpu_step().op("aten::item", 900, 40).runtime("cudaMemcpyAsync", 905, 30), "host_sync"));

@@ -59,20 +59,25 @@ TEST(GpuFieldNames, BroadcastKernelCountsAsCompute) {
 
 // MTIA's device events (HolisticTraceAnalysis's mtia traces: category mtia_ccp_events, a category no
 // table knows): an event_wait is the stream waiting for another, not a kernel; the device is busy
-// only with the real one.
+// only with the real one and the DMA transfer, which is a copy.
 TEST(GpuFieldNames, DeviceStreamWaitsAreNotKernels) {
   KinetoTraceWriter w;
   w.step("ProfilerStep#1", 0, 1000)
       .op("aten::mul", 5, 30)
       .launch(10, 5, "mul-dtype_Float", 20, 100, "mtia_ccp_events", 3)
       .launch(40, 5, "event_wait", 130, 700, "mtia_ccp_events", 3)
-      .launch(50, 5, "event_record", 840, 2, "mtia_ccp_events", 3);
+      .launch(50, 5, "event_record", 840, 2, "mtia_ccp_events", 3)
+      .launch(60, 5, "dma_request", 850, 40, "mtia_ccp_events", 3);
   TraceAnalysis a = analyzed(w);
   EXPECT_EQ(a.kernel_count, 1);
   EXPECT_DOUBLE_EQ(a.kernel_us, 100.0);
   ASSERT_EQ(a.steps.size(), 1u);
-  EXPECT_DOUBLE_EQ(a.steps[0].device_busy_us, 100.0);
-  for (const auto& k : a.top_kernels) EXPECT_NE(k.name, "event_wait");
+  // The DMA transfer is a copy: the device is busy with it, but it is no kernel.
+  EXPECT_DOUBLE_EQ(a.steps[0].device_busy_us, 140.0);
+  for (const auto& k : a.top_kernels) {
+    EXPECT_NE(k.name, "event_wait");
+    EXPECT_NE(k.name, "dma_request");
+  }
 }
 
 // A 2000 us step; one hipGraphLaunch at [100, 150] whose graph runs three kernels back to back
