@@ -46,7 +46,9 @@ Examples:
   crosstrain launch --standalone --nproc_per_node=gpu -- python train.py   # torchrun's spellings
 
 A first word after '--' that names a crosstrain command runs this crosstrain; any other is a
-program found as the shell would (a '/' in it, or on PATH), run without an interpreter in front.
+program found as the shell would (a '/' in it, or on PATH), run without an interpreter in front,
+except a Python script that is no such program (`-- train.py ARGS`), which runs as torchrun runs it:
+`python -u train.py ARGS`, with the python (else python3) on PATH.
 --nproc-per-node takes a number or auto, cpu, gpu (cuda), npu: one worker per visible device of that
 kind (auto: GPUs, else NPUs, else CPUs). torchrun's underscore spellings (--nproc_per_node,
 --master_port, ...) are accepted too. Each worker gets RANK, LOCAL_RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT and torchrun's other
@@ -70,6 +72,26 @@ bool is_crosstrain_command(const CLI::App& top, const std::string& word) {
   return false;
 }
 
+bool is_python_script(const std::string& word) {
+  std::error_code ec;
+  return word.size() > 3 && word.compare(word.size() - 3, 3, ".py") == 0 && std::filesystem::is_regular_file(word, ec);
+}
+
+// torchrun runs a script with its Python: `-- train.py ARGS` (a script that is no program on PATH)
+// runs `python -u train.py ARGS` with the Python on PATH (python, else python3), said once.
+launch::Program python_program(const std::vector<std::string>& command, const std::string& path) {
+  launch::Program program;
+  program.path = launch::find_program("python", path);
+  if (program.path.empty()) program.path = launch::find_program("python3", path);
+  if (program.path.empty())
+    throw std::invalid_argument("launch: '" + command.front() + "' is a Python script, and no python or python3 is on PATH");
+  program.argv = {program.path, "-u"};
+  program.argv.insert(program.argv.end(), command.begin(), command.end());
+  std::cerr << "crosstrain launch: running " << command.front() << " with " << program.path << " -u, as torchrun does"
+            << std::endl;
+  return program;
+}
+
 launch::Program worker_program(const CLI::App& top, const std::vector<std::string>& command) {
   launch::Program program;
   const std::string& first = command.front();
@@ -84,12 +106,15 @@ launch::Program worker_program(const CLI::App& top, const std::vector<std::strin
     return program;
   }
   const char* path_variable = std::getenv("PATH");
-  program.path = launch::find_program(first, path_variable ? path_variable : "/usr/bin:/bin");
-  if (program.path.empty())
-    throw std::invalid_argument("launch: '" + first + "' is neither a crosstrain command nor " +
-                                (first.find('/') != std::string::npos ? "an executable file" : "a program on PATH"));
-  program.argv = command;
-  return program;
+  const std::string path = path_variable ? path_variable : "/usr/bin:/bin";
+  program.path = launch::find_program(first, path);
+  if (!program.path.empty()) {
+    program.argv = command;
+    return program;
+  }
+  if (is_python_script(first)) return python_program(command, path);
+  throw std::invalid_argument("launch: '" + first + "' is neither a crosstrain command nor " +
+                              (first.find('/') != std::string::npos ? "an executable file" : "a program on PATH"));
 }
 
 // Elastic node counts are torchrun's: the process becomes torchrun, which runs this command.

@@ -263,6 +263,16 @@ TEST(Launch, RunsCrosstrainCommandsAndPython) {
   EXPECT_EQ(py.exit_code, 0) << py.output;
   EXPECT_EQ(count_of(py.output, "[rank0]: 0 2\n"), 1u) << py.output;
   EXPECT_EQ(count_of(py.output, "[rank1]: 1 2\n"), 1u) << py.output;
+
+  // A script named alone runs with the Python on PATH, as torchrun runs it, with its own flags.
+  const auto dir = crosstrain::testing::scratch_dir("launch_script");
+  std::ofstream(dir / "worker.py") << "import os, sys\nprint(os.environ['RANK'], sys.argv[1:], '-u' in sys.orig_argv)\n";
+  const std::string python_dir = std::filesystem::path(crosstrain::testing::python()).parent_path().string();
+  auto script = run_command("cd " + dir.string() + " && PATH=" + python_dir + ":/usr/bin:/bin " +
+                            launch("--nproc-per-node 2 -- worker.py --epochs 1"));
+  EXPECT_EQ(script.exit_code, 0) << script.output;
+  EXPECT_EQ(count_of(script.output, "[rank1]: 1 ['--epochs', '1'] True\n"), 1u) << script.output;
+  EXPECT_NE(script.output.find("with " + python_dir + "/python"), std::string::npos) << script.output;
 }
 
 TEST(Launch, UsageErrorsAreOneLineAndExitTwo) {
