@@ -92,6 +92,7 @@ class Agent:
                 self.recorder.close(self._run_info())
             except Exception as e:
                 _say(f"could not finish the dump: {type(e).__name__}: {e}")
+        self.state["closed"] = True  # the dump is finished: a signal after this lost nothing
         self._write_state()
 
     def on_step_end(self, step):
@@ -150,7 +151,8 @@ class Agent:
         where = finding.get("user_source") or finding.get("source")
         _say(f"first non-finite tensor: {finding['record']} at step {finding['step']} "
              f"({finding['nan_count']} NaN, {finding['inf_count']} Inf)"
-             + (f", {where}: {finding.get('code', '')}" if where else "") + "; stopping the run")
+             + (f", {where}: {finding.get('code', '')}" if where else "")
+             + (f" ({finding['note']})" if finding.get("note") else "") + "; stopping the run")
         self.close()
         os._exit(1)
 
@@ -177,6 +179,10 @@ def _patch_losses(torch, recorder):
     for cls in _grad_scaler_classes():
         if "scale" in cls.__dict__ and not getattr(cls.scale, "_crosstrain", False):
             cls.scale = _wrap_scale(cls.scale, recorder)
+        for name in ("unscale_", "update"):
+            method = cls.__dict__.get(name)
+            if method is not None and not getattr(method, "_crosstrain", False):
+                setattr(cls, name, _scaler_work(method, recorder))
 
 
 def _patch_data_loading(torch, recorder):
@@ -206,10 +212,18 @@ def _grad_scaler_classes():
     return list(dict.fromkeys(out))
 
 
+def _scaler_work(method, recorder):
+    @functools.wraps(method)
+    def wrapper(*args, **kwargs):
+        return recorder.scaler_call(method, *args, **kwargs)
+    wrapper._crosstrain = True
+    return wrapper
+
+
 def _wrap_scale(scale, recorder):
     @functools.wraps(scale)
     def wrapper(scaler, outputs):
-        result = scale(scaler, outputs)
+        result = recorder.scaler_call(scale, scaler, outputs)
         if hasattr(result, "numel"):
             recorder.on_scale(scaler, outputs, result)
         return result

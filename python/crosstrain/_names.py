@@ -4,7 +4,10 @@ The script never tells the agent which module is its model. The first module cal
 module is running is a root: its submodules and parameters are named from it. The first root that
 has parameters is named like the model itself ("", so its submodules are "layer1.0.conv1"); any
 other root (a loss module, a second network of a GAN) is prefixed with its class name
-("Discriminator.main.0"), with "#k" for a further instance of the same class. Wrappers that only
+("Discriminator.main.0"), with "_2", "_3", ... for a further root of the same class, the model's
+own class counting as taken (a model "" is labelled by its class: Lightning's autoencoder calls an
+encoder and a decoder that are both `Sequential`, named "" and "Sequential_2"; "#k" stays the
+repetition of a record name in a step). Wrappers that only
 forward to the model (DistributedDataParallel, DataParallel, torch.compile's module) are
 transparent: their inner module's names are used, so one process and N ranks dump the same names.
 """
@@ -82,14 +85,14 @@ class ModuleNames:
     def _register_root(self, module):
         inner = unwrap(module)
         has_params = next(iter(inner.parameters()), None) is not None
+        cls = type(inner).__name__
+        n = self._class_count.get(cls, 0)
+        self._class_count[cls] = n + 1
         if has_params and not self._main_taken:
-            prefix = ""
+            prefix = ""  # labelled by its class, which it takes
             self._main_taken = True
         else:
-            cls = type(inner).__name__
-            n = self._class_count.get(cls, 0)
-            self._class_count[cls] = n + 1
-            prefix = cls if n == 0 else f"{cls}#{n}"
+            prefix = cls if n == 0 else f"{cls}_{n + 1}"
         m = module
         while m is not inner:
             self._transparent.add(id(m))

@@ -19,7 +19,7 @@ import os
 import threading
 import weakref
 
-from . import _source
+from . import _source, _stats
 from ._dumpfile import _escape, encode
 from ._stats import dtype_name
 
@@ -227,7 +227,7 @@ class OpMode(_dispatch_mode_base()):
             if phase == "forward":
                 self._pending.append((t, (module, source, user)))
             self._made_by(t, record, rec.last_file if rec.tensors else None)
-            self._last_output = (weakref.ref(t), t._version, self._calls)
+            self._last_output = (weakref.ref(t), _stats.version(t), self._calls)
 
     def _shares(self, x, t):
         """t holds x's memory (same first element, count, dtype, both contiguous on the CPU) and x is
@@ -236,7 +236,8 @@ class OpMode(_dispatch_mode_base()):
         can write x without a version change, through numpy or .data; an _unsafe_view comes from
         inside composite operators, matmul's and reshape's, right after the operator that made x.)"""
         last = self._last_output
-        if last is None or last[2] != self._calls - 1 or last[0]() is not x or x._version != last[1]:
+        if last is None or last[1] is None or last[2] != self._calls - 1 or last[0]() is not x \
+                or _stats.version(x) != last[1]:
             return
         if not (t.is_cpu and x.is_cpu and t.dtype == x.dtype and t.numel() == x.numel()
                 and t.data_ptr() == x.data_ptr() and t.is_contiguous() and x.is_contiguous()):
@@ -264,14 +265,17 @@ class OpMode(_dispatch_mode_base()):
     def _made_by(self, t, record, rel):
         """Remembers that record is t (for the next operators' "from" and, in tensors mode, their
         saved inputs), until t changes in place."""
+        version = _stats.version(t)
+        if version is None:
+            return
         try:
-            self._made[id(t)] = (weakref.ref(t), t._version, record, rel)
+            self._made[id(t)] = (weakref.ref(t), version, record, rel)
         except TypeError:
             pass
 
     def _maker(self, t):
         entry = self._made.get(id(t))
-        if entry is not None and entry[0]() is t and entry[1] == t._version:
+        if entry is not None and entry[0]() is t and entry[1] == _stats.version(t):
             return entry
         return None
 

@@ -6,11 +6,14 @@ A step's window opens at its first module call, or in a script that calls no mod
 operator on a tensor that requires gradients with gradients enabled (so the model's construction,
 its initialisation under no_grad and the data loading before the forward are not part of step 0),
 and closes when the step ends. What runs while a DataLoader makes a batch in this process (its
-transforms, which may be modules such as torchvision's Normalize) is never recorded. A window opened by an operator is provisional: a model that copies
-layers in its __init__ with gradients on runs such operators before its first forward, so the
-first call of a module with parameters starts the window again and what was recorded before it
-is dropped. On steps that are not
-dumped nothing is installed. Every tensor goes through `emit`, which names it, applies the filter,
+transforms, which may be modules such as torchvision's Normalize) is never recorded. Two kinds of
+window are provisional, and the first call of a module with parameters (with gradients on, for the
+second) starts the window again, dropping what was recorded before it: one opened by an operator (a
+model that copies layers in its __init__ with gradients on runs such operators before its first
+forward), and one opened by a forward without gradients (a validation batch after an optimizer
+step, Lightning's sanity check), which at the end of a run that stepped is dropped too. A script that
+only runs forwards without gradients (an evaluation) keeps them. On steps that are not dumped
+nothing is installed. Every tensor goes through `emit`, which names it, applies the filter,
 the test disturbance and the non-finite check, and queues it with its statistics.
 """
 import functools
@@ -94,7 +97,8 @@ class Recorder:
         self.step = 0
         self.armed = False          # this step is recorded; waiting for its first module call
         self.open = False           # the window is open: hooks record
-        self.provisional = None     # opened by an operator: the dump's mark to go back to
+        self.provisional = None     # a window that may not be the step's: the dump's mark to go back to
+        self.provisional_kind = None  # "operator" (opened by one) or "no_grad" (by a forward without gradients)
         self.finished = False       # past the last dumped step (no stop_on_nonfinite)
         self.in_optimizer = False
         self.backward_site = (None, None)  # (source, user) of this step's latest backward() call
@@ -103,6 +107,9 @@ class Recorder:
         self._losses = []           # this step's losses (for loss.jsonl)
         self._loss_log = []         # (step, mean loss tensor or float) not yet written
         self._scaled = {}           # id(scaled loss) -> (loss, scale)
+        self._closure_calls = 0     # this step's closure evaluations (LBFGS evaluates one several times)
+        self._step_scaler = None    # the GradScaler that scaled this step's loss (its backward overflows by design)
+        self.in_scaler = False      # a GradScaler's own work (scale, unscale_, update) is running
         self.watch = NonfiniteWatch(torch, state, on_stop)
         self.last_file = None
         self.busy = False
@@ -136,6 +143,7 @@ class Recorder:
 
     @_guarded
     def on_closure_begin(self, optimizer):
+        self._closure_calls += 1
         self.in_optimizer = False  # the closure's operators are the step's forward and backward
         if self._mode is not None:
             self._mode.resume()
@@ -155,6 +163,10 @@ class Recorder:
     @_guarded
     def on_skipped_optimizer(self, optimizer):
         self.on_optimizer(optimizer)
+        if self.watch.deferred is not None:
+            scaler = self._step_scaler
+            scale = float(scaler.get_scale()) if scaler is not None else None
+            self.watch.judge_scaled_step(True, scale)
 
     def _param_grads(self, optimizer):
         if self.open and self.modules:
@@ -167,6 +179,12 @@ class Recorder:
     @_guarded
     def on_step_end(self, step):
         self.in_optimizer = False
+        self._step_scaler = None
+        if self._closure_calls > 1 and self._losses:  # a line search: the step's loss is its first evaluation's
+            self._losses = self._losses[:1]
+        self._closure_calls = 0
+        if self.watch.deferred is not None:
+            self.watch.judge_scaled_step(False, None)
         self._close_window()
         self._log_step_loss(step)
         if self.file is not None:
@@ -202,7 +220,7 @@ class Recorder:
         """Records nothing more in this process (hooks removed, the mode popped where it can be)."""
         self.armed = self.open = False
         self.finished = True
-        self.provisional = None
+        self.provisional = self.provisional_kind = None
         self._remove_module_hooks()
         if self._mode is not None:
             self._mode.pop()
@@ -247,14 +265,19 @@ class Recorder:
         if self.armed and not self.open:
             self._open_window()
             if self.open:
-                self.provisional = self.file.mark() if self.file is not None else ()
+                self._mark_provisional("operator")
+
+    def _mark_provisional(self, kind):
+        self.provisional = self.file.mark() if self.file is not None else ()
+        self.provisional_kind = kind
 
     def _restart_window(self):
-        """A module with parameters runs in a window an operator opened: what ran before it was the
-        model's construction, not the step."""
+        """A module with parameters runs in a provisional window: what ran before it was the model's
+        construction (a window an operator opened) or a forward without gradients (a validation
+        batch between two optimizer steps, Lightning's sanity check), not the step."""
         if self.file is not None:
             self.file.rollback(self.provisional or None)
-        self.provisional = None
+        self.provisional = self.provisional_kind = None
         self._seen.clear()
         if self._mode is not None:
             self._mode.forget()
@@ -265,7 +288,7 @@ class Recorder:
             self._mode.pop()
         self.open = False
         self.armed = False
-        self.provisional = None
+        self.provisional = self.provisional_kind = None
         self._remove_module_hooks()
         self.names.stack().clear()
 
@@ -275,10 +298,15 @@ class Recorder:
         if os.getpid() != self.pid or self.busy or _is_compiling(self.torch):  # dynamo never traces the agent
             return None
         path, is_root, _ = self.names.enter(module)
-        if is_root and self.provisional is not None and self.open and _has_parameters(module):
+        if is_root and self.provisional is not None and self.open and _has_parameters(module) and \
+                (self.provisional_kind == "operator" or self.torch.is_grad_enabled()):
             self._restart_window()
         if is_root and self.armed and not self.open:
             self._open_window()
+            if self.open and not self.torch.is_grad_enabled():
+                # A validation forward between optimizer steps is not the next step's: a forward with
+                # gradients that follows in this step starts the window again without it.
+                self._mark_provisional("no_grad")
         if type(module).__name__ == "OptimizedModule":
             self._compiled_call(module)
         return None
@@ -338,6 +366,15 @@ class Recorder:
     @_guarded
     def on_scale(self, scaler, loss, scaled):
         self._scaled[id(scaled)] = (loss, scaler)
+        self._step_scaler = scaler
+
+    def scaler_call(self, fn, *args, **kwargs):
+        """A GradScaler method (scale, unscale_, update): its operators' range is the scale's."""
+        before, self.in_scaler = self.in_scaler, True
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            self.in_scaler = before
 
     @_guarded
     def on_backward(self, tensors):
@@ -393,6 +430,8 @@ class Recorder:
             rank, world = self.rank_of()
             if world > 1:
                 directory = os.path.join(directory, f"rank{rank}")
+            elif _multiprocessing_child():  # a Pool's or a Process's: DIR is the command's own process's
+                directory = os.path.join(directory, f"pid{os.getpid()}")
             meta = dict(self.cfg.meta)
             meta.setdefault("level", self.cfg.dump_level)
             run_id = self.cfg.state_dir  # one per `crosstrain run`
@@ -424,7 +463,8 @@ class Recorder:
             tensor = replaced if replaceable else tensor
         vector = self._statistics(tensor)
         if self.cfg.stop_on_nonfinite:
-            self.watch.check(name, kind, self.step, tensor, vector, extra, inputs, self._seen_row)
+            scaled = self.in_scaler or (self._step_scaler is not None and kind in _SCALED_KINDS)
+            self.watch.check(name, kind, self.step, tensor, vector, extra, inputs, self._seen_row, scaled)
         wanted = self.dump_ops if kind.startswith("op_") else self.dump_modules
         if f is not None and wanted and not f.full and (self.filter is None or self.filter.search(name)):
             self.last_file = f.add(self.step, name, kind, tensor, vector, extra).get("file")
@@ -437,24 +477,28 @@ class Recorder:
         and an Identity passes its input on, so a third of a step's records can be one tensor."""
         key = id(tensor)
         seen = self._seen.get(key)
-        if seen is not None and seen[0]() is tensor and seen[1] == tensor._version:
+        version = _stats.version(tensor)
+        if seen is not None and seen[0]() is tensor and seen[1] == version and version is not None:
             return seen[2]
         vector = _stats.device_vector(tensor)
-        try:
-            self._seen[key] = (weakref.ref(tensor), tensor._version, vector)
-        except TypeError:
-            pass
+        if version is not None:
+            try:
+                self._seen[key] = (weakref.ref(tensor), version, vector)
+            except TypeError:
+                pass
         return vector
 
     def share_statistics(self, source, tensor):
         """tensor holds source's elements in source's order: it gets source's statistics of this step,
         if they were computed and source has not changed since."""
         seen = self._seen.get(id(source))
-        if seen is not None and seen[0]() is source and seen[1] == source._version:
-            try:
-                self._seen[id(tensor)] = (weakref.ref(tensor), tensor._version, seen[2])
-            except TypeError:
-                pass
+        if seen is not None and seen[0]() is source and seen[1] == _stats.version(source):
+            version = _stats.version(tensor)
+            if version is not None:
+                try:
+                    self._seen[id(tensor)] = (weakref.ref(tensor), version, seen[2])
+                except TypeError:
+                    pass
 
     def recordable(self, t):
         """True for a tensor the format can hold; the others (nested, meta, float8...) are counted
@@ -468,11 +512,14 @@ class Recorder:
 
     def _seen_row(self, tensor):
         seen = self._seen.get(id(tensor))
-        if seen is not None and seen[0]() is tensor and seen[1] == tensor._version:
+        if seen is not None and seen[0]() is tensor and seen[1] == _stats.version(tensor):
             return _stats.resolve([seen[2]])[0]
         return None
 
     def close(self, run_info):
+        if self.provisional_kind == "no_grad" and self.step > 0 and self.file is not None:
+            # forwards without gradients after the last optimizer step (a final validation) make no step
+            self.file.rollback(self.provisional or None)
         self._close_window()
         if self._losses:
             self._log_step_loss(self.step)
@@ -480,6 +527,8 @@ class Recorder:
         if self.file is not None:
             self.file.close(run_info)
 
+
+_SCALED_KINDS = ("op_backward", "grad_output", "param_grad")  # what a scaled loss's backward makes
 
 _compiling = None  # torch.compiler.is_compiling, or torch._dynamo's before torch 2.3 had it
 
@@ -498,6 +547,14 @@ def _in_dataloader_worker(torch):
     data = getattr(getattr(torch, "utils", None), "data", None)
     info = getattr(data, "get_worker_info", None)
     return info is not None and info() is not None
+
+
+def _multiprocessing_child():
+    """True in a process that Python's multiprocessing started (spawn or forkserver: the agent runs
+    anew there; a forked one records nothing, see _forget_in_child)."""
+    mp = sys.modules.get("multiprocessing")
+    parent = getattr(mp, "parent_process", None)
+    return parent is not None and parent() is not None
 
 
 def _has_parameters(module):

@@ -40,15 +40,29 @@ def dtype_name(t):
     return name
 
 
+_wrapped = None  # torch._C._functorch.is_functorch_wrapped_tensor, or a stand-in without it
+
+
+def _functorch_wrapped(torch):
+    global _wrapped
+    if _wrapped is None:
+        _wrapped = getattr(getattr(torch._C, "_functorch", None), "is_functorch_wrapped_tensor", None) or \
+            (lambda t: False)
+    return _wrapped
+
+
 def skip_reason(t):
     """None for a dense tensor of a dtype the format names; else why it is not recorded (nested,
-    sparse, meta, or a dtype such as float8 that the format has no name for)."""
+    sparse, meta, a tensor inside a torch.func transform (vmap, grad: a wrapper without storage of
+    its own), or a dtype such as float8 that the format has no name for)."""
     import torch
     if type(t) is torch.Tensor and t.dtype in _format_dtypes(torch) and t.layout is torch.strided and \
-            not t.is_nested and not t.is_meta:
+            not t.is_nested and not t.is_meta and not _functorch_wrapped(torch)(t):
         return None
     if not isinstance(t, torch.Tensor):
         return "not a tensor"
+    if _functorch_wrapped(torch)(t):
+        return "inside a torch.func transform"
     if t.is_nested:
         return "nested tensor"
     if t.layout != torch.strided:
@@ -58,6 +72,15 @@ def skip_reason(t):
     if dtype_name(t) not in DTYPE_NAMES:
         return f"dtype {dtype_name(t)}"
     return None
+
+
+def version(t):
+    """t's version counter, or None for an inference tensor (made under torch.inference_mode),
+    which keeps none: statistics and "from" links of such a tensor are not reused."""
+    try:
+        return t._version
+    except RuntimeError:
+        return None
 
 
 def dumpable(t):

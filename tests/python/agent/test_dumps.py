@@ -246,6 +246,101 @@ for t in (x, x.bfloat16(), torch.tensor([float('nan')] * 3), torch.tensor([True,
         self.assertTrue(all(rec["kind"].startswith("op_") for rec in records))
 
 
+class WindowTest(unittest.TestCase):
+    """What belongs to a step: forwards without gradients around it, several roots, closures."""
+    VALIDATED = """
+import sys, torch, torch.nn as nn
+torch.manual_seed(0)
+model = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 1))
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+x, y = torch.randn(8, 4), torch.randn(8, 1)
+def validate():
+    with {guard}():
+        return nn.functional.mse_loss(model(x), y).item()
+if "sanity" in sys.argv:
+    validate()
+for step in range(3):
+    loss = nn.functional.mse_loss(model(x), y)
+    opt.zero_grad(); loss.backward(); opt.step()
+    if "val" in sys.argv:
+        validate()
+print("done")
+"""
+
+    def dump_of(self, source, args=()):
+        d = scratch()
+        r = run_under_agent(source, {"dump": "dump", "dump_level": "both", "dump_steps": ""}, d, args)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertNotIn("recording stopped", r.stderr)
+        return read_index(os.path.join(d, "dump"))[1]
+
+    def test_validation_without_gradients_is_no_part_of_a_step(self):
+        # Lightning's sanity check before training and a validation batch after each optimizer step:
+        # the training records are those of the run without them, under no_grad and inference_mode.
+        def named(records):
+            return [(x["step"], x["name"], x["stats"]) for x in records]
+        plain = named(self.dump_of(self.VALIDATED.format(guard="torch.no_grad")))
+        self.assertEqual({step for step, _, _ in plain}, {0, 1, 2})
+        for guard in ("torch.no_grad", "torch.inference_mode"):
+            validated = named(self.dump_of(self.VALIDATED.format(guard=guard), ("sanity", "val")))
+            self.assertEqual(validated, plain, guard)
+
+    def test_an_evaluation_without_gradients_is_recorded(self):
+        records = self.dump_of("""
+import torch, torch.nn as nn
+torch.manual_seed(0)
+model = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 1)).eval()
+with torch.inference_mode():
+    for batch in range(2):
+        model(torch.randn(8, 4))
+""")
+        names = [x["name"] for x in records]
+        self.assertEqual(names.count("forward/Sequential"), 1)
+        self.assertEqual(names.count("forward/Sequential#1"), 1)
+        self.assertTrue(any(n.startswith("op_forward/0/aten.") for n in names), names)
+
+    def test_roots_of_the_same_class_get_names_of_their_own(self):
+        # An encoder and a decoder that are both Sequential, as in Lightning's autoencoder.
+        records = self.dump_of("""
+import torch, torch.nn as nn
+torch.manual_seed(0)
+encoder = nn.Sequential(nn.Linear(6, 3), nn.ReLU())
+decoder = nn.Sequential(nn.Linear(3, 6))
+opt = torch.optim.SGD([*encoder.parameters(), *decoder.parameters()], lr=0.1)
+x = torch.randn(4, 6)
+for step in range(2):
+    loss = ((decoder(encoder(x)) - x) ** 2).mean()
+    opt.zero_grad(); loss.backward(); opt.step()
+""")
+        step0 = [x["name"] for x in records if x["step"] == 0 and x["name"].startswith("forward/")]
+        self.assertEqual(step0, ["forward/0", "forward/1", "forward/Sequential",
+                                 "forward/Sequential_2.0", "forward/Sequential_2"])
+        grads = {x["name"] for x in records if x["name"].startswith("param_grad/")}
+        self.assertEqual(grads, {"param_grad/0.weight", "param_grad/0.bias",
+                                 "param_grad/Sequential_2.0.weight", "param_grad/Sequential_2.0.bias"})
+
+    def test_a_line_search_logs_the_loss_its_step_returns(self):
+        d = scratch()
+        r = run_under_agent("""
+import torch, torch.nn as nn
+torch.manual_seed(0)
+m = nn.Sequential(nn.Linear(4, 8), nn.Tanh(), nn.Linear(8, 1))
+opt = torch.optim.LBFGS(m.parameters(), lr=0.5, max_iter=3)
+x, y = torch.randn(16, 4), torch.randn(16, 1)
+def closure():
+    opt.zero_grad()
+    loss = nn.functional.mse_loss(m(x), y)
+    loss.backward()
+    return loss
+for step in range(3):
+    print(repr(opt.step(closure).item()))
+""", {"dump": "dump", "dump_steps": ""}, d)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        returned = [float(v) for v in r.stdout.split()]
+        logged = [x["loss"] for x in read_losses(os.path.join(d, "dump"))]
+        self.assertEqual(logged, returned)
+
+
 class NonFiniteTest(unittest.TestCase):
     def test_the_first_nan_names_its_operator_and_line(self):
         d = scratch()
@@ -329,6 +424,50 @@ print("finished")
         self.assertEqual((note["record"], note["source"], note["step"]), ("op_forward/aten.mul", "prog.py:6", 0))
         self.assertEqual(note["max_abs"], 1.0e5)
         self.assertNotIn("nonfinite", report)
+
+
+    GRAD_SCALER = """
+import sys, torch, torch.nn as nn
+torch.manual_seed(0)
+m = nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 1))
+opt = torch.optim.SGD(m.parameters(), lr=0.1)
+scaler = torch.amp.GradScaler("cpu", init_scale={scale})
+x, y = torch.randn(4, 8), torch.randn(4, 1)
+for step in range({steps}):
+    with torch.autocast("cpu", dtype=torch.float16):
+        loss = ((m(x).float() - y) ** 2).mean() * {factor}
+    opt.zero_grad()
+    scaler.scale(loss).backward()
+    scaler.step(opt)
+    scaler.update()
+    print(step, scaler.get_scale())
+print("finished")
+"""
+
+    def test_a_grad_scalers_overflow_is_counted_and_training_goes_on(self):
+        # float16 autocast at the scaler's default scale: the first steps' scaled gradients overflow
+        # float16 and the scaler skips them, as it is meant to; the run finishes as it does alone.
+        plain = run_under_agent(self.GRAD_SCALER.format(scale=2.0 ** 16, steps=4, factor=1.0), None, scratch())
+        r, report = self.run_watched(self.GRAD_SCALER.format(scale=2.0 ** 16, steps=4, factor=1.0))
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(r.stdout, plain.stdout)
+        self.assertNotIn("nonfinite", report)
+        skips = report["scaler_skips"]
+        self.assertGreaterEqual(skips["steps"], 1)
+        self.assertEqual(skips["first_step"], 0)
+        self.assertTrue(skips["first"].startswith("op_backward/"), skips)
+        self.assertNotIn("fp16_overflow", report)  # the scale (65536) and the scaled loss are the scaler's
+
+    def test_a_grad_scaler_skipping_at_scale_one_stops(self):
+        # Gradients beyond float16's range whatever the scale: the scaler halves it to 1 and the
+        # overflow is still there, so the run stops there, at the step it skipped at scale 1.
+        r, report = self.run_watched(self.GRAD_SCALER.format(scale=4.0, steps=6, factor=1e30))
+        self.assertEqual(r.returncode, 1, r.stderr)
+        self.assertNotIn("finished", r.stdout)
+        finding = report["nonfinite"]
+        self.assertEqual(finding["step"], 2, finding)
+        self.assertIn("at scale 1", finding["note"])
+        self.assertEqual(report["scaler_skips"]["steps"], 2)
 
 
 class SourceLinesTest(unittest.TestCase):

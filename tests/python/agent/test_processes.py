@@ -158,6 +158,64 @@ print("done")
         _, records = read_index(os.path.join(d, "dump"))
         self.assertIn("forward/fc", [x["name"] for x in records])
 
+    def test_tensors_inside_torch_func_transforms_are_counted_not_fatal(self):
+        # Per-sample gradients as the torch.func tutorial computes them: the model runs under
+        # vmap(grad(...)), whose tensors are wrappers without storage of their own.
+        d = scratch()
+        src = """
+import torch, torch.nn as nn
+from torch.func import functional_call, grad, vmap
+torch.manual_seed(0)
+model = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 1))
+opt = torch.optim.SGD(model.parameters(), lr=0.1)
+def loss_of(params, x, y):
+    return ((functional_call(model, params, (x.unsqueeze(0),)) - y) ** 2).mean()
+x, y = torch.randn(6, 4), torch.randn(6, 1)
+for step in range(3):
+    params = {k: v.detach() for k, v in model.named_parameters()}
+    per_sample = vmap(grad(loss_of), in_dims=(None, 0, 0))(params, x, y)
+    for name, p in model.named_parameters():
+        p.grad = per_sample[name].clamp(-1, 1).mean(0)
+    opt.step()
+    model(x).sum()  # an ordinary forward after the step
+print("done")
+"""
+        r = run_under_agent(src, {"dump": "dump", "dump_level": "both", "dump_steps": "0-2"}, d)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertNotIn("recording stopped", r.stderr)
+        with open(os.path.join(d, "dump", "run.json")) as f:
+            skipped = json.load(f)["skipped"]
+        self.assertGreater(skipped.get("inside a torch.func transform", 0), 0, skipped)
+        _, records = read_index(os.path.join(d, "dump"))
+        steps = {x["step"] for x in records if x["name"].startswith("param_grad/")}
+        self.assertEqual(steps, {0, 1, 2})
+
+    def test_a_multiprocessing_pool_leaves_the_dump_folder_to_the_main_process(self):
+        # A Pool worker that calls a module before the main process trains (feature extraction)
+        # writes DIR/pid<N>; DIR is the training's, so two such runs compare as one.
+        d = scratch()
+        src = """
+import multiprocessing as mp
+import torch, torch.nn as nn
+def featurize(i):
+    with torch.no_grad():
+        return nn.Linear(4, 4)(torch.ones(1, 4)).sum().item()
+if __name__ == "__main__":
+    with mp.get_context("spawn").Pool(1) as pool:
+        pool.map(featurize, range(2))
+    torch.manual_seed(0)
+    model = nn.Linear(4, 1); opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    for step in range(2):
+        model(torch.randn(3, 4)).sum().backward(); opt.step(); opt.zero_grad()
+    print("done")
+"""
+        r = run_under_agent(src, {"dump": "dump", "dump_level": "module"}, d)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        header, records = read_index(os.path.join(d, "dump"))
+        self.assertIn("param_grad/weight", [x["name"] for x in records])
+        self.assertTrue(os.path.exists(os.path.join(d, "dump", "run.json")))
+        self.assertTrue(any(n.startswith("pid") for n in os.listdir(os.path.join(d, "dump"))))
+
     def test_a_bad_option_is_one_line_and_exit_two_before_the_script(self):
         d = scratch()
         r = run_under_agent("print('ran')\n", {"dump": "dump", "dump_filter": "(unclosed"}, d)
