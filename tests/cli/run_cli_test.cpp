@@ -105,6 +105,16 @@ TEST(RunCli, ASignalMidStepKeepsTheStepsBeforeAndSaysWhatWasLost) {
   std::set<int64_t> steps;
   for (const auto& rec : records(dir / "second")) steps.insert(rec["step"].get<int64_t>());
   EXPECT_EQ(steps, (std::set<int64_t>{0, 1}));
+
+  // SIGINT is a KeyboardInterrupt: Python's exit handlers run, the agent writes the step in progress,
+  // and the summary says so instead of claiming it was lost.
+  auto third = run_script(dir, "--dump third --dump-level both --dump-steps 0-3", "killed_mid_step.py", "2 int");
+  EXPECT_EQ(third.exit_code, 130) << third.output;
+  EXPECT_NE(third.output.find("the records of the step it was in were written"), std::string::npos) << third.output;
+  EXPECT_EQ(third.output.find("were lost"), std::string::npos) << third.output;
+  steps.clear();
+  for (const auto& rec : records(dir / "third")) steps.insert(rec["step"].get<int64_t>());
+  EXPECT_EQ(steps, (std::set<int64_t>{0, 1, 2}));
 }
 
 // A float64 program: the loss log keeps every digit of its losses, the agent adds no operator of its

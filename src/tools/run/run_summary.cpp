@@ -57,7 +57,8 @@ ProcessReport parse_report(const nlohmann::json& j) {
   if (j.contains("nonfinite") && j["nonfinite"].is_object()) {
     const auto& f = j["nonfinite"];
     r.nonfinite = where(f) + " at step " + std::to_string(num(f, "step")) + " (" +
-                  std::to_string(num(f, "nan_count")) + " NaN, " + std::to_string(num(f, "inf_count")) + " Inf)";
+                  std::to_string(num(f, "nan_count")) + " NaN, " + std::to_string(num(f, "inf_count")) + " Inf)" +
+                  (str(f, "note").empty() ? "" : ": " + str(f, "note"));
   }
   if (j.contains("written_inf") && j["written_inf"].is_object()) {
     const auto& w = j["written_inf"];
@@ -66,8 +67,17 @@ ProcessReport parse_report(const nlohmann::json& j) {
                     str(w, "first") + " at step " + std::to_string(num(w, "step")) +
                     (place.empty() ? "" : ", " + place + (str(w, "code").empty() ? "" : ": " + str(w, "code")));
   }
+  if (j.contains("scaler_skips") && j["scaler_skips"].is_object()) {
+    const auto& k = j["scaler_skips"];
+    std::ostringstream scale;
+    if (k.contains("last_scale") && k["last_scale"].is_number()) scale << k["last_scale"].get<double>();
+    r.scaler_skips = std::to_string(num(k, "steps")) + " step(s) skipped by the loss scaler on overflow, first " +
+                     str(k, "first") + " at step " + std::to_string(num(k, "first_step")) +
+                     (scale.str().empty() ? "" : " (last at scale " + scale.str() + ")");
+  }
   r.dump_error = str(j, "dump_error");
   r.refused = !str(j, "refused").empty();
+  r.closed = j.contains("closed") && j["closed"].is_boolean() && j["closed"].get<bool>();
   if (j.contains("skipped") && j["skipped"].is_object())
     for (const auto& [reason, count] : j["skipped"].items())
       if (count.is_number_integer())
@@ -152,15 +162,18 @@ std::vector<std::string> summary_lines(const std::vector<ProcessReport>& reports
     }
     if (!r.nonfinite.empty()) lines.push_back("  first non-finite tensor: " + r.nonfinite);
     if (!r.written_inf.empty()) lines.push_back("  not a stop: " + r.written_inf);
+    if (!r.scaler_skips.empty()) lines.push_back("  not a stop: " + r.scaler_skips);
     if (!r.fp16_overflow.empty())
       lines.push_back("  first float32 output beyond float16's range (65504): " + r.fp16_overflow);
   }
+  const bool all_closed = std::all_of(reports.begin(), reports.end(), [](const auto& r) { return r.closed; });
   if (end_signal != 0)
     lines.push_back("the command ended by signal " + std::to_string(end_signal) +
                     (trained == 0 ? " before its first step ended" : "") +
-                    (dumping ? ": a step's records are written when the step ends, so those of the step it was in "
-                               "were lost"
-                             : ""));
+                    (!dumping ? ""
+                     : all_closed ? " after Python's exit handlers ran: the records of the step it was in were written"
+                                  : ": a step's records are written when the step ends, so those of the step it was in "
+                                    "were lost"));
   else if (trained == 0)
     lines.push_back("torch was imported but no optimizer step ran: a loop without a torch.optim optimizer "
                     "needs --step-marker module:function");

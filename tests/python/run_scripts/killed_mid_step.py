@@ -1,5 +1,6 @@
 """Two-layer regression that sends itself SIGTERM in the middle of step N (after its forward, before
-its optimizer step), as a preempted job is: N comes from the command line."""
+its optimizer step), as a preempted job is: N comes from the command line; with "int" as the second
+argument it sends SIGINT instead, which Python turns into a KeyboardInterrupt (exit handlers run)."""
 import os
 import signal
 import sys
@@ -15,6 +16,6 @@ for step in range(4):
     opt.zero_grad()
     loss = torch.nn.functional.mse_loss(model(x), y)
     if step == kill_at:
-        os.kill(os.getpid(), signal.SIGTERM)
+        os.kill(os.getpid(), signal.SIGINT if sys.argv[2:] == ["int"] else signal.SIGTERM)
     loss.backward()
     opt.step()
