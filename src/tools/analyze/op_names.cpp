@@ -163,11 +163,17 @@ bool is_profiler_step_name(std::string_view n) { return starts_with(n, "Profiler
 
 bool is_autograd_wrapper_name(std::string_view n) {
   if (contains_ci(n, "evaluate_function:") || contains_ci(n, "autograd::")) return true;
-  // "<Op>Backward<digits>": the autograd node names torch gives its backward functions.
+  // "<Op>Backward[<digits>]": the autograd node names torch gives its backward functions, with a
+  // version digit in recent torch ("AddmmBackward0") and mostly without one in torch 1.8-1.9
+  // ("AddmmBackward", "CudnnConvolutionBackward"; "ReluBackward1" had one; a Python autograd.Function's
+  // node is its class name and "Backward"). A node name is one identifier: no namespace, no spaces,
+  // no call syntax ("aten::convolution_backward" is an operator).
   n = capped(n);
   size_t e = n.size();
   while (e > 0 && n[e - 1] >= '0' && n[e - 1] <= '9') --e;
-  return e < n.size() && ends_with(n.substr(0, e), "Backward") && n.find("::") == std::string_view::npos;
+  constexpr std::string_view kNode = "Backward";
+  if (e <= kNode.size() || !ends_with(n.substr(0, e), kNode)) return false;
+  return std::all_of(n.begin(), n.end(), [](char c) { return is_word_char(c) || c == '_'; });
 }
 
 bool is_online_compile_name(std::string_view n) { return contains_ci(n, "aclopCompile"); }

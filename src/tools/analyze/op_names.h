@@ -61,8 +61,8 @@ enum class TaskClass : uint8_t {
 TaskClass ascend_task_class(std::string_view task_type);
 bool is_data_loading_name(std::string_view name);    // data_wait, DataLoader iterators
 bool is_profiler_step_name(std::string_view name);   // "ProfilerStep#N"
-// Autograd's bookkeeping around the real operators: "AddBackward0",
-// "autograd::engine::evaluate_function: AddBackward0", "torch::autograd::AccumulateGrad".
+// Autograd's bookkeeping around the real operators: "AddBackward0" (torch 1.8-1.9: "AddmmBackward",
+// no digit), "autograd::engine::evaluate_function: AddBackward0", "torch::autograd::AccumulateGrad".
 bool is_autograd_wrapper_name(std::string_view name);
 // Operators compiled at run time (Ascend aclopCompileAndExecute, aclopCompile ...).
 bool is_online_compile_name(std::string_view name);

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <string_view>
 
+#include "tools/analyze/op_names.h"
+
 namespace crosstrain::analyze {
 
 namespace {
@@ -40,14 +42,22 @@ struct PhaseRule {
 constexpr uint32_t kind_bit(SpanKind k) { return 1u << static_cast<unsigned>(k); }
 constexpr uint32_t kAnnotation = kind_bit(SpanKind::Annotation);
 
+constexpr uint32_t kCpuOp = kind_bit(SpanKind::CpuOp);
+
 PhaseRule phase_rule(std::string_view name, bool data_loading) {
   if (data_loading) return {StepPhase::DataWait, kAnnotation};
-  if (starts_with(name, "Optimizer.step#") || starts_with(name, "Optimizer.zero_grad#") || name == "optimizer_step")
-    return {StepPhase::Optimizer, kAnnotation};
+  // torch.optim's record_function spans: user_annotation in newer torch, category "Operator" (read
+  // as an operator) in torch 1.8's Kineto traces.
+  if (starts_with(name, "Optimizer.step#") || starts_with(name, "Optimizer.zero_grad#"))
+    return {StepPhase::Optimizer, kAnnotation | kCpuOp};
+  if (name == "optimizer_step") return {StepPhase::Optimizer, kAnnotation};
   if (name == "backward") return {StepPhase::Backward, kAnnotation};
   if (name == "forward") return {StepPhase::Forward, kAnnotation};
-  if (starts_with(name, "autograd::engine::evaluate_function:") || is_backward_python(name))
-    return {StepPhase::Backward, kind_bit(SpanKind::CpuOp) | kind_bit(SpanKind::PythonFunction)};
+  if (is_backward_python(name)) return {StepPhase::Backward, kCpuOp | kind_bit(SpanKind::PythonFunction)};
+  // The autograd engine's operators: "autograd::engine::evaluate_function: AddmmBackward0" in newer
+  // torch; torch 1.8 wrote only the bare nodes ("AddmmBackward", "torch::autograd::AccumulateGrad"),
+  // on the engine's thread.
+  if (is_autograd_wrapper_name(name)) return {StepPhase::Backward, kCpuOp};
   if (starts_with(name, "nn.Module: ")) return {StepPhase::Forward, kind_bit(SpanKind::PythonFunction)};
   return {};
 }

@@ -8,10 +8,12 @@
 //   to device   operators whose work includes a host-to-device copy ("Memcpy HtoD ...")
 //   host sync   sync calls (aten::item, *synchronize*) outside the phases below
 //   forward     nn.Module calls of the Python stack (with_stack and with_modules), the trainer's forward
-//   backward    the autograd engine's operators (autograd::engine::evaluate_function: ...) and
+//   backward    the autograd engine's operators (autograd::engine::evaluate_function: ...; in
+//               torch 1.8 the bare nodes, AddmmBackward, torch::autograd::AccumulateGrad) and
 //               Python's entry into it (Tensor.backward, torch.autograd.backward, run_backward), the
 //               trainer's backward
-//   optimizer   torch.optim's spans (Optimizer.step#..., Optimizer.zero_grad#...), the trainer's
+//   optimizer   torch.optim's spans (Optimizer.step#..., Optimizer.zero_grad#...; operators in
+//               torch 1.8's traces), the trainer's
 //               optimizer_step
 //   other       anything else: Python between the phases, logging, the profiler's own step, the
 //               trainer's grad_sync, unscale_clip and scaler_update (as GradScaler's unscale_ and

@@ -9,6 +9,15 @@ namespace crosstrain::analyze::testing {
 
 class KinetoTraceWriter {
  public:
+  // Writes what torch 1.8's Kineto wrote instead of today's categories: operators, torch.optim's and
+  // the profiler's record_function spans ("ProfilerStep#N", "Optimizer.step#SGD.step",
+  // "enumerate(DataLoader)#...") all as "Operator", runtime calls as "Runtime", device work as
+  // "Kernel" / "Memcpy", thread ids as strings ("1890023232", "stream 7"), as in pytorch/kineto's
+  // tb_plugin samples of that time.
+  KinetoTraceWriter& torch_1_8() {
+    torch_1_8_ = true;
+    return *this;
+  }
   KinetoTraceWriter& compute_major(int major) {
     compute_major_ = major;
     return *this;
@@ -85,12 +94,24 @@ class KinetoTraceWriter {
                           const std::string& args = "", int tid = 1) {
     std::ostringstream e;
     e.precision(15);
-    e << "{\"ph\": \"X\", \"cat\": \"" << cat << "\", \"name\": \"" << name << "\", \"pid\": " << pid
-      << ", \"tid\": " << tid << ", \"ts\": " << ts << ", \"dur\": " << dur << ", \"args\": {" << args << "}}";
+    e << "{\"ph\": \"X\", \"cat\": \"" << (torch_1_8_ ? old_category(cat) : cat) << "\", \"name\": \"" << name
+      << "\", \"pid\": " << pid << ", \"tid\": ";
+    if (torch_1_8_) e << "\"" << (pid == 0 ? "stream " : "") << tid << "\"";
+    else e << tid;
+    e << ", \"ts\": " << ts << ", \"dur\": " << dur << ", \"args\": {" << args << "}}";
     events_.push_back(e.str());
     return *this;
   }
+  static std::string old_category(const std::string& cat) {
+    if (cat == "cpu_op" || cat == "user_annotation") return "Operator";
+    if (cat == "cuda_runtime") return "Runtime";
+    if (cat == "kernel") return "Kernel";
+    if (cat == "gpu_memcpy") return "Memcpy";
+    if (cat == "gpu_memset") return "Memset";
+    return cat;
+  }
   std::vector<std::string> events_;
+  bool torch_1_8_ = false;
   int compute_major_ = 0;
   long long base_time_ns_ = -1;
   int next_corr_ = 1;

@@ -174,6 +174,14 @@ TEST(OperatorNames, WholeWordsAndAutogradWrappers) {
   EXPECT_EQ(op_type_of("autograd::engine::evaluate_function: AddBackward0"), OpType::Other);
   EXPECT_EQ(op_type_of("autograd::engine::evaluate_function: ConvolutionBackward0"), OpType::Other);
   EXPECT_EQ(op_type_of("aten::convolution_backward"), OpType::Conv);
+  // torch 1.8-1.9 named most nodes without the version digit.
+  EXPECT_TRUE(is_autograd_wrapper_name("CudnnConvolutionBackward"));
+  EXPECT_TRUE(is_autograd_wrapper_name("TBackward"));
+  EXPECT_EQ(op_type_of("CudnnConvolutionBackward"), OpType::Other);
+  EXPECT_EQ(op_type_of("AddmmBackward"), OpType::Other);
+  EXPECT_FALSE(is_autograd_wrapper_name("Backward"));
+  EXPECT_FALSE(is_autograd_wrapper_name("nn.Module: ConvBackward"));
+  EXPECT_EQ(op_type_of("aten::cudnn_convolution_backward"), OpType::Conv);
   EXPECT_TRUE(is_host_sync_name("cudaStreamSynchronize"));
   EXPECT_TRUE(is_host_sync_name("aten::item"));
   EXPECT_FALSE(is_host_sync_name("cudaEventQuery"));  // polls and returns

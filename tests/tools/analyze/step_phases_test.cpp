@@ -65,3 +65,27 @@ TEST(StepPhases, TheTrainersNamesCountOnlyAsUserScopes) {
   EXPECT_NEAR(at(p, StepPhase::Optimizer), 0, 1e-6);
   EXPECT_NEAR(at(p, StepPhase::Backward), 200, 1e-6);
 }
+
+// torch 1.8's Kineto (pytorch/kineto tb_plugin samples, resnet50 on a V100) wrote torch.optim's spans
+// as operators and no autograd::engine::evaluate_function spans: the engine's thread shows the bare
+// nodes ("CudnnConvolutionBackward", "AddmmBackward", "torch::autograd::AccumulateGrad"), and the
+// main thread nothing while it waits in loss.backward().
+TEST(StepPhases, Torch18TracesGiveBackwardAndOptimizerFromTheirOperators) {
+  KinetoTraceWriter w;
+  w.torch_1_8().compute_major(7).step("ProfilerStep#5", 0, 1000);
+  w.annotation("enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__", 5, 100);
+  w.op("aten::conv2d", 120, 150).launch(125, 10, "cudnn_fwd_kernel", 140, 120);
+  w.op("Optimizer.zero_grad#SGD.zero_grad", 280, 20).op("aten::zero_", 285, 10);
+  w.op_on(2, "CudnnConvolutionBackward", 400, 200).op_on(2, "aten::cudnn_convolution_backward", 405, 190);
+  w.launch(410, 10, "cudnn_dgrad_kernel", 430, 150, "kernel", 7, 2);
+  w.op_on(2, "AddmmBackward", 600, 50).op_on(2, "aten::mm", 605, 40);
+  w.op_on(2, "torch::autograd::AccumulateGrad", 650, 20);
+  w.op("Optimizer.step#SGD.step", 700, 200).op("aten::add_", 710, 180);
+  const TraceAnalysis a = analyze_trace(parse_trace(w.json(), "worker0.pt.trace.json"));
+  ASSERT_EQ(a.steps.size(), 1u);
+  const auto& p = a.steps[0].phase_us;
+  EXPECT_NEAR(at(p, StepPhase::DataWait), 100, 1e-6);
+  EXPECT_NEAR(at(p, StepPhase::Backward), 270, 1e-6);   // the nodes and AccumulateGrad, 400-670
+  EXPECT_NEAR(at(p, StepPhase::Optimizer), 220, 1e-6);  // zero_grad and step
+  EXPECT_NEAR(at(p, StepPhase::Other), 410, 1e-6);
+}
