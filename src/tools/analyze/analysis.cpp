@@ -91,6 +91,16 @@ void compute_operators(const Trace& t, const SpanLinks& L, const AnalyzeOptions&
     if (own != device_of_op.end()) device_of_op[above].second += own->second.second;
   }
 
+  // Operators under a data-loading span (a DataLoader's __next__ with num_workers=0 runs the
+  // dataset's transforms in the loop's thread): CPU work by design, counted as data loading.
+  std::vector<char> in_loading(n, 0);
+  for (int32_t h : L.host_order) {
+    const auto i = static_cast<size_t>(h);
+    const int32_t p = L.parent[i];
+    in_loading[i] = (t.spans[i].kind == SpanKind::Annotation && names(t.spans[i].name).data_loading) ||
+                    (p != kNoSpan && in_loading[static_cast<size_t>(p)]);
+  }
+
   std::unordered_map<uint64_t, size_t> rows;
   std::map<std::string, NamedTotal> fallback;
   for (size_t i = 0; i < n; ++i) {
@@ -114,12 +124,13 @@ void compute_operators(const Trace& t, const SpanLinks& L, const AnalyzeOptions&
     if (dev != device_of_op.end()) st.device_self_us += dev->second.first, st.device_total_us += dev->second.second;
     if (s.dtypes != 0) out.dtypes_recorded = true;
 
-    // Outermost compute operator that launched nothing, under no operator that did.
+    // Outermost compute operator that launched nothing, under no operator that did, outside data
+    // loading.
     int32_t p = L.parent[i];
     int32_t above = p == kNoSpan ? kNoSpan : canonical(L.op_of[static_cast<size_t>(p)]);
     // Dropout in eval mode returns its input and launches nothing by design.
     if (out.has_device && is_compute_type(st.type) && !launched[i] && !names(s.name).mode_identity &&
-        (above == kNoSpan || !launched[static_cast<size_t>(above)])) {
+        !in_loading[i] && (above == kNoSpan || !launched[static_cast<size_t>(above)])) {
       auto& f = fallback[st.name];
       f.name = st.name;
       ++f.count;

@@ -253,6 +253,29 @@ TEST(Advisor, CpuFallbackIgnoresDropoutInEvalMode) {
   EXPECT_TRUE(fires(gpu_step().op("aten::gelu", 200, 50), "cpu_fallback"));
 }
 
+// With num_workers=0 the dataset's transforms (torchvision's Normalize: aten::sub, aten::div on CPU
+// tensors) run inside the DataLoader's __next__ on the loop's thread: data loading by design, which
+// data_loading counts, not operators that fell back to the CPU. Both generations: torch 1.8 wrote the
+// DataLoader span as an "Operator", newer torch as a user_annotation.
+TEST(Advisor, CpuFallbackIgnoresDataLoadingTransforms) {
+  for (bool torch_1_8 : {false, true}) {
+    KinetoTraceWriter w;
+    if (torch_1_8) w.torch_1_8();
+    w.step("ProfilerStep#1", 0, 1000).launch(1, 2, "gemm_kernel", 5, 945);
+    w.annotation("enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__", 100, 400);
+    for (int i = 0; i < 4; ++i) w.op("aten::to", 110 + 90.0 * i, 20).op("aten::div", 140 + 90.0 * i, 50);
+    auto a = analyze_trace(parse_trace(w.json(), "loader.json"));
+    EXPECT_TRUE(a.cpu_fallback.empty()) << torch_1_8 << " " << a.cpu_fallback.front().name;
+    EXPECT_FALSE(fires(w, "cpu_fallback")) << torch_1_8;
+    EXPECT_TRUE(fires(w, "data_loading")) << torch_1_8;
+  }
+  // The same operators in the step, outside the loader, are fallbacks.
+  auto w = gpu_step();
+  w.annotation("enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__", 100, 30);
+  for (int i = 0; i < 4; ++i) w.op("aten::div", 140 + 90.0 * i, 50);
+  EXPECT_TRUE(fires(w, "cpu_fallback"));
+}
+
 TEST(Advisor, Allocator) {
   auto w = gpu_step();
   for (int i = 0; i < 4; ++i) w.runtime("cudaMalloc", 100 + 200.0 * i, 20).runtime("cudaFree", 150 + 200.0 * i, 20);
