@@ -114,7 +114,13 @@ void compute_step_phases(const Trace& t, const SpanLinks& L, const std::vector<S
     edges.push_back({a, static_cast<int8_t>(label), 1});
     edges.push_back({b, static_cast<int8_t>(label), -1});
   };
+  // What the host spent on each host-to-device copy: the copy operator that made it, outermost
+  // (aten::to around aten::_to_copy around aten::copy_: x.to(device) whole), or, when the copy was
+  // made inside some other operator (cuDNN and cuBLAS copy a few bytes of parameters inside
+  // aten::cudnn_convolution or aten::addmm, whose host time is an algorithm search or a handle's
+  // setup), only the runtime call that launched it.
   std::vector<char> copies_to_device(t.spans.size(), 0);
+  auto is_copy_op = [&](int32_t op) { return op != kNoSpan && names(t.spans[static_cast<size_t>(op)].name).type == OpType::Copy; };
   for (int32_t d : L.device_order) {
     const Span& s = t.spans[static_cast<size_t>(d)];
     if (s.kind != SpanKind::Memcpy || !is_host_to_device_copy_name(t.strings.str(s.name))) continue;
@@ -122,7 +128,15 @@ void compute_step_phases(const Trace& t, const SpanLinks& L, const std::vector<S
     const int32_t l = L.launcher[static_cast<size_t>(d)];
     const int k = window_of(windows, l != kNoSpan ? t.spans[static_cast<size_t>(l)].ts : s.ts);
     if (k >= 0) ++out.steps[static_cast<size_t>(k)].h2d_copies;
-    if (L.device_op[static_cast<size_t>(d)] != kNoSpan) copies_to_device[static_cast<size_t>(L.device_op[static_cast<size_t>(d)])] = 1;
+    int32_t op = L.device_op[static_cast<size_t>(d)];
+    if (is_copy_op(op)) {
+      for (int32_t p = L.parent[static_cast<size_t>(op)]; p != kNoSpan && is_copy_op(L.op_of[static_cast<size_t>(p)]);
+           p = L.parent[static_cast<size_t>(op)])
+        op = L.op_of[static_cast<size_t>(p)];
+      copies_to_device[static_cast<size_t>(op)] = 1;
+    } else if (l != kNoSpan && t.spans[static_cast<size_t>(l)].kind == SpanKind::Runtime) {
+      copies_to_device[static_cast<size_t>(l)] = 1;
+    }
   }
   // The rule of a name, decided once per interned name (traces repeat a few thousand names
   // millions of times).
@@ -144,7 +158,7 @@ void compute_step_phases(const Trace& t, const SpanLinks& L, const std::vector<S
     }
     if (is_host_tree(s.kind) && names(s.name).host_sync && (!names(s.name).value_read || L.over_runtime(i)))
       add(s, static_cast<int>(StepPhase::HostSync));  // not a read of a host tensor (see SpanLinks)
-    if (s.kind == SpanKind::CpuOp && copies_to_device[i]) {
+    if (copies_to_device[i]) {
       add(s, static_cast<int>(StepPhase::ToDevice));
       continue;
     }

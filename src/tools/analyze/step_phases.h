@@ -5,7 +5,9 @@
 // recorders; tools/train/trainer.cpp, phase_name):
 //   data wait   DataLoader spans (torch's enumerate(DataLoader)#...__next__, the agent's
 //               DataLoader.__iter__), the trainer's data_wait
-//   to device   operators whose work includes a host-to-device copy ("Memcpy HtoD ...")
+//   to device   host-to-device copies ("Memcpy HtoD ..."): the copy operator that made one, outermost
+//               (aten::to, _to_copy, copy_: x.to(device)), or only the runtime call that launched it
+//               when it was made inside another operator (cuDNN's parameter copy in a convolution)
 //   host sync   sync calls (aten::item, *synchronize*) outside the phases below
 //   forward     nn.Module calls of the Python stack (with_stack and with_modules), the trainer's forward
 //   backward    the autograd engine's operators (autograd::engine::evaluate_function: ...; in

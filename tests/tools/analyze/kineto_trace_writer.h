@@ -62,6 +62,14 @@ class KinetoTraceWriter {
     span("cuda_runtime", "cudaLaunchKernel", 1, rt_ts, rt_dur, c, host_tid);
     return span(cat, kernel, 0, k_ts, k_dur, c, stream);
   }
+  // A copy made by runtime call `call` (cudaMemcpyAsync, cudaMemcpy) at [rt_ts, rt_ts + rt_dur]: the
+  // device's `copy` ("Memcpy HtoD (Pageable -> Device)") at [c_ts, c_ts + c_dur].
+  KinetoTraceWriter& copy(const std::string& call, double rt_ts, double rt_dur, const std::string& copy, double c_ts,
+                          double c_dur) {
+    std::string c = "\"correlation\": " + std::to_string(next_corr_++);
+    span("cuda_runtime", call, 1, rt_ts, rt_dur, c);
+    return span("gpu_memcpy", copy, 0, c_ts, c_dur, c, 7);
+  }
 
   // One runtime call starting several pieces of device work under its correlation id, as Kineto
   // records a CUDA/HIP graph launch: each kernel is (name, ts, dur).
