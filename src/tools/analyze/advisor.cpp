@@ -53,16 +53,13 @@ double idle_launch_wait_us(const TraceAnalysis& a) {
   return a.idle_launch_latency.mean_us * static_cast<double>(a.idle_launch_latency.count);
 }
 
-// A runtime call this much longer than the median of the other calls of its name is not what the
-// call usually costs.
-constexpr double kOutlierFactor = 10;
 constexpr double kOneTimeMinShare = 0.10;
 
-// The longest runtime call (waits for the device left out), when it is a one-time cost: the first
-// call of its name and far longer than the later ones.
+// The longest runtime call (waits for the device left out), when the analysis judged it a one-time
+// cost (see TraceAnalysis::LongestRuntimeCall).
 bool one_time_call(const TraceAnalysis& a) {
   const auto& l = a.longest_runtime_call;
-  return !l.name.empty() && l.first && l.calls >= 2 && l.duration_us > kOutlierFactor * l.others_median_us;
+  return !l.name.empty() && l.one_time;
 }
 
 // The share of step time of that one-time call, when it is large enough to skew the other findings.
@@ -70,9 +67,15 @@ double one_time_share(const TraceAnalysis& a) {
   return one_time_call(a) && a.total.duration_us > 0 ? a.share(a.longest_runtime_call.duration_us) : 0;
 }
 
+// "the first cudaLaunchKernel", or "cudaLaunchKernel call #253": which call of its name it was.
+std::string which_call(const TraceAnalysis& a) {
+  const auto& l = a.longest_runtime_call;
+  return l.first ? "the first " + l.name : l.name + " call #" + format_count(l.ordinal);
+}
+
 std::string one_time_note(const TraceAnalysis& a) {
   if (one_time_share(a) <= kOneTimeMinShare) return "";
-  return "; one first " + a.longest_runtime_call.name + " of " + format_us(a.longest_runtime_call.duration_us) + " (" +
+  return "; " + which_call(a) + " of " + format_us(a.longest_runtime_call.duration_us) + " (" +
          format_percent(one_time_share(a)) + " of step time) is a one-time cost inside this (see one_time_call)";
 }
 
@@ -85,8 +88,7 @@ struct PaceSetter {
 PaceSetter top_runtime_call(const TraceAnalysis& a) {
   PaceSetter best;
   for (const auto& r : a.runtime_calls) {
-    double us = r.wall_us;
-    if (r.name == a.longest_runtime_call.name && one_time_call(a)) us -= a.longest_runtime_call.duration_us;
+    const double us = std::max(0.0, r.wall_us - r.one_time_us);
     if (us > best.us) best = {&r, us};
   }
   return best;
@@ -100,23 +102,25 @@ const std::vector<AdvisorRule>& trace_rules() {
   static const std::vector<AdvisorRule> rules = {
     // First: one call that takes most of the trace skews every other figure.
     {"one_time_call", "One runtime call takes a large share of the trace", kOneTimeMinShare,
-     "> 10% of step time, the first call of its name and > 10x the median of the later ones",
+     "> 10% of step time; no wait for the device; the first call of its name > 10x the median of the others, or "
+     "any call >= 100x that median and most of its name's time",
      "This is a one-time cost, not the step's: with lazy module loading (CUDA_MODULE_LOADING=LAZY, the default "
-     "since CUDA 11.7) the first launch of a kernel loads its module, and libraries (cuBLAS, cuDNN, NCCL) set up "
-     "their handles at their first call. Leave the first steps out of the profile (torch.profiler.schedule with "
+     "since CUDA 11.7) the first launch of each kernel loads its module, whichever call of the trace that is, and "
+     "libraries (cuBLAS, cuDNN, NCCL) set up their handles at their first call. Leave the first steps out of the profile (torch.profiler.schedule with "
      "wait/warmup steps) or set CUDA_MODULE_LOADING=EAGER to pay it at start-up; read the other findings of this "
      "trace with that call in mind.",
      [](const TraceAnalysis& a) { return one_time_call(a) && a.total.duration_us > 0 ? one_time_share(a) : kNotApplicable; },
      [](const TraceAnalysis& a, double v) {
-       return "the first " + a.longest_runtime_call.name + " took " + format_us(a.longest_runtime_call.duration_us) +
-              " = " + format_percent(v) + " of step time";
+       return which_call(a) + " took " + format_us(a.longest_runtime_call.duration_us) + " = " + format_percent(v) +
+              " of step time";
      },
      [](const TraceAnalysis& a) {
        const auto& l = a.longest_runtime_call;
-       std::string s = l.name + " x" + format_count(l.calls) + " in steps: the first took " + format_us(l.duration_us) +
-                       " at +" + format_us(l.offset_in_step_us) + " into " + l.step;
-       return s + ", the other " + format_count(l.calls - 1) + " median " + format_us(l.others_median_us) + " each; " +
-              share_text(a, l.duration_us);
+       std::string s = l.name + " x" + format_count(l.calls) + " in steps: " +
+                       (l.first ? std::string("the first") : "call #" + format_count(l.ordinal)) + " took " +
+                       format_us(l.duration_us) + " at +" + format_us(l.offset_in_step_us) + " into " + l.step;
+       return s + ", the other " + format_count(l.calls - 1) + " median " + format_us(l.others_median_us) + " each, " +
+              format_us(l.others_total_us) + " in all; " + share_text(a, l.duration_us);
      }},
     // When the allocator stalls the host, data loading and launches look slow because of it.
     {"allocator", "Device memory is allocated and freed inside the step", 0.05, "> 5% of step time",
@@ -145,7 +149,9 @@ const std::vector<AdvisorRule>& trace_rules() {
      [](const TraceAnalysis& a) {
        const PaceSetter p = top_runtime_call(a);
        std::string s = p.call->name + " x" + format_count(p.call->count) + " in steps, " + share_text(a, p.us);
-       if (p.us < p.call->wall_us) s += " (without its first call, a one-time cost)";
+       if (p.call->one_time_us > 0)
+         s += " (without one call of " + format_us(p.call->one_time_us) + ", a one-time cost: " +
+              format_us(p.call->wall_us) + " with it)";
        if (p.call->total_us > p.call->wall_us * 1.001)
          s += "; " + format_us(p.call->total_us) + " summed over threads, which ran it at the same time";
        return s + "; runtime calls by time: " + top_names(a.runtime_calls);

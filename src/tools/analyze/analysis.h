@@ -111,6 +111,7 @@ struct NamedTotal {
   int64_t count = 0;
   double total_us = 0;  // summed over calls (calls on several threads at once add up)
   double wall_us = 0;   // runtime calls: the union of their times, never more than the steps
+  double one_time_us = 0;  // runtime calls: the one call of this name that is a one-time cost (0: none)
 };
 
 struct KernelStats {
@@ -216,16 +217,21 @@ struct TraceAnalysis {
   double host_sync_us = 0;               // their union: never more than the steps
   std::vector<NamedTotal> runtime_calls;    // host runtime calls inside steps by total time, at most 20
   // The longest single runtime call inside steps (clipped to its step) that does not wait for the
-  // device (no synchronize, no free: those last as long as the work before them). When it is the first call
-  // of its name and far longer than the others, it is a one-time cost: CUDA loads a kernel's module
-  // at its first launch (lazy module loading, CUDA_MODULE_LOADING=LAZY), a library creates its
-  // handle at first use.
+  // device (no synchronize, no free, no blocking copy: those last as long as the work before them).
+  // A call that does not wait is a one-time cost when it stands far out from the other calls of its
+  // name: the first call of its name more than 10x their median, or any call at least 100x their
+  // median that is also most of its name's time. CUDA loads a kernel's module at that kernel's first
+  // launch (lazy module loading, CUDA_MODULE_LOADING=LAZY), which is seldom the first launch of the
+  // trace; a library (cuBLAS, cuDNN) creates its handle at first use.
   struct LongestRuntimeCall {
     std::string name;              // "" when the trace has no runtime call in steps
     double duration_us = 0;
     bool first = false;            // the first call of its name in the trace
+    int64_t ordinal = 0;           // its place among the calls of its name in the trace (1: first)
+    bool one_time = false;         // a one-time cost, as above
     int64_t calls = 0;             // calls of that name inside steps
     double others_median_us = 0;   // the median of the other calls of that name (0: none)
+    double others_total_us = 0;    // the other calls of that name inside steps, summed
     std::string step;
     double offset_in_step_us = 0;
   } longest_runtime_call;

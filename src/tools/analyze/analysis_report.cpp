@@ -295,13 +295,18 @@ nlohmann::json analysis_to_json(const TraceAnalysis& a) {
   j["host_syncs"] = named(a.host_syncs);
   j["host_sync_us"] = a.host_sync_us;
   j["runtime_calls"] = named(a.runtime_calls);
-  for (size_t i = 0; i < a.runtime_calls.size(); ++i) j["runtime_calls"][i]["wall_us"] = a.runtime_calls[i].wall_us;
+  for (size_t i = 0; i < a.runtime_calls.size(); ++i) {
+    j["runtime_calls"][i]["wall_us"] = a.runtime_calls[i].wall_us;
+    j["runtime_calls"][i]["one_time_us"] = a.runtime_calls[i].one_time_us;
+  }
   {
     const auto& l = a.longest_runtime_call;
-    j["longest_runtime_call"] = l.name.empty() ? json()
-                                               : json{{"name", l.name}, {"duration_us", l.duration_us}, {"first", l.first},
-                                                      {"calls", l.calls}, {"others_median_us", l.others_median_us},
-                                                      {"step", l.step}, {"offset_in_step_us", l.offset_in_step_us}};
+    j["longest_runtime_call"] =
+        l.name.empty() ? json()
+                       : json{{"name", l.name}, {"duration_us", l.duration_us}, {"first", l.first},
+                              {"ordinal", l.ordinal}, {"one_time", l.one_time}, {"calls", l.calls},
+                              {"others_median_us", l.others_median_us}, {"others_total_us", l.others_total_us},
+                              {"step", l.step}, {"offset_in_step_us", l.offset_in_step_us}};
   }
   j["launch_calls"] = a.launch_calls;
   j["device_missing"] = a.device_missing();

@@ -35,6 +35,28 @@ DelayStats summarize(std::vector<double>& v) {
   return d;
 }
 
+// The median of `v` (0 when empty).
+double median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  auto mid = v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2);
+  std::nth_element(v.begin(), mid, v.end());
+  return std::max(0.0, *mid);
+}
+
+// A runtime call that does not wait for the device, `us` long, against the `others` calls of its
+// name (their median; the name's total in steps, this call included). The first call of its name
+// 10x their median pays for a first use (a kernel's module loaded at its first launch, a library's
+// handle); so does any call 100x their median that is most of its name's time: CUDA loads each
+// kernel's module at that kernel's own first launch, seldom the first launch of the trace. A launch
+// held up by a full launch queue is one of many such calls, not one call that outweighs all others.
+constexpr double kFirstCallFactor = 10;
+constexpr double kAnyCallFactor = 100;
+bool is_one_time_call(double us, bool first, size_t others, double others_median_us, double name_total_us) {
+  if (others == 0) return false;  // nothing to compare it with
+  if (first && us > kFirstCallFactor * others_median_us) return true;
+  return us >= kAnyCallFactor * others_median_us && us > 0.5 * name_total_us;
+}
+
 std::vector<NamedTotal> ranked(std::map<std::string, NamedTotal>& by_name) {
   std::vector<NamedTotal> v;
   for (auto& [n, e] : by_name) v.push_back(e);
@@ -170,6 +192,7 @@ void compute_device_views(const Trace& t, const SpanLinks& L, const std::vector<
   std::map<std::string, NamedTotal> allocator;
   std::vector<std::pair<double, double>> allocating;
   std::unordered_map<uint32_t, double> first_of_name;  // name -> start of its first call in the trace
+  std::unordered_map<uint32_t, std::pair<int32_t, double>> longest_of_name;  // name -> its longest call in steps
   int32_t longest = kNoSpan;
   double longest_us = -1;
   int longest_step = -1;
@@ -189,7 +212,11 @@ void compute_device_views(const Trace& t, const SpanLinks& L, const std::vector<
     runtime_times[s.name].emplace_back(a, b);
     const NameInfo& info = names(s.name);
     // A wait for the device lasts as long as the work queued before it: not the call's own cost.
-    if (!info.host_sync && b - a > longest_us) longest = static_cast<int32_t>(i), longest_us = b - a, longest_step = k;
+    if (!info.host_sync && !info.blocking_copy) {
+      auto [l, none] = longest_of_name.try_emplace(s.name, static_cast<int32_t>(i), b - a);
+      if (!none && b - a > l->second.second) l->second = {static_cast<int32_t>(i), b - a};
+      if (b - a > longest_us) longest = static_cast<int32_t>(i), longest_us = b - a, longest_step = k;
+    }
     if (info.launch_call) ++out.launch_calls;
     if (info.allocator_call) {
       add(allocator, r.name, b - a);
@@ -202,28 +229,32 @@ void compute_device_views(const Trace& t, const SpanLinks& L, const std::vector<
     out.online_compile_us += s.dur;
     note(Concern::OnlineCompile, i, s.dur);
   }
-  if (longest != kNoSpan) {
-    const Span& ls = t.spans[static_cast<size_t>(longest)];
-    auto& l = out.longest_runtime_call;
-    l.name = t.strings.str(ls.name);
-    l.duration_us = longest_us;
-    l.first = first_of_name[ls.name] == ls.ts;
+  // Per name, its longest call that does not wait, judged against the other calls of the name.
+  for (const auto& [id, l] : longest_of_name) {
     std::vector<double> others;
-    for (size_t i = 0; i < t.spans.size(); ++i) {
-      const Span& s = t.spans[i];
-      if (s.kind != SpanKind::Runtime || s.name != ls.name || i == static_cast<size_t>(longest)) continue;
-      const int k = window_of(windows, s.ts);
-      if (k >= 0) others.push_back(std::min(s.end(), windows[static_cast<size_t>(k)].end) - std::max(s.ts, windows[static_cast<size_t>(k)].start));
+    bool skipped = false;
+    for (const auto& [a, b] : runtime_times[id]) {
+      if (!skipped && b - a == l.second) skipped = true;
+      else others.push_back(b - a);
     }
-    l.calls = static_cast<int64_t>(others.size()) + 1;
-    if (!others.empty()) {
-      auto mid = others.begin() + static_cast<std::ptrdiff_t>(others.size() / 2);
-      std::nth_element(others.begin(), mid, others.end());
-      l.others_median_us = std::max(0.0, *mid);
-    }
+    NamedTotal& r = runtime[id];
+    const bool first = first_of_name[id] == t.spans[static_cast<size_t>(l.first)].ts;
+    if (is_one_time_call(l.second, first, others.size(), median(others), r.total_us)) r.one_time_us = l.second;
+    if (l.first != longest) continue;
+    auto& lc = out.longest_runtime_call;
+    lc.name = r.name;
+    lc.duration_us = longest_us;
+    lc.first = first;
+    lc.calls = r.count;
+    lc.others_median_us = median(others);
+    lc.others_total_us = std::max(0.0, r.total_us - longest_us);
+    lc.one_time = r.one_time_us > 0;
+    const Span& ls = t.spans[static_cast<size_t>(longest)];
+    for (const Span& s : t.spans)
+      if (s.kind == SpanKind::Runtime && s.name == ls.name && s.ts <= ls.ts) ++lc.ordinal;
     const StepWindow& w = windows[static_cast<size_t>(longest_step)];
-    l.step = w.label;
-    l.offset_in_step_us = std::max(0.0, ls.ts - w.start);
+    lc.step = w.label;
+    lc.offset_in_step_us = std::max(0.0, ls.ts - w.start);
   }
   for (auto& [id, r] : runtime) {
     r.wall_us = union_length(runtime_times[id]);

@@ -123,6 +123,13 @@ bool is_launch_call_name(std::string_view n) {
   return false;
 }
 
+bool is_blocking_copy_call_name(std::string_view n) {
+  if (starts_with(n, "AscendCL@")) n.remove_prefix(9);
+  for (std::string_view p : {"cuda", "cu", "hip", "aclrt"})
+    if (starts_with(n, p)) return starts_with(n.substr(p.size()), "Memcpy") && !contains_ci(n, "async");
+  return false;
+}
+
 bool is_mode_identity_name(std::string_view n) {
   for (std::string_view d : {"aten::dropout", "aten::dropout_", "aten::feature_dropout", "aten::feature_dropout_",
                              "aten::alpha_dropout", "aten::alpha_dropout_", "aten::feature_alpha_dropout",
@@ -297,6 +304,7 @@ const NameInfo& NameInfoCache::operator()(uint32_t id) {
     i.memset = contains_ci(n, "memset");
     i.allocator_call = is_allocator_call_name(n);
     i.launch_call = is_launch_call_name(n);
+    i.blocking_copy = is_blocking_copy_call_name(n);
     i.mode_identity = is_mode_identity_name(n);
     i.task_class = ascend_task_class(n);
     i.ai_cpu = i.task_class == TaskClass::Compute && (contains_ci(n, "AI_CPU") || contains_ci(n, "AICPU"));

@@ -37,6 +37,10 @@ bool is_value_read_name(std::string_view name);
 // hipMalloc, hipFree, cudaHostAlloc, aclrtMalloc, aclrtFree ...): with PyTorch's caching
 // allocator working they are rare; every step paying for them means it is off or thrashing.
 bool is_allocator_call_name(std::string_view name);
+// Runtime calls that copy synchronously (cudaMemcpy, cudaMemcpy2D, cuMemcpyHtoD_v2, hipMemcpy,
+// aclrtMemcpy; not the *Async ones): the host waits for the copy, and on the default stream for the
+// work queued before it, so their length says little about the call's own cost.
+bool is_blocking_copy_call_name(std::string_view name);
 // Runtime calls that give the device work: kernel and graph launches (cudaLaunchKernel,
 // cuLaunchKernel, cudaGraphLaunch, hipLaunchKernel, aclrtLaunchKernel ...), copies and fills
 // (cudaMemcpyAsync, hipMemsetAsync ...) and Ascend's operator calls (aclnn*, aclop*). A trace that
@@ -87,6 +91,7 @@ struct NameInfo {
   bool memset = false;
   bool allocator_call = false;
   bool launch_call = false;      // see is_launch_call_name
+  bool blocking_copy = false;    // see is_blocking_copy_call_name
   bool mode_identity = false;
   bool ai_cpu = false;           // as an Ascend "Task Type": AI_CPU, KERNEL_AICPU ...
   TaskClass task_class = TaskClass::Unknown;  // as an Ascend "Task Type"
