@@ -3,6 +3,7 @@
 #include "tools/migrate/name_uses.h"
 
 #include <algorithm>
+#include <cctype>
 
 namespace crosstrain::migrate {
 
@@ -146,6 +147,19 @@ void DeviceStrings::on_text(TSNode node, std::string_view content, char quote, c
       plan_.find(rule_by_id("cuda-visible-devices"), node, std::string(content), target_);
     return;
   }
+  if (content == "PYTORCH_CUDA_ALLOC_CONF" || content == "CUDA_LAUNCH_BLOCKING" || content == "CUDA_DEVICE_MAX_CONNECTIONS") {
+    if (context_of(node, ancestors).kind != ArgContext::Docstring)
+      plan_.find(rule_by_id("cuda-env"), node, std::string(content), target_);
+    return;
+  }
+  if (content == "flash_attention_2" || content == "flash_attention_3") {
+    ArgContext context = context_of(node, ancestors).kind;
+    if (context != ArgContext::Docstring && context != ArgContext::Comparison && context != ArgContext::Keyed &&
+        context != ArgContext::Text)
+      plan_.find(rule_by_id("nvidia-kernels"), node, std::string(text(node)), target_);
+    return;
+  }
+  if (composite_backend(node, content, quote, ancestors)) return;
   // torch.distributed.Backend lower-cases its name: "NCCL" is the same backend.
   if (equals_ignoring_case(content, "nccl")) {
     nccl_text(node, quote, ancestors);
@@ -171,11 +185,10 @@ void DeviceStrings::on_text(TSNode node, std::string_view content, char quote, c
     return;
   }
   if (!index.empty()) {
-    // "cuda:1": npu keeps a literal; torch.device("cuda:1") takes the type and index apart.
+    // "cuda:1": npu keeps a literal; elsewhere the index goes on the CPU, in torch.device("cuda:1")
+    // too (a device that may become torch.load's map_location, which refuses cpu:1).
     if (target_ == Target::Npu) {
       plan_.replace(rule_by_id("device-string"), node, requote("\"npu:" + std::string(index) + "\"", quote), "");
-    } else if (target_ == Target::DeviceAgnostic && context == ArgContext::TorchDevice && sole_argument(node, ancestors)) {
-      plan_.replace(rule_by_id("device-type-string"), node, expand("{device_type}") + ", " + std::string(index), "");
     } else if (target_ == Target::DeviceAgnostic) {
       plan_.replace(rule_by_id("device-string-format"), node,
                     "(f\"{" + expand("{device_type}") + "}:" + std::string(index) + "\" if " + expand("{device_type}") +
@@ -189,6 +202,65 @@ void DeviceStrings::on_text(TSNode node, std::string_view content, char quote, c
   const Rule& rule = rule_by_id(context == ArgContext::Device || context == ArgContext::MapLocation
                                     ? "device-string" : "device-type-string");
   plan_.replace(rule, node, requote(expand("{device_type}"), quote), "");
+}
+
+// `"cuda:nccl,cpu:gloo"`: a backend per device type. In a backend position its CUDA entry becomes
+// the target's (the rest stays; on the CPU the rest alone, with cpu:gloo when no entry names the
+// CPU); a CUDA entry with another backend, or such a string elsewhere, is flagged (nccl-string).
+bool DeviceStrings::composite_backend(TSNode node, std::string_view content, char quote,
+                                      const std::vector<TSNode>& ancestors) {
+  if (!contains_ci(content, "cuda:")) return false;
+  auto word = [](std::string_view w) {
+    return !w.empty() && std::all_of(w.begin(), w.end(), [](char c) { return std::isalpha(static_cast<unsigned char>(c)) || c == '_'; });
+  };
+  bool list = content.find(',') != std::string_view::npos;
+  if (!list && !equals_ignoring_case(content, "cuda:nccl")) return false;
+  std::vector<std::string_view> rest;
+  bool cuda_nccl = false, other_cuda = false, cpu_entry = false;
+  for (size_t at = 0; at <= content.size();) {
+    size_t comma = std::min(content.find(',', at), content.size());
+    std::string_view entry = content.substr(at, comma - at);
+    size_t colon = entry.find(':');
+    if (colon == std::string_view::npos) return false;
+    std::string_view device = entry.substr(0, colon), backend = entry.substr(colon + 1);
+    if (!word(device) || !word(backend)) return false;  // not a per-device list ("cuda:0,cuda:1", a message)
+    if (equals_ignoring_case(device, "cuda")) {
+      (equals_ignoring_case(backend, "nccl") ? cuda_nccl : other_cuda) = true;
+    } else {
+      cpu_entry = cpu_entry || equals_ignoring_case(device, "cpu");
+      rest.push_back(entry);
+    }
+    at = comma + 1;
+  }
+  if (!cuda_nccl && !other_cuda) return false;
+  ArgumentContext where = context_of(node, ancestors);
+  ArgContext context = where.kind;
+  if (context == ArgContext::Docstring || context == ArgContext::Comparison || context == ArgContext::Keyed ||
+      context == ArgContext::Text)
+    return true;
+  auto backend = [](ArgContext kind) { return kind == ArgContext::Backend; };
+  if (other_cuda || (context != ArgContext::Backend && !read_as(where, ancestors, backend))) {
+    plan_.find(rule_by_id("nccl-string"), node, std::string(text(node)), target_,
+               other_cuda ? "a CUDA entry with a backend other than NCCL: give the target's device its backend by hand"
+                          : std::string{});
+    return true;
+  }
+  std::string others;
+  for (std::string_view entry : rest) others += "," + std::string(entry);
+  std::string on_cpu = cpu_entry ? others.substr(1) : "cpu:gloo" + others;
+  const Rule& rule = rule_by_id("composite-backend");
+  std::string replacement;
+  if (target_ == Target::Npu) {
+    replacement = requote("\"npu:hccl" + others + "\"", quote);
+  } else if (target_ == Target::Cpu) {
+    replacement = requote("\"" + on_cpu + "\"", quote);
+  } else {
+    replacement = "(f\"{_accel_device.type}:{" + std::string(plan_.torch_name()) +
+                  ".distributed.get_default_backend_for_device(_accel_device)}" + others +
+                  "\" if _accel_device.type != \"cpu\" else \"" + on_cpu + "\")";
+  }
+  plan_.replace(rule, node, replacement, "");
+  return true;
 }
 
 // "nccl" is a backend only where a backend is given (backend=, init_process_group, a name or
@@ -232,12 +304,6 @@ bool DeviceStrings::read_as(const ArgumentContext& where, const std::vector<TSNo
   for (const NameUse& use : reads_in_scope(syntax_, ancestors, where.assignment, text(left)))
     if (wanted(context_of(use.node, use.ancestors).kind)) return true;
   return false;
-}
-
-bool DeviceStrings::sole_argument(TSNode node, const std::vector<TSNode>& ancestors) const {
-  if (ancestors.empty() || !is_type(ancestors.back(), "argument_list")) return false;
-  std::vector<TSNode> args = named_children(ancestors.back());
-  return args.size() == 1 && ts_node_eq(args[0], node);
 }
 
 // "cuda" compared with a device: left alone (the test is right on CUDA and false elsewhere),

@@ -47,11 +47,11 @@ class DeviceStrings {
   bool piece_of_build(TSNode node, const std::vector<TSNode>& ancestors);
   void on_text(TSNode node, std::string_view content, char quote, const std::vector<TSNode>& ancestors);
   void nccl_text(TSNode node, char quote, const std::vector<TSNode>& ancestors);
+  bool composite_backend(TSNode node, std::string_view content, char quote, const std::vector<TSNode>& ancestors);
   ArgContext settled_context(TSNode node, const std::vector<TSNode>& ancestors);
   bool read_as(const ArgumentContext& where, const std::vector<TSNode>& ancestors, bool (*wanted)(ArgContext)) const;
   void device_string_expression(TSNode node, const std::vector<TSNode>& ancestors);
   bool already_replaced(TSNode node, const std::vector<TSNode>& ancestors) const;
-  bool sole_argument(TSNode node, const std::vector<TSNode>& ancestors) const;
   void cuda_test_operand(TSNode node, const std::vector<TSNode>& ancestors, char quote);
   void fstring_device(TSNode node, uint32_t content_begin, const std::vector<TSNode>& ancestors);
   static std::string requote(std::string text, char quote);

@@ -100,6 +100,9 @@ class Matcher {
   bool is_tested(TSNode call, const std::vector<TSNode>& ancestors) const;
   bool times_events(TSNode call) const;
   void on_assignment(TSNode node, const std::vector<TSNode>& ancestors);
+  static bool is_store_target(TSNode node, const std::vector<TSNode>& ancestors);
+  bool cpu_stream_use(const Rule& rule, TSNode matched, TSNode node, const std::vector<TSNode>& ancestors);
+  void cpu_stream_methods(const Rule& rule, TSNode call, const std::vector<TSNode>& ancestors);
 
   // matcher_amp.cpp
   void find_amp_references();
@@ -132,6 +135,7 @@ class Matcher {
   TSNode sole_argument(TSNode args, std::string_view keyword) const;
   bool legacy_tensor_type_call(TSNode call, TSNode function, TSNode args);
   void legacy_tensor_type_string(TSNode node, const std::vector<TSNode>& ancestors);
+  void default_type_restores();
 
   // matcher_calls.cpp
   void on_call(TSNode call);
@@ -148,6 +152,8 @@ class Matcher {
   void device_value(TSNode value);
   void nccl_available(TSNode call, TSNode name);
   void cuda_library(TSNode call, TSNode args);
+  void inline_cuda_extension(TSNode call, std::string_view callee, TSNode args);
+  void indexed_torch_device(TSNode call, TSNode function, TSNode args);
   void tensor_cuda(TSNode call, TSNode attr, TSNode args);
   bool is_storage(TSNode object) const;
 
@@ -162,6 +168,11 @@ class Matcher {
   std::map<std::string, std::string> amp_names_;  // local name -> "autocast" | "GradScaler" | "custom_fwd" | ...
   std::set<std::string, std::less<>> amp_referenced_;  // of those, names used as values
   std::set<uint32_t> handled_tensor_types_;  // start bytes of CUDA tensor types in rewritten calls
+  // set_default_tensor_type calls with another type (a restore), and whether a CUDA one became
+  // set_default_device: then each restore must reset the default device too.
+  std::vector<std::pair<TSNode, bool>> default_type_restores_;  // call, alone in its statement
+  bool default_device_set_ = false;
+  std::set<uint32_t> flagged_stream_uses_;  // start bytes of stream method uses already flagged
 };
 
 }  // namespace crosstrain::migrate

@@ -46,13 +46,17 @@ void Matcher::on_call(TSNode call) {
     } else if (name == "CDLL" && is_type(args, "argument_list")) {
       cuda_library(call, args);
     }
-    if (is_type(args, "argument_list")) device_keywords(call, name, args);
+    if (is_type(args, "argument_list")) {
+      device_keywords(call, name, args);
+      inline_cuda_extension(call, name, args);
+    }
     return;
   }
   if (!is_type(function, "attribute") || !is_type(args, "argument_list")) return;
   TSNode attr = field(function, "attribute");
   std::string_view method = text(attr);
-  device_keywords(call, method, args);
+  // `.cuda(device=i)` gets its device from tensor_cuda, which reads the keyword itself.
+  if (method != "cuda") device_keywords(call, method, args);
   if (legacy_tensor_type_call(call, function, args)) return;
   if (method == "is_nccl_available") {
     nccl_available(call, attr);
@@ -72,8 +76,65 @@ void Matcher::on_call(TSNode call) {
     sync_batchnorm(call, args);
   } else if (method == "CDLL" || method == "LoadLibrary" || method == "WinDLL" || method == "PyDLL") {
     cuda_library(call, args);
+  } else if (method == "device") {
+    indexed_torch_device(call, function, args);
   }
+  inline_cuda_extension(call, method, args);
   pin_memory_keyword(call, function, args);
+}
+
+// `load_inline(..., cuda_sources=...)`, `load(..., extra_cuda_cflags=...)`: CUDA kernels compiled
+// at run time, as a CUDAExtension is at install time (`.cu` sources are flagged as strings).
+void Matcher::inline_cuda_extension(TSNode call, std::string_view callee, TSNode args) {
+  if (callee != "load_inline" && callee != "load") return;
+  for (TSNode arg : named_children(args)) {
+    if (!is_type(arg, "keyword_argument")) continue;
+    std::string_view name = text(field(arg, "name"));
+    std::string_view value = text(field(arg, "value"));
+    bool cuda = name == "cuda_sources" || name == "extra_cuda_cflags" || (name == "with_cuda" && value != "False" && value != "None");
+    if (cuda && value != "None" && value != "[]" && value != "\"\"") {
+      plan_.find(rule_by_id("cuda-extension"), call, std::string(callee) + "(" + std::string(name) + "=...)", target_);
+      return;
+    }
+  }
+}
+
+// `torch.device("cuda", i)`: on the CPU the index goes, as for "cuda:N" (torch.load refuses a
+// cpu:N map_location, and the device may become one). The "cuda" itself is the device type's rule.
+void Matcher::indexed_torch_device(TSNode call, TSNode function, TSNode args) {
+  TSNode object = field(function, "object");
+  if (target_ == Target::Npu || !is_type(object, "identifier") || !plan_.is_torch_alias(text(object))) return;
+  TSNode type{}, index{};
+  size_t positional = 0;
+  for (TSNode arg : named_children(args)) {
+    if (is_type(arg, "comment")) continue;
+    if (is_type(arg, "keyword_argument")) {
+      std::string_view name = text(field(arg, "name"));
+      if (name == "type") type = field(arg, "value");
+      else if (name == "index") index = field(arg, "value");
+      else return;
+    } else if (is_type(arg, "list_splat") || is_type(arg, "dictionary_splat")) {
+      return;
+    } else {
+      (positional++ == 0 ? type : index) = arg;
+    }
+  }
+  if (ts_node_is_null(type) || ts_node_is_null(index) || text(index) == "None" || !is_cuda_literal(syntax_, type)) return;
+  auto [is_cuda, literal_index] = parse_cuda_string(text(type).substr(1, text(type).size() - 2));
+  if (!is_cuda || !literal_index.empty()) return;
+  const Rule& rule = rule_by_id("indexed-torch-device");
+  std::string torch(plan_.torch_name());
+  if (target_ == Target::Cpu) {
+    plan_.replace_span(rule, ts_node_start_byte(args) + 1, ts_node_end_byte(args) - 1, call, "\"cpu\"",
+                       "`" + std::string(text(call)) + "`: " + std::string(rule.message));
+    return;
+  }
+  uint32_t start = ts_node_start_byte(call), end = ts_node_end_byte(call);
+  plan_.add(rule,
+            {{start, start, "("},
+             {ts_node_start_byte(type), ts_node_end_byte(type), expand("{device_type}")},
+             {end, end, " if _accel_device.type != \"cpu\" else " + torch + ".device(\"cpu\"))"}},
+            call, "`" + std::string(text(call)) + "`: " + std::string(rule.message));
 }
 
 // `ctypes.CDLL("libcudart.so")`: a CUDA library loaded by name, which exists only with NVIDIA's driver.

@@ -191,7 +191,8 @@ std::vector<std::pair<uint32_t, uint32_t>> Matcher::decided_by(std::string_view 
 }
 
 // `torch.cuda.is_available()` inside the value stored in a name (`cuda = True if ... else False`,
-// `ancestors` ending with the call): the code the reads of that name decide. The test is rewritten
+// `ancestors` ending with the call), a value true only where the test is: the code the reads of
+// that name decide. The test is rewritten
 // unless that code keeps a flagged CUDA call, which must then stay out of reach wherever CUDA is
 // not the device. Empty when the value is not stored.
 std::vector<std::pair<uint32_t, uint32_t>> Matcher::stored_availability(const std::vector<TSNode>& ancestors) const {
@@ -207,6 +208,9 @@ std::vector<std::pair<uint32_t, uint32_t>> Matcher::stored_availability(const st
     if (type != "assignment" || !ts_node_eq(field(parent, "right"), child)) return {};
     TSNode left = field(parent, "left");
     if (!is_type(left, "identifier") && !is_type(left, "attribute")) return {};
+    // Only a stored test: a value the test merely chooses (`device = "cuda" if ... else "cpu"`) is
+    // rewritten with it, and its reads (`device == "cuda"`) test the value, not availability.
+    if (!implies_cuda_available(child, 0)) return {};
     return decided_by(text(left));
   }
   return {};

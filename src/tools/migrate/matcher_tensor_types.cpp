@@ -90,7 +90,12 @@ bool Matcher::legacy_tensor_type_call(TSNode call, TSNode function, TSNode args)
   if (set_default && !(is_type(object, "identifier") && plan_.is_torch_alias(text(object)))) return false;
   TSNode type_node = sole_argument(args, set_default ? "t" : "dtype");
   const LegacyTensorType* type = ts_node_is_null(type_node) ? nullptr : cuda_tensor_type(type_node);
-  if (!type) return false;
+  TSNode statement = ancestors_->empty() ? TSNode{} : ancestors_->back();
+  bool alone = is_type(statement, "expression_statement") && ts_node_named_child_count(statement) == 1;
+  if (!type) {
+    if (set_default) default_type_restores_.emplace_back(call, alone);
+    return false;
+  }
   const Rule& rule = rule_by_id("legacy-tensor-type");
   std::string torch(plan_.torch_name());
   std::string dtype = torch + "." + std::string(type->dtype);
@@ -103,14 +108,35 @@ bool Matcher::legacy_tensor_type_call(TSNode call, TSNode function, TSNode args)
               call, "`" + std::string(text(call)) + "`: cast, then moved as .cuda() moves");
     return true;
   }
-  TSNode statement = ancestors_->empty() ? TSNode{} : ancestors_->back();
-  bool alone = is_type(statement, "expression_statement") && ts_node_named_child_count(statement) == 1;
   if (!type->floating || !alone || calls_legacy_constructor()) return false;
   handled_tensor_types_.insert(ts_node_start_byte(type_node));
+  default_device_set_ = true;
   plan_.replace(rule, call,
                 torch + ".set_default_dtype(" + dtype + "); " + torch + ".set_default_device(" + expand("{device}") + ")",
                 "");
   return true;
+}
+
+// `torch.set_default_tensor_type(torch.FloatTensor)` (or any type but a CUDA one) restores CPU
+// tensors after a CUDA default type, but not the default device its rewrite set: without the
+// reset, factories keep making tensors on the accelerator. The reset adds nothing the original
+// had (only the rewrite sets the default device), so it follows every such call once a CUDA
+// default type was rewritten; one that is not a statement of its own cannot take it and is flagged.
+void Matcher::default_type_restores() {
+  if (!default_device_set_) return;
+  const Rule& rule = rule_by_id("legacy-tensor-type");
+  std::string reset = "; " + std::string(plan_.torch_name()) + ".set_default_device(None)";
+  for (const auto& [call, alone] : default_type_restores_) {
+    if (alone) {
+      uint32_t end = ts_node_end_byte(call);
+      plan_.add(rule, {{end, end, reset}}, call,
+                "`" + std::string(text(call)) + "`: the default type restored, and the default device set above reset");
+    } else {
+      plan_.find(rule_by_id("legacy-tensor-type-unproven"), call, std::string(text(call)), target_,
+                 "restores the default type after a CUDA one that became set_default_device: reset the device "
+                 "too, with torch.set_default_device(None) after it");
+    }
+  }
 }
 
 // A CUDA tensor type's name, as a string, anywhere but a rewritten call: flagged.

@@ -12,6 +12,7 @@ void Matcher::run() {
   find_amp_references();
   find_availability_names();
   walk_named(syntax_.root(), [&](TSNode node, const std::vector<TSNode>& ancestors) { visit(node, ancestors); });
+  default_type_restores();
 }
 
 void Matcher::visit(TSNode node, const std::vector<TSNode>& ancestors) {
@@ -65,6 +66,8 @@ bool Matcher::report_module(std::string_view module, TSNode node) {
   else if (root == "pynvml" || root == "nvidia_smi") rule = "pynvml";
   else if (root == "triton") rule = "triton";
   else if (root == "pycuda") rule = "pycuda";
+  else if (root == "flash_attn" || root == "flash_attn_interface" || root == "transformer_engine" || root == "xformers")
+    rule = "nvidia-kernels";
   else if (has_prefix(module, "numba.cuda")) rule = "numba-cuda";
   else if (module.substr(0, 11) == "nvidia.dali") rule = "dali";
   if (rule) plan_.find(rule_by_id(rule), node, std::string(module), target_);
@@ -191,6 +194,7 @@ void Matcher::on_attribute(TSNode node, const std::vector<TSNode>& ancestors) {
   if (!is_type(cur, "identifier")) return;
   std::string_view base = text(cur);
   if (base == "apex" || base == "cupy" || base == "pynvml" || base == "triton" || base == "pycuda" ||
+      base == "flash_attn" || base == "transformer_engine" || base == "xformers" ||
       (base == "numba" && has_prefix(text(node).substr(6), "cuda"))) {
     report_module(text(node), node);
     return;
@@ -212,6 +216,18 @@ void Matcher::on_attribute(TSNode node, const std::vector<TSNode>& ancestors) {
   std::string api = "torch." + path;
   std::string_view replacement = per_target(*rule);
   bool is_function = is_type(parent, "call") && ts_node_eq(field(parent, "function"), node);
+  // `torch.cuda.synchronize = f`, `torch.cuda.amp = m`: a patch of torch.cuda. Renamed, it would
+  // patch another module (torch.amp, torch.cpu, the device's module), which the program never meant.
+  if (has_prefix(path, "cuda") && is_store_target(node, ancestors)) {
+    plan_.find(rule_by_id("torch-cuda-store"), node, api, target_);
+    return;
+  }
+  // `amp = torch.cuda.amp`, `hasattr(torch.cuda.amp, "common")`: torch.amp is another module (its
+  // autocast needs device_type); only the names the rule table lists are rewritten.
+  if (rule->id == "torch.cuda.amp") {
+    plan_.find(rule_by_id("amp-module"), node, api, target_);
+    return;
+  }
   if (replacement == "{keep}" && !(rule->id == "torch.cuda.device_count" && !is_tested(parent, ancestors))) return;
   if (rule->action == RuleAction::Report || replacement.empty()) {
     if (is_function && diagnostic_call(path, parent, ancestors)) return;
@@ -243,6 +259,7 @@ void Matcher::on_attribute(TSNode node, const std::vector<TSNode>& ancestors) {
     else plan_.find(rule_by_id("amp-reference"), node, std::string(text(node)), target_, amp_reference_advice(path));
     return;
   }
+  if (cpu_stream_use(*rule, matched, node, ancestors)) return;
   if (rule->family == "memory" && is_function && ts_node_eq(matched, node) &&
       replacement.find("accelerator.memory") != std::string_view::npos) {
     accelerator_memory_call(*rule, parent, matched, expand(replacement));
@@ -347,6 +364,78 @@ bool Matcher::times_events(TSNode call) const {
         text(field(arg, "value")) != "False")
       return true;
   return false;
+}
+
+// `node` is (part of) what an assignment, augmented assignment or `del` stores to or deletes.
+bool Matcher::is_store_target(TSNode node, const std::vector<TSNode>& ancestors) {
+  TSNode child = node;
+  for (auto it = ancestors.rbegin(); it != ancestors.rend(); ++it) {
+    std::string_view type = node_type(*it);
+    if (type == "pattern_list" || type == "tuple_pattern" || type == "list_pattern" || type == "expression_list" ||
+        type == "tuple" || type == "list" || type == "list_splat_pattern") {
+      child = *it;
+      continue;
+    }
+    if (type == "assignment" || type == "augmented_assignment") return ts_node_eq(field(*it, "left"), child);
+    return type == "delete_statement";
+  }
+  return false;
+}
+
+// On the CPU (cpu, and device-agnostic's fallback) torch.cpu.Stream takes only `priority` and
+// has only wait_stream, wait_event and record_event (torch 2.11). A stream made with a device,
+// an attribute of the class (`Stream.priority_range()`), or a method it lacks
+// (`current_stream().synchronize()`, `s.synchronize()` of a stream named here) is flagged.
+bool Matcher::cpu_stream_use(const Rule& rule, TSNode matched, TSNode node, const std::vector<TSNode>& ancestors) {
+  if (target_ == Target::Npu) return false;
+  bool stream_class = rule.id == "torch.cuda.Stream";
+  if (!stream_class && rule.id != "torch.cuda.current_stream") return false;
+  std::string where = agnostic() ? "without an accelerator, torch.cpu.Stream" : "torch.cpu.Stream";
+  if (!ts_node_eq(matched, node)) {
+    plan_.find(rule, node, std::string(text(node)), target_,
+               where + " has no `" + std::string(text(field(node, "attribute"))) +
+                   "`: choose the value without it (the default priority is 0)");
+    return true;
+  }
+  TSNode parent = ancestors.empty() ? TSNode{} : ancestors.back();
+  if (!is_type(parent, "call") || !ts_node_eq(field(parent, "function"), node)) return false;
+  if (stream_class) {
+    for (TSNode arg : named_children(field(parent, "arguments"))) {
+      if (is_type(arg, "comment") || (is_type(arg, "keyword_argument") && text(field(arg, "name")) == "priority")) continue;
+      plan_.find(rule, parent, std::string(text(parent)), target_,
+                 where + " takes only priority=: drop the device (a stream of the current device)");
+      plan_.keep_as_written(parent);
+      return true;
+    }
+  }
+  cpu_stream_methods(rule, parent, ancestors);
+  return false;
+}
+
+// The methods called on a stream made here: on it directly, or through the name it is stored in
+// (every read of that spelling in the file; one too many only flags more).
+void Matcher::cpu_stream_methods(const Rule& rule, TSNode call, const std::vector<TSNode>& ancestors) {
+  auto portable = [](std::string_view m) { return m == "wait_stream" || m == "wait_event" || m == "record_event"; };
+  std::string where = agnostic() ? "without an accelerator, torch.cpu.Stream" : "torch.cpu.Stream";
+  auto check = [&](TSNode object, const std::vector<TSNode>& up) {
+    if (up.empty() || !is_type(up.back(), "attribute") || !ts_node_eq(field(up.back(), "object"), object)) return;
+    TSNode use = up.back();
+    std::string_view method = text(field(use, "attribute"));
+    if (portable(method) || !flagged_stream_uses_.insert(ts_node_start_byte(use)).second) return;
+    std::string advice = where + " has only wait_stream, wait_event and record_event";
+    if (method == "synchronize") advice += ": synchronize the device module instead (it waits for every stream)";
+    plan_.find(rule, use, std::string(text(use)), target_, advice);
+    TSNode use_call = up.size() >= 2 ? up[up.size() - 2] : TSNode{};
+    bool called = is_type(use_call, "call") && ts_node_eq(field(use_call, "function"), use);
+    plan_.keep_as_written(called ? use_call : use);  // `torch.cuda.current_stream().synchronize()` stays whole
+  };
+  std::vector<TSNode> up(ancestors.begin(), ancestors.end() - 1);  // `ancestors` ends with the call
+  check(call, up);
+  TSNode parent = up.empty() ? TSNode{} : up.back();
+  if (!is_type(parent, "assignment") || !ts_node_eq(field(parent, "right"), call)) return;
+  TSNode left = field(parent, "left");
+  if (!is_type(left, "identifier") && !is_type(left, "attribute")) return;
+  for (const NameUse& use : reads_anywhere(syntax_, text(left))) check(use.node, use.ancestors);
 }
 
 // --- assignments --------------------------------------------------------------------------------

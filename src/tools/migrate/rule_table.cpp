@@ -122,9 +122,17 @@ const std::vector<Rule> kRules = {
      "decorator or call", W,
      {"{torch}.amp.custom_bwd", "{torch}.amp.custom_bwd", "{torch}.amp.custom_bwd"},
      "device_type added as a keyword (torch.amp.custom_bwd requires it); a bare decorator is called with it"},
-    {"torch.cuda.amp", "amp", "`from torch.cuda.amp import ...` and other uses of the module", W,
+    {"torch.cuda.amp", "amp", "`from torch.cuda.amp import ...` (autocast, GradScaler, custom_fwd, custom_bwd)", W,
      {"{torch}.amp", "{torch}.amp", "{torch}.amp"},
      "torch.amp's autocast needs device_type and its GradScaler a device; calls of imported names get them"},
+    {"amp-module", "amp", "`torch.cuda.amp` as a module value (`amp = torch.cuda.amp`, `hasattr(torch.cuda.amp, ...)`) "
+     "or any attribute of it other than autocast, GradScaler, custom_fwd, custom_bwd (`torch.cuda.amp.common`)", R,
+     {"torch.amp is another module (its autocast needs device_type; torch.cuda.amp.common has no counterpart): name "
+      "torch.amp.autocast(device_type=_accel_device.type, ...) / torch.amp.GradScaler(_accel_device.type, ...) where used",
+      "torch.amp is another module (its autocast needs device_type): name torch.amp.autocast(device_type=\"npu\", ...) / "
+      "torch.amp.GradScaler(\"npu\", ...) where used",
+      "torch.amp is another module (its autocast needs device_type): name torch.amp.autocast(device_type=\"cpu\", ...) / "
+      "torch.amp.GradScaler(\"cpu\", ...) where used"}, ""},
     // --- distributed and profiler ---------------------------------------------------------------
     {"nccl-backend", "distributed", "\"nccl\" (any case) as backend=, the first argument of init_process_group/new_group, "
      "the value of a name, attribute or config key named *backend* (or of a name read in one of these positions), the "
@@ -191,6 +199,21 @@ const std::vector<Rule> kRules = {
      {"no device-generic equivalent in the rule table: port by hand",
       "look for the torch.npu counterpart (torch_npu mirrors most of torch.cuda)",
       "no CPU equivalent in the rule table: port by hand"}, ""},
+    {"torch-cuda-store", "device-api", "an assignment to (or `del` of) a `torch.cuda` attribute: `torch.cuda.synchronize = f`, "
+     "`torch.cuda.amp = m`, `torch.cuda.amp.common.x = v` (a patch of torch.cuda)", R,
+     {"a patch of torch.cuda: renamed, it would patch the device's module (torch.cpu without an accelerator) for the "
+      "whole process: patch torch.get_device_module(_accel_device) deliberately, or drop the patch",
+      "a patch of torch.cuda: renamed, it would patch torch.npu for the whole process: patch torch.npu deliberately, "
+      "or drop the patch",
+      "a patch of torch.cuda: renamed, it would patch torch.cpu for the whole process: drop it, or patch torch.cpu "
+      "deliberately"}, ""},
+    {"cuda-env", "device-api", "the environment variable names \"PYTORCH_CUDA_ALLOC_CONF\", \"CUDA_LAUNCH_BLOCKING\", "
+     "\"CUDA_DEVICE_MAX_CONNECTIONS\" (set, read or tested); a note, not a --check failure: the program runs without them", R,
+     {"only CUDA reads it: PYTORCH_ALLOC_CONF is the allocator setting every device reads (torch 2.11); "
+      "CUDA_LAUNCH_BLOCKING and CUDA_DEVICE_MAX_CONNECTIONS have no device-generic name",
+      "torch_npu reads PYTORCH_NPU_ALLOC_CONF (or PYTORCH_ALLOC_CONF) for the allocator and ASCEND_LAUNCH_BLOCKING for "
+      "synchronous launches; CUDA_DEVICE_MAX_CONNECTIONS has no torch_npu counterpart",
+      "only CUDA reads it: harmless on the CPU (ignored); keep it or drop it"}, ""},
     {"cuda-visible-devices", "device-api", "the environment variable name \"CUDA_VISIBLE_DEVICES\" (set, read or tested)", R,
      {"only CUDA reads it: another accelerator sees every device (Ascend reads ASCEND_RT_VISIBLE_DEVICES); "
       "choose the device by index (torch.device(_accel_device.type, local_rank)) instead",
@@ -273,12 +296,25 @@ const std::vector<Rule> kRules = {
      {"({value}.replace(\"cuda\", _accel_device.type, 1) if _accel_device.type != \"cpu\" else \"cpu\")",
       "{value}.replace(\"cuda\", \"npu\", 1)", "\"cpu\""},
      "the device type becomes the target's; on the CPU the index is dropped (torch.load rejects \"cpu:N\")"},
+    {"indexed-torch-device", "device-string", "`torch.device(\"cuda\", i)`, `torch.device(type=\"cuda\", index=i)`: a "
+     "device type and an index given apart", W,
+     {"({torch}.device(_accel_device.type, i) if _accel_device.type != \"cpu\" else {torch}.device(\"cpu\"))",
+      "{torch}.device(\"npu\", i)", "{torch}.device(\"cpu\")"},
+     "on the CPU the index is dropped, as for \"cuda:N\": torch.load rejects a cpu:N map_location"},
+    {"composite-backend", "distributed", "a per-device backend string with a CUDA entry (`\"cuda:nccl,cpu:gloo\"`) in a backend "
+     "position (as for nccl-backend)", W,
+     {"(f\"{_accel_device.type}:{torch.distributed.get_default_backend_for_device(_accel_device)},cpu:gloo\" if "
+      "_accel_device.type != \"cpu\" else \"cpu:gloo\")",
+      "\"npu:hccl,cpu:gloo\"", "\"cpu:gloo\""},
+     "shown for \"cuda:nccl,cpu:gloo\": the CUDA entry becomes the target's device and backend; on the CPU the other entries remain (cpu:gloo added when "
+     "none names the CPU); a CUDA entry with another backend than NCCL is flagged (nccl-string)"},
     {"apex", "apex", "`import apex`, `apex.amp`, `apex.optimizers`, `apex.parallel`", R,
      {"apex is CUDA-only: use torch.amp for mixed precision, torch.optim (fused=/foreach=) for fused optimizers, "
       "DistributedDataParallel for apex.parallel",
       "apex is CUDA-only: use torch.amp, torch.optim or torch_npu's fused optimizers, and DDP",
       "apex is CUDA-only: use torch.amp (bfloat16 on CPU) and torch.optim"}, ""},
-    {"cuda-extension", "extension", "`CUDAExtension`, `.cu`/`.cuh` sources", R,
+    {"cuda-extension", "extension", "`CUDAExtension`, `.cu`/`.cuh` sources, `load_inline(cuda_sources=...)` and "
+     "`load`/`load_inline` with `extra_cuda_cflags=` or `with_cuda=True`", R,
      {"custom CUDA kernels need a port per device; keep a PyTorch fallback path",
       "port the kernel to AscendC (or use an existing torch_npu op); keep a PyTorch fallback",
       "build a CppExtension with a CPU implementation instead"}, ""},
@@ -286,6 +322,14 @@ const std::vector<Rule> kRules = {
      {"Triton runs on CUDA, ROCm and XPU; keep a PyTorch fallback for other devices",
       "Ascend needs the triton-ascend backend; check each kernel, keep a PyTorch fallback",
       "Triton kernels do not run on CPU: add a PyTorch implementation"}, ""},
+    {"nvidia-kernels", "third-party-cuda", "`import flash_attn`, `transformer_engine`, `xformers`; "
+     "`attn_implementation=\"flash_attention_2\"` (or _3)", R,
+     {"NVIDIA-only kernels: use torch.nn.functional.scaled_dot_product_attention (attn_implementation=\"sdpa\") and "
+      "plain torch modules, which every device runs",
+      "no NPU build of these kernels: use torch.nn.functional.scaled_dot_product_attention (attn_implementation=\"sdpa\") "
+      "or torch_npu's fused attention (torch_npu.npu_fusion_attention)",
+      "NVIDIA-only kernels: use torch.nn.functional.scaled_dot_product_attention (attn_implementation=\"sdpa\") and "
+      "plain torch modules on the CPU"}, ""},
     {"cupy", "third-party-cuda", "`import cupy`", R,
      {"CuPy is CUDA/ROCm-only: replace with torch tensor ops", "CuPy does not run on NPU: use torch ops",
       "replace CuPy with NumPy or torch ops"}, ""},
@@ -341,7 +385,7 @@ const TargetSpec& target_spec(Target target) { return kTargets[static_cast<size_
 const std::vector<Rule>& rule_table() { return kRules; }
 
 bool finding_fails_check(const Rule& rule) {
-  return rule.id != "torch.backends.cudnn" && rule.id != "torch.backends.cuda";
+  return rule.id != "torch.backends.cudnn" && rule.id != "torch.backends.cuda" && rule.id != "cuda-env";
 }
 
 const Rule& rule_by_id(std::string_view id) {

@@ -63,6 +63,10 @@ SNIPPETS = {
                     "p.add_argument('--dist-backend', default='nccl')\nrecord(p.parse_args([]).dist_backend)\n"
                     "dist.init_process_group('nccl', rank=0, world_size=1)\ndist.init_process_group(backend='nccl')\n"
                     "dist.init_process_group(backend='NCCL' if torch.cuda.is_available() else 'GLOO')\n",
+    "composite-backend": "import torch.distributed as dist\n"
+                         "dist.init_process_group(backend='cuda:nccl,cpu:gloo', rank=0, world_size=1)\n",
+    "indexed-torch-device": "import torch\nrecord(torch.device('cuda', 1))\nrecord(torch.device(type='cuda', index=0))\n"
+                            "torch.load('ckpt', map_location=torch.device('cuda', 1))\n",
     "is_nccl_available": "import torch.distributed as dist\nrecord(dist.is_nccl_available())\n",
     "profiler-activity": "import torch\nfrom torch.profiler import ProfilerActivity\nrecord(ProfilerActivity.CUDA)\n",
     "process-count": "import torch\ndef spawn(fn, args=(), nprocs=1):\n    record('spawn', nprocs)\n"
