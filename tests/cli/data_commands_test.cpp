@@ -99,6 +99,35 @@ TEST(DataCommands, BadFilesAreSkippedOrStopTheRunWithStrict) {
   EXPECT_NE(r.err.find("zz_corrupt.jpg"), std::string::npos) << r.err;
 }
 
+// Labels come from the training root: a validation class folder the training root lacks cannot
+// be labelled, and is said with its image count (an error with --strict), never dropped silently.
+TEST(DataCommands, AValidationClassMissingFromTrainingIsReported) {
+  const auto root = scratch("val_only_class");
+  ASSERT_EQ(run("make-imagefolder --out " + root.string() + " --train 4 --val 4 --classes 2 --size 40x30").code, 0);
+  fs::create_directories(root / "val" / "zz_extra");
+  for (const char* name : {"a.jpg", "b.jpg", "c.jpg"})
+    fs::copy_file(root / "val" / "01" / fs::directory_iterator(root / "val" / "01")->path().filename(),
+                  root / "val" / "zz_extra" / name);
+  fs::copy_file(root / "val" / "zz_extra" / "a.jpg", root / "val" / "stray.jpg");  // no class: ignored, as torchvision does
+  CommandResult r = run("data-bench --data imagefolder:" + root.string() + " --split val --workers 1 --size 16 --json -");
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto doc = nlohmann::json::parse(r.out);
+  EXPECT_EQ(doc["dataset_size"], 4);
+  EXPECT_EQ(doc["num_classes"], 2);
+  EXPECT_EQ(doc["skipped_at_open"], 3);
+  ASSERT_EQ(doc["first_bad"].size(), 1u) << r.out;
+  EXPECT_EQ(doc["first_bad"][0]["where"], (root / "val" / "zz_extra").string());
+  EXPECT_NE(doc["first_bad"][0]["reason"].get<std::string>().find("not in the training root: its 3 image(s) have no label"),
+            std::string::npos)
+      << r.out;
+  r = run("data-bench --data imagefolder:" + root.string() + " --split val --workers 1 --size 16");
+  ASSERT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("skipped 3 bad item(s)"), std::string::npos) << r.out;
+  r = run("data-bench --strict --data imagefolder:" + root.string() + " --split val --workers 1 --size 16");
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.err.find("zz_extra: class folder not in the training root"), std::string::npos) << r.err;
+}
+
 TEST(DataCommands, MakeImageFolderFromIdx) {
   const auto dir = scratch("idx");
   // Two 2x3 images per split.

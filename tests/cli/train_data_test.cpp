@@ -105,6 +105,30 @@ TEST(TrainData, ImageFolderWithABadFileSkipsAndReportsIt) {
   EXPECT_NE(strict.output.find("broken.jpg"), std::string::npos) << strict.output;
 }
 
+// The validation split takes the training root's labels: a validation class folder that the
+// training root lacks is left out of the evaluation and said, with its image count.
+TEST(TrainData, AValidationClassTheTrainingRootLacksIsNoted) {
+  auto dir = crosstrain::testing::scratch_dir("train_val_only_class");
+  const std::string root = (dir / "tree").string();
+  auto made = run_command(binary() + " make-imagefolder --out " + root + " --size 40x30 --train 8 --val 4 --classes 2");
+  ASSERT_EQ(made.exit_code, 0) << made.output;
+  std::filesystem::create_directories(root + "/val/zz_extra");
+  const auto one = std::filesystem::directory_iterator(root + "/val/01")->path();
+  std::filesystem::copy_file(one, root + "/val/zz_extra/x.jpg");
+  int rc = 0;
+  std::string out;
+  auto j = train_json("--data imagefolder:" + root + " --image-size 24 --model resnet18 --small-stem --base-width 8 "
+                      "--batch-size 4 --steps 1 --workers 0 --threads 1",
+                      (dir / "r.json").string(), &rc, &out);
+  ASSERT_EQ(rc, 0) << out;
+  EXPECT_NE(out.find("note: validation data: " + root + "/val/zz_extra: class folder not in the training root: its 1 "
+                     "image(s) have no label"),
+            std::string::npos)
+      << out;
+  ASSERT_EQ(j["evals"].size(), 1u);
+  EXPECT_EQ(j["evals"][0]["samples"], 4);
+}
+
 // Progressive JPEGs in the training set are named in train's notes (console and JSON) with the flag
 // that decodes them once; with --jpeg-cache they are rewritten on first read and nothing is said.
 TEST(TrainData, ProgressiveJpegsAreNamedUnlessCached) {

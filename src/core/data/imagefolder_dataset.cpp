@@ -1,5 +1,5 @@
 // torchvision's ImageFolder layout: ROOT/<class>/**/<file>.{jpg,jpeg,png}, classes sorted by
-// folder name, files sorted by path. Files of torchvision's other image formats (.bmp, .webp ...)
+// folder name as Python sorts them, files sorted by path. Files of torchvision's other image formats (.bmp, .webp ...)
 // are listed as skipped, with the reason. Files are only listed when the dataset is opened; they are
 // read and decoded by decode(), so a bad file is found (and skipped or reported) when it is used.
 #include <sys/stat.h>
@@ -8,6 +8,8 @@
 #include <atomic>
 #include <filesystem>
 #include <set>
+#include <string>
+#include <utility>
 
 #include "core/data/fixed_size_dataset.h"
 #include "core/data/jpeg_cache.h"
@@ -97,13 +99,54 @@ void walk_images(const fs::path& dir, std::vector<std::string>& found, std::vect
   }
 }
 
+// A file name as Python sees it: os.fsdecode's UTF-8 with surrogateescape, as code points. A
+// well-formed sequence (Unicode's table 3-7: no overlong forms, surrogates or values above
+// U+10FFFF) is its code point; any other byte b is U+DC00 + b on its own.
+std::u32string python_code_points(std::string_view name) {
+  std::u32string out;
+  out.reserve(name.size());
+  auto byte = [&](size_t i) { return i < name.size() ? static_cast<unsigned char>(name[i]) : 0u; };
+  auto cont = [&](size_t i, unsigned lo = 0x80, unsigned hi = 0xBF) { return byte(i) >= lo && byte(i) <= hi; };
+  for (size_t i = 0; i < name.size();) {
+    const unsigned b = byte(i);
+    size_t n = 0;
+    if (b < 0x80) n = 1;
+    else if (b >= 0xC2 && b <= 0xDF) n = cont(i + 1) ? 2 : 0;
+    else if (b == 0xE0) n = cont(i + 1, 0xA0) && cont(i + 2) ? 3 : 0;
+    else if (b == 0xED) n = cont(i + 1, 0x80, 0x9F) && cont(i + 2) ? 3 : 0;
+    else if (b >= 0xE1 && b <= 0xEF) n = cont(i + 1) && cont(i + 2) ? 3 : 0;
+    else if (b == 0xF0) n = cont(i + 1, 0x90) && cont(i + 2) && cont(i + 3) ? 4 : 0;
+    else if (b == 0xF4) n = cont(i + 1, 0x80, 0x8F) && cont(i + 2) && cont(i + 3) ? 4 : 0;
+    else if (b >= 0xF1 && b <= 0xF3) n = cont(i + 1) && cont(i + 2) && cont(i + 3) ? 4 : 0;
+    if (n == 0) {
+      out.push_back(0xDC00 + b);
+      ++i;
+      continue;
+    }
+    char32_t cp = n == 1 ? b : b & (0xFF >> (n + 1));
+    for (size_t k = 1; k < n; ++k) cp = (cp << 6) | (byte(i + k) & 0x3F);
+    out.push_back(cp);
+    i += n;
+  }
+  return out;
+}
+
+// torchvision's order: sorted(entry.name for entry in os.scandir(root)), Python's str order.
+void sort_as_python(std::vector<std::string>& names) {
+  std::vector<std::pair<std::u32string, std::string>> keyed;
+  for (auto& n : names) keyed.emplace_back(python_code_points(n), std::move(n));
+  std::sort(keyed.begin(), keyed.end());
+  names.clear();
+  for (auto& [key, n] : keyed) names.push_back(std::move(n));
+}
+
 std::vector<std::string> list_classes(const fs::path& root) {
   std::vector<std::string> classes;
   std::error_code ec;
   for (fs::directory_iterator it(root, ec), end; !ec && it != end; it.increment(ec))
     if (is_dir(it->path())) classes.push_back(it->path().filename().string());
   if (ec) throw std::runtime_error("imagefolder dataset: cannot list " + root.string() + ": " + ec.message());
-  std::sort(classes.begin(), classes.end());
+  sort_as_python(classes);
   return classes;
 }
 
@@ -136,12 +179,13 @@ class ImageFolderDataset : public Dataset {
         skipped_.push_back({dir.string(), reason});
         continue;
       }
-      std::sort(found.begin(), found.end());
+      sort_as_python(found);
       for (auto& f : found) {
         paths_.push_back(std::move(f));
         labels_.push_back(static_cast<int64_t>(label));
       }
     }
+    if (sample_root != class_root) skip_classes_without_label(sample_root, options.strict);
     if (options.max_samples > 0 && static_cast<size_t>(options.max_samples) < paths_.size()) {
       std::vector<size_t> keep = evenly_spaced_subset(paths_.size(), options.max_samples);
       std::vector<std::string> paths;
@@ -197,6 +241,24 @@ class ImageFolderDataset : public Dataset {
   }
 
  private:
+  // Class folders of the validation root that the training root lacks: their files have no label
+  // (labels are the training root's), so each is a skipped item counting its images.
+  void skip_classes_without_label(const fs::path& sample_root, bool strict) {
+    const std::set<std::string> known(classes_.begin(), classes_.end());
+    for (const auto& name : list_classes(sample_root)) {
+      if (known.count(name)) continue;
+      const fs::path dir = sample_root / name;
+      std::vector<std::string> found;
+      std::vector<SkippedItem> ignored;
+      std::error_code ec;
+      walk_images(dir, found, ignored, ec);
+      const std::string reason = "class folder not in the training root: its " + std::to_string(found.size()) +
+                                 " image(s) have no label (labels are the training root's class folders)";
+      if (strict) throw std::runtime_error("imagefolder dataset: " + dir.string() + ": " + reason);
+      skipped_.push_back({dir.string(), reason, static_cast<int64_t>(found.size())});
+    }
+  }
+
   std::string root_;
   TransformSpec transform_;
   std::vector<std::string> classes_;

@@ -79,7 +79,13 @@ std::unique_ptr<EvalObserver> make_evaluation(const RunPlan& plan, const OpenedD
   s.at_end = c.eval_at_end;
   s.total_steps = c.steps;
   s.batches_per_epoch = steps_per_epoch(c, *data.facts);
-  auto val = make_loader_source(c, open_val_data(c, c.image_size), device, /*training=*/false);
+  auto val_data = open_val_data(c, c.image_size);
+  // What the validation split left out (a class folder the training root lacks, an empty one).
+  const auto& skipped = val_data->skipped();
+  for (size_t i = 0; i < skipped.size() && i < 5; ++i)
+    msg << "note: validation data: " << skipped[i].where << ": " << skipped[i].reason << "\n";
+  if (skipped.size() > 5) msg << "note: validation data: " << skipped.size() - 5 << " more item(s) left out\n";
+  auto val = make_loader_source(c, std::move(val_data), device, /*training=*/false);
   auto eval = std::make_unique<EvalObserver>(model, std::move(val), plan.precision, device, s, msg, progress);
   if (sync && sync->world_size() > 1)
     eval->set_combine([sync](EvalRecord& e) {  // each rank evaluated its shard: weight by samples

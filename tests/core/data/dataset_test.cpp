@@ -5,9 +5,11 @@
 
 #include <numeric>
 #include <set>
+#include <sstream>
 
 #include "core/data/fixed_size_dataset.h"
 #include "core/data/sample_files.h"
+#include "test_support.h"
 
 using namespace crosstrain::data;
 using namespace crosstrain::data::testing;
@@ -294,6 +296,61 @@ TEST(ImageFolderDataset, TrainValTreesShareTheClassList) {
   EXPECT_THROW(open_dataset("imagefolder:" + (root / "train").string(), o), std::invalid_argument);
   o.val_root = (root / "val").string();
   EXPECT_EQ(open_dataset("imagefolder:" + (root / "train").string(), o)->label(0), 1);
+}
+
+// Labels come from the training root; a validation class folder it lacks has no label, so its
+// files are left out as one skipped item that counts them (an error with strict).
+TEST(ImageFolderDataset, ValidationClassesTheTrainingRootLacksAreSkippedAndCounted) {
+  const auto root = scratch_dir("imagefolder_val_only");
+  const auto jpeg = encode_jpeg(textured_image(20, 20, 3, 3), 90);
+  for (const char* cls : {"a", "b"}) {
+    write_file(root / "train" / cls / "1.jpg", jpeg);
+    write_file(root / "val" / cls / "1.jpg", jpeg);
+  }
+  write_file(root / "val" / "c" / "1.jpg", jpeg);
+  write_file(root / "val" / "c" / "deep" / "2.png", encode_png(textured_image(8, 8, 3, 1)));
+  write_file(root / "val" / "stray.jpg", jpeg);  // in no class folder: ignored, as by torchvision
+  DatasetOptions o = small_eval();
+  o.split = Split::Val;
+  auto val = open_dataset("imagefolder:" + root.string(), o);
+  EXPECT_EQ(val->size(), 2u);
+  EXPECT_EQ(val->num_classes(), 2);
+  ASSERT_EQ(val->skipped().size(), 1u);
+  EXPECT_EQ(val->skipped()[0].where, (root / "val" / "c").string());
+  EXPECT_NE(val->skipped()[0].reason.find("not in the training root: its 2 image(s) have no label"), std::string::npos)
+      << val->skipped()[0].reason;
+  EXPECT_EQ(val->skipped_samples(), 2);
+  // The training split is not compared with anything.
+  EXPECT_TRUE(open_dataset("imagefolder:" + root.string(), small_eval())->skipped().empty());
+  o.strict = true;
+  EXPECT_NE(error_of([&] { open_dataset("imagefolder:" + root.string(), o); }).find("/val/c: class folder not in"),
+            std::string::npos);
+}
+
+// torchvision's ImageFolder sorts the class folders' names as Python strings: decoded with
+// surrogateescape (a byte that is not UTF-8 becomes U+DC00 + byte) and compared by code point,
+// which differs from byte order once a name is not valid UTF-8 (tests/python/imagefolder_names.py).
+TEST(ImageFolderDataset, ClassOrderIsTorchvisionsForNamesThatAreNotUtf8) {
+  namespace ct = crosstrain::testing;
+  const auto root = scratch_dir("imagefolder_names");
+  const auto r = ct::run_python_script("imagefolder_names.py", (root / "tree").string());
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  std::vector<std::string> python;
+  std::istringstream lines(r.output);
+  for (std::string line; std::getline(lines, line);) {
+    std::string name;
+    for (size_t i = 0; i + 1 < line.size(); i += 2) name += static_cast<char>(std::stoi(line.substr(i, 2), nullptr, 16));
+    python.push_back(name);
+  }
+  ASSERT_EQ(python.size(), 11u) << r.output;
+  auto d = open_dataset("imagefolder:" + (root / "tree").string(), small_eval());
+  EXPECT_EQ(d->class_names(), python);
+  std::vector<std::string> bytes = python;
+  std::sort(bytes.begin(), bytes.end());
+  EXPECT_NE(bytes, python);  // the case is one where byte order would give other labels
+  // Each sample's label is its folder's place in torchvision's list.
+  for (size_t i = 0; i < d->size(); ++i)
+    EXPECT_EQ(python.at(static_cast<size_t>(d->label(i))), fs::path(d->describe(i)).parent_path().filename().string());
 }
 
 // torchvision's ImageFolder also loads .bmp, .webp, .tif ...: crosstrain cannot decode them, and
