@@ -82,6 +82,13 @@ TEST_F(WeightsCli, IntegerAndComplexWeightsAreRefusedNamingBothTypes) {
   expect_refused(file("complex.pt"), {"key 'conv1.weight' holds complex64, model expects float32"});
 }
 
+TEST_F(WeightsCli, SafetensorsAndEmptyFilesAreRefusedSayingWhatTheyAre) {
+  ASSERT_TRUE(ok_);
+  expect_refused(file("tv.safetensors"), {"a safetensors file, which crosstrain does not read",
+                                          "torch.save(safetensors.torch.load_file(PATH), 'weights.pt')"});
+  expect_refused(file("empty.pt"), {"an empty file (0 bytes)"});
+}
+
 TEST_F(WeightsCli, ADirectoryOrAFifoIsRefusedInOneLine) {
   ASSERT_TRUE(ok_);
   expect_refused(dir_.string(), {"is a directory, not a regular file"});
@@ -153,6 +160,7 @@ TEST_F(WeightsLayouts, EveryCommonCheckpointLayoutLoadsTheSameWeights) {
       {"compiled.pt", "loaded the root (122 tensors), prefix 'module._orig_mod.' stripped"},
       {"lightning.ckpt", "loaded ['state_dict'] (122 tensors), prefix 'model.' stripped"},
       {"legacy.pt", ""},
+      {"legacy_p3.pt", ""},  // pickle_protocol=3
       {"legacy_tvref.pth.tar",
        "loaded ['model'] (122 tensors), prefix 'module.' stripped; not read: ['args'] (argparse.Namespace)"},
       {"legacy_cuda.pt", ""},
@@ -231,11 +239,57 @@ TEST_F(WeightsLayouts, ResumeFindsTheModelInAScriptsCheckpoint) {
   EXPECT_NE(r.output.find("note: checkpoint: loaded ['model'] (122 tensors), prefix 'module.' stripped"),
             std::string::npos)
       << r.output;
+  EXPECT_NE(r.output.find("note: checkpoint: 'epoch' 3 read as torchvision's classification reference writes it"),
+            std::string::npos)
+      << r.output;
   EXPECT_NE(r.output.find("at step 16"), std::string::npos) << r.output;
   r = ct::run_command(ct::python() + " " + ct::source_dir() + "/tests/python/checkpoint_interop.py same " +
                       file("ref.pt") + " " + out);
   EXPECT_EQ(r.exit_code, 0) << r.output;
   EXPECT_EQ(r.output, "equal 122\n");
+}
+
+// Each script reads its own 'epoch' differently: pytorch/examples' imagenet saves epoch + 1 and
+// resumes at 'epoch', timm (version 2) and torchvision's reference save the finished epoch and
+// resume at 'epoch' + 1. With 4 batches an epoch, imagenet.pth.tar ('epoch' 4) resumes at step 16,
+// timm.pth.tar ('epoch' 4) at step 20; a resume at the run's last step runs nothing, and says so.
+TEST_F(WeightsLayouts, ResumeReadsEpochAsTheScriptThatWroteItDoes) {
+  ASSERT_TRUE(ok_);
+  const std::string imgs = file("imgs_epoch");
+  auto r = ct::run_command(ct::binary() + " make-imagefolder --out " + imgs +
+                           " --train 20 --val 10 --classes 10 --size 32x32 --threads 1 > /dev/null");
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  auto resume = [&](const std::string& name, int steps) {
+    return ct::run_command(ct::binary() + " train --data imagefolder:" + imgs +
+                           " --model resnet18 --num-classes 10 --image-size 32 --batch-size 5 --threads 1 --steps " +
+                           std::to_string(steps) + " --no-final-eval --resume " + file(name) + " 2>&1");
+  };
+  r = resume("imagenet.pth.tar", 16);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("note: checkpoint: 'epoch' 4 read as pytorch/examples' imagenet writes it (keys "
+                          "'state_dict', 'best_acc1'): the epoch to run next; resuming at the start of epoch 4 (step 16)"),
+            std::string::npos)
+      << r.output;
+  EXPECT_NE(r.output.find("at step 16"), std::string::npos) << r.output;
+  const auto row = r.output.find("final loss");
+  ASSERT_NE(row, std::string::npos) << r.output;
+  EXPECT_NE(r.output.substr(row, r.output.find('\n', row) - row).find("n/a (nothing to run: resumed at step 16 of 16)"),
+            std::string::npos)
+      << r.output;
+  r = resume("imagenet.pth.tar", 17);  // one step of epoch 4
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("at step 16"), std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find("nothing to run"), std::string::npos) << r.output;
+  r = resume("timm.pth.tar", 20);
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("note: checkpoint: 'epoch' 4 read as timm writes it (keys 'state_dict', 'version' 2): the "
+                          "last finished epoch; resuming at the start of epoch 5 (step 20)"),
+            std::string::npos)
+      << r.output;
+  r = resume("tutorial.pt", 12);  // 'epoch' 2: the layout does not say; the reference's reading
+  ASSERT_EQ(r.exit_code, 0) << r.output;
+  EXPECT_NE(r.output.find("'epoch' 2 taken as the last finished epoch"), std::string::npos) << r.output;
+  EXPECT_NE(r.output.find("at step 12"), std::string::npos) << r.output;
 }
 
 namespace {

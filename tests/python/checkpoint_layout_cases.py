@@ -29,6 +29,10 @@ in the layout of one program:
   legacy_big.pt        legacy_small.pt with sys_info saying big-endian
   legacy_tar.pt        the tar layout of torch < 0.4 ('storages', 'tensors', 'pickle')
   legacy_small_tvref.pt {"model": legacy_small.pt's under 'module.', "epoch", "args": argparse.Namespace}
+  legacy_small_p3.pt, legacy_small_tvref_p3.pt  the same two at pickle_protocol=3
+  legacy_small_p0.pt, legacy_small_p4.pt, legacy_small_p5.pt  legacy_small.pt at protocols 0, 4 and 5,
+                       which torch.load(weights_only=True) refuses
+  legacy_p3.pt         ref.pt in the legacy format at pickle_protocol=3
 Prints, per file, whether Python's torch.load(weights_only=True) accepts it, then "sum NAME S"
 lines: the float64 sum of every parameter of the state dict a program would load, for comparison.
 """
@@ -39,14 +43,15 @@ import os
 import pickletools
 import sys
 import tarfile
+import warnings
 
 import torch
 import torch.serialization
 import torchvision
 
 
-def legacy_save(obj, path):
-    torch.save(obj, path, _use_new_zipfile_serialization=False)
+def legacy_save(obj, path, protocol=2):
+    torch.save(obj, path, _use_new_zipfile_serialization=False, pickle_protocol=protocol)
 
 
 def save_on_cuda(obj, path, legacy):
@@ -64,13 +69,14 @@ def prefixed(sd, prefix):
 
 
 def report(path, names):
+    warnings.filterwarnings("ignore", message="Detected pickle protocol")  # weights_only's, for protocol 3
     for name in names:
         try:
             torch.load(path(name), weights_only=True, map_location="cpu")
             print(name, "accepted")
         except Exception as e:  # noqa: BLE001 - the message is the result
             text = " ".join(str(e).split())
-            at = text.find("Unsupported global")  # weights_only's reason, after its advice
+            at = text.find("Unsupported ")  # weights_only's reason (global, operand), after its advice
             print(name, "refused:", text[at if at >= 0 else 0:][:120])
 
 
@@ -116,6 +122,11 @@ def main():
     true_at = data.index(b"\x88", flag)
     open(path("legacy_big.pt"), "wb").write(data[:true_at] + b"\x89" + data[true_at + 1:])
     legacy_save({"model": prefixed(small, "module."), "epoch": 1, "args": args}, path("legacy_small_tvref.pt"))
+    legacy_save(small, path("legacy_small_p3.pt"), protocol=3)
+    legacy_save({"model": prefixed(small, "module."), "epoch": 1, "args": args}, path("legacy_small_tvref_p3.pt"),
+                protocol=3)
+    for protocol in (0, 4, 5):
+        legacy_save(small, path(f"legacy_small_p{protocol}.pt"), protocol=protocol)
     with tarfile.open(path("legacy_tar.pt"), "w", format=tarfile.PAX_FORMAT) as t:
         for name in ("storages", "tensors", "pickle"):
             info = tarfile.TarInfo(name)
@@ -123,7 +134,8 @@ def main():
             t.addfile(info, io.BytesIO(b"\x00"))
 
     small_names = ["legacy_small.pt", "zip_cuda.pt", "legacy_short.pt", "legacy_count.pt", "legacy_big.pt",
-                   "legacy_tar.pt", "legacy_small_tvref.pt"]
+                   "legacy_tar.pt", "legacy_small_tvref.pt", "legacy_small_p3.pt", "legacy_small_tvref_p3.pt",
+                   "legacy_small_p0.pt", "legacy_small_p4.pt", "legacy_small_p5.pt"]
     if sys.argv[2:] == ["small"]:
         report(path, small_names)
         return
@@ -150,13 +162,14 @@ def main():
     torch.save({"model": model, "epoch": 1}, path("module.pt"))
 
     legacy_save(sd, path("legacy.pt"))
+    legacy_save(sd, path("legacy_p3.pt"), protocol=3)
     legacy_save(dict(tvref, model=prefixed(sd, "module.")), path("legacy_tvref.pth.tar"))
     legacy_save(collections.OrderedDict((k, v.half() if v.is_floating_point() else v) for k, v in sd.items()),
                 path("legacy_half.pt"))
     legacy_save({k: v for k, v in sd.items() if not k.endswith("num_batches_tracked")}, path("legacy_old_bn.pt"))
     save_on_cuda(sd, path("legacy_cuda.pt"), legacy=True)
     report(path, ["ref.pt", "tvref.pth", "imagenet.pth.tar", "timm.pth.tar", "tutorial.pt", "compiled.pt",
-                  "lightning.ckpt", "ema.pt", "mismatch.pt", "module.pt", "legacy.pt", "legacy_tvref.pth.tar",
+                  "lightning.ckpt", "ema.pt", "mismatch.pt", "module.pt", "legacy.pt", "legacy_p3.pt", "legacy_tvref.pth.tar",
                   "legacy_half.pt", "legacy_old_bn.pt", "legacy_cuda.pt"] + small_names)
     params = [k for k, _ in model.named_parameters()]
     print("sum ref", repr(sum(sd[k].double().sum().item() for k in params)))

@@ -12,6 +12,8 @@ Writes torchvision's resnet18(num_classes=10) as torch.save(model.state_dict()) 
   nested.pt   {"model": the OrderedDict, "epoch": 3, "optimizer": {...}}
   small.pt    Sequential(Conv2d(1, 2, 1), BatchNorm2d(2)).state_dict(): 7 tensors, 1.7 KB
   reach.pt    {"conv1.weight": a tensor of 8 elements at offset 2 of a storage of 4}, pickled by hand
+  tv.safetensors  tv.pt's tensors written by safetensors.torch.save_file (not a torch.save file)
+  empty.pt    0 bytes
 Prints one line per file: NAME accepted | NAME refused: Python's message (torch.load, weights_only).
 """
 import collections
@@ -85,6 +87,9 @@ def main():
     torch.save({"model": sd, "epoch": 3, "optimizer": opt.state_dict()}, path("nested.pt"))
     write_reaching_past(path("reach.pt"))
     torch.save(torch.nn.Sequential(torch.nn.Conv2d(1, 2, 1), torch.nn.BatchNorm2d(2)).state_dict(), path("small.pt"))
+    import safetensors.torch
+    safetensors.torch.save_file(dict(sd), path("tv.safetensors"))
+    open(path("empty.pt"), "wb").close()
     for name in ("small", "tv", "short", "int64", "complex", "half", "nested", "reach"):
         try:
             torch.load(path(name + ".pt"), weights_only=True)

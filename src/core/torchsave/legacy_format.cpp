@@ -6,8 +6,13 @@
 namespace crosstrain::torchsave {
 namespace {
 
-// pickle.dumps(0x1950a86a20f9469cfc6c, protocol=2): PROTO 2, LONG1 of 10 bytes, STOP.
-constexpr std::string_view kMagic("\x80\x02\x8a\x0a\x6c\xfc\x9c\x46\xf9\x20\x6a\xa8\x50\x19\x2e", 15);
+// The magic number 0x1950a86a20f9469cfc6c as pickle.dumps writes it: LONG1 of 10 bytes and STOP
+// after PROTO 2 or 3 (PROTO 4 and 5 put a FRAME before it), as the decimal text of LONG at
+// protocols 0 and 1.
+constexpr std::string_view kMagicLong1("\x8a\x0a\x6c\xfc\x9c\x46\xf9\x20\x6a\xa8\x50\x19\x2e", 13);
+constexpr std::string_view kMagicFrame("\x95\x0d\x00\x00\x00\x00\x00\x00\x00", 9);
+constexpr std::string_view kMagicText("L119547037146038801333356L\n.");
+constexpr size_t kMagicSize = 2 + kMagicLong1.size();  // protocols 2 and 3
 constexpr int64_t kProtocolVersion = 1001;
 
 const Node* dict_get(const Pickle& p, uint32_t dict, std::string_view key) {
@@ -22,7 +27,7 @@ class LegacyReader {
   LegacyReader(const ByteSource& source, bool opaque) : source_(source), opaque_(opaque) {}
 
   LegacyFile read() {
-    pos_ = kMagic.size();
+    pos_ = kMagicSize;
     const Pickle version = next("the protocol version");
     const Node& v = version.node(version.root);
     if (v.kind != NodeKind::Int || v.integer != kProtocolVersion)
@@ -109,11 +114,31 @@ class LegacyReader {
 
 }  // namespace
 
-bool is_legacy_torch_file(std::string_view start) { return start.substr(0, kMagic.size()) == kMagic; }
+int legacy_pickle_protocol(std::string_view start) {
+  if (start.substr(0, kMagicText.size()) == kMagicText) return 0;
+  if (start.size() < 2 || start[0] != '\x80' || start[1] < 2 || start[1] > 5) return -1;
+  const int protocol = start[1];
+  std::string_view rest = start.substr(2);
+  if (protocol >= 4) {
+    if (rest.substr(0, kMagicFrame.size()) != kMagicFrame) return -1;
+    rest = rest.substr(kMagicFrame.size());
+  }
+  return rest.substr(0, kMagicLong1.size()) == kMagicLong1 ? protocol : -1;
+}
+
+bool is_legacy_torch_file(std::string_view start) { return legacy_pickle_protocol(start) >= 0; }
 
 LegacyFile read_legacy_torch_file(const ByteSource& source, bool opaque_objects) {
-  if (!is_legacy_torch_file(source.read_string(0, std::min<uint64_t>(source.size(), kMagic.size()))))
-    throw FormatError("not a legacy torch.save file (no magic number)");
+  const int protocol =
+      legacy_pickle_protocol(source.read_string(0, std::min<uint64_t>(source.size(), kLegacyMagicMaxSize)));
+  if (protocol < 0) throw FormatError("not a legacy torch.save file (no magic number)");
+  // What torch.load(weights_only=True) reads of this format; the others it refuses too, at the
+  // magic number's first opcode (LONG at protocols 0 and 1, FRAME at 4 and 5).
+  if (protocol != 2 && protocol != 3)
+    throw FormatError(std::string("a legacy torch.save file pickled at protocol ") +
+                      (protocol == 0 ? "0 or 1" : std::to_string(protocol)) +
+                      ", which neither crosstrain nor torch.load(weights_only=True) reads (they read protocols 2 "
+                      "and 3): load it in Python with weights_only=False if you trust it and torch.save() it again");
   return LegacyReader(source, opaque_objects).read();
 }
 

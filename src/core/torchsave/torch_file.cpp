@@ -251,8 +251,23 @@ void read_legacy(const ByteSource& source, const ReadOptions& o, TorchFile& f) {
 
 }  // namespace
 
+namespace {
+
+// safetensors: an 8-byte little-endian header length, then the JSON header, an object (at most
+// 100 MB in the safetensors library).
+bool is_safetensors(std::string_view bytes) {
+  if (bytes.size() < 9 || bytes[8] != '{') return false;
+  uint64_t n = 0;
+  for (int i = 7; i >= 0; --i) n = (n << 8) | static_cast<unsigned char>(bytes[static_cast<size_t>(i)]);
+  return n >= 2 && n <= (uint64_t{100} << 20);
+}
+
+}  // namespace
+
 std::string torch_file_layout(std::string_view bytes) {
+  if (bytes.empty()) return "empty";
   if (is_legacy_torch_file(bytes)) return "legacy";
+  if (is_safetensors(bytes)) return "safetensors";
   if (bytes.size() >= 262 && bytes.substr(257, 5) == "ustar") return "tar";
   if (bytes.substr(0, 4) == std::string_view("PK\x03\x04", 4)) return "zip";
   return "";
@@ -266,6 +281,10 @@ TorchFile read_torch_file(const ByteSource& source, const ReadOptions& options) 
   TorchFile f;
   TorchFileBuilder(f).set_source(source);
   const std::string layout = torch_file_layout(source);
+  if (layout == "empty") throw FormatError("an empty file (0 bytes), not a torch.save() file");
+  if (layout == "safetensors")
+    throw FormatError("a safetensors file, which crosstrain does not read (it reads torch.save() files): convert it "
+                      "in Python with torch.save(safetensors.torch.load_file(PATH), 'weights.pt')");
   if (layout == "tar")
     throw FormatError("a tar archive, torch.save's format before PyTorch 0.4 ('storages', 'tensors', 'pickle'), "
                       "which is not supported: load it with torch 1.x and torch.save() it again");

@@ -92,7 +92,8 @@ TorchFile read_torch_file(std::string_view bytes, const ReadOptions& options = {
 // A temporary string would be gone before its storages are read: refused at compile time.
 TorchFile read_torch_file(std::string&& bytes, const ReadOptions& options = {}) = delete;
 
-// Which of torch.save's layouts a file starts like: "zip", "legacy", "tar" (torch < 0.4) or "".
+// Which of torch.save's layouts a file starts like: "zip", "legacy", "tar" (torch < 0.4), or
+// "safetensors" (refused, saying so), "empty" (0 bytes), "" (none of them).
 std::string torch_file_layout(std::string_view bytes);
 std::string torch_file_layout(const ByteSource& source);
 

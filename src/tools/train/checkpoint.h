@@ -158,12 +158,25 @@ ResumePoint choose_resume(const std::string& spec, const std::filesystem::path& 
                           const ResumeLoad& load, std::ostream& messages);
 
 // Loads a checkpoint into the trainer: crosstrain's own, or one written by a Python script, which
-// resumes at the start of the next epoch: the model's state dict is found as --weights finds it
+// resumes at the start of an epoch: the model's state dict is found as --weights finds it
 // (core/model_state_finder.h: {"model", ...} of torchvision's reference, {"state_dict", ...} of
 // pytorch/examples and timm, wrapper prefixes stripped), the optimizer under "optimizer" or
-// "optimizer_state_dict", "epoch" the last finished epoch. `notes` hears which entry was used.
+// "optimizer_state_dict". "epoch" is read as the script that wrote it reads it (script_epoch).
+// `notes` hears which entry was used and how "epoch" was read.
 void resume_trainer(Trainer& trainer, const core::StateDict& state, int64_t batches_per_epoch,
                     std::ostream* notes = nullptr);
+
+// The epoch a script's checkpoint resumes at, told by its keys, as the script's own --resume does:
+// pytorch/examples' imagenet ("state_dict" with "best_acc1", or "best_prec1" of its older
+// versions) saves epoch + 1 and resumes at "epoch"; timm ("state_dict", "version") resumes at
+// "epoch" + 1 from version 2 on and at "epoch" before; torchvision's classification reference
+// ("model", "lr_scheduler", ...) saves the finished epoch and resumes at "epoch" + 1, which is
+// also taken for the layouts that do not say (PyTorch's tutorial). 0 without "epoch".
+struct ScriptEpoch {
+  int64_t next = 0;         // the epoch to run next
+  std::string convention;   // how "epoch" was read, for the resume note
+};
+ScriptEpoch script_epoch(const core::StateDict& state);
 
 // SIGTERM / SIGINT: the first asks the run to stop after the current step (a checkpoint is written
 // and the run exits with 128 + the signal's number); a second ends the process at once.

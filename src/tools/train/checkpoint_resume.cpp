@@ -172,20 +172,47 @@ core::StateDict regroup_optimizer(Trainer& t, const core::StateDict& saved) {
 
 }  // namespace
 
+ScriptEpoch script_epoch(const core::StateDict& state) {
+  using core::state_has;
+  if (!state_has(state, "epoch")) return {0, "no 'epoch': starting at epoch 0"};
+  const int64_t epoch = core::state_int(state, "epoch", "checkpoint");
+  if (epoch < 0) throw std::invalid_argument("checkpoint 'epoch' is negative (" + std::to_string(epoch) + ")");
+  const std::string e = "'epoch' " + std::to_string(epoch);
+  if (state_has(state, "state_dict") && (state_has(state, "best_acc1") || state_has(state, "best_prec1")))
+    return {epoch, e + " read as pytorch/examples' imagenet writes it (keys 'state_dict', '" +
+                       (state_has(state, "best_acc1") ? "best_acc1" : "best_prec1") + "'): the epoch to run next"};
+  if (state_has(state, "state_dict") && state_has(state, "version")) {
+    const int64_t version = core::state_int(state, "version", "checkpoint");
+    if (version > 1)
+      return {epoch + 1, e + " read as timm writes it (keys 'state_dict', 'version' " + std::to_string(version) +
+                             "): the last finished epoch"};
+    return {epoch, e + " read as timm's version 1 writes it (keys 'state_dict', 'version' " + std::to_string(version) +
+                       "): the epoch to run next"};
+  }
+  if (state_has(state, "model") && state_has(state, "lr_scheduler"))
+    return {epoch + 1, e + " read as torchvision's classification reference writes it (keys 'model', "
+                           "'lr_scheduler'): the last finished epoch"};
+  return {epoch + 1, e + " taken as the last finished epoch (torchvision's reference's convention; the keys do not "
+                         "say which)"};
+}
+
 void resume_trainer(Trainer& trainer, const core::StateDict& state, int64_t batches_per_epoch, std::ostream* notes) {
   if (core::state_has(state, "crosstrain")) {
     trainer.load_state_dict(state);
     return;
   }
-  // A Python training script's checkpoint: "epoch" is the last finished epoch; resume at the next.
+  // A Python training script's checkpoint: resume at the start of the epoch its script would run next.
   const std::string where = "checkpoint";
-  const int64_t epoch = core::state_has(state, "epoch") ? core::state_int(state, "epoch", where) : -1;
-  const int64_t step = (epoch + 1) * std::max<int64_t>(1, batches_per_epoch);
+  const ScriptEpoch next = script_epoch(state);
+  const int64_t step = next.next * std::max<int64_t>(1, batches_per_epoch);
   const auto pos = trainer.source().position();
   core::StateDict d = core::make_state_dict();
   const core::FoundModelState found =
       core::find_model_state(state, core::model_state_dict(trainer.model()), {}, where);
   if (notes && !found.as_saved()) *notes << "note: " << where << ": loaded " << found.describe() << "\n";
+  if (notes)
+    *notes << "note: " << where << ": " << next.convention << "; resuming at the start of epoch " << next.next
+           << " (step " << step << ")\n";
   core::StateDict model = core::make_state_dict();
   for (const auto& [name, t] : found.tensors) model.insert(name, t);
   d.insert("model", model);
@@ -200,7 +227,7 @@ void resume_trainer(Trainer& trainer, const core::StateDict& state, int64_t batc
   d.insert("lr_scheduler", sched);
   d.insert("rng", core::rng_state_dict(at::kCPU));
   core::StateDict data = core::make_state_dict();
-  data.insert("epoch", epoch + 1);
+  data.insert("epoch", next.next);
   data.insert("batch", int64_t{0});
   data.insert("seed", static_cast<int64_t>(pos.seed));
   d.insert("data", data);

@@ -166,7 +166,7 @@ struct TrainResult {
   std::optional<double> utilization;           // achieved / peak
   int64_t skipped_steps = 0;
   std::optional<double> final_loss_scale;
-  double final_loss = 0;
+  std::optional<double> final_loss;            // none when no step ran (a resume at the last step)
   double data_wait_ms_mean = 0;     // over measured steps
   double data_wait_share = 0;       // data wait / step time, measured steps
   std::string profile_recorder;     // "kineto" | "portable" when --profile ran

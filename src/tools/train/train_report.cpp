@@ -13,6 +13,14 @@ nlohmann::json opt(const std::optional<T>& v) {
   return v ? nlohmann::json(*v) : nlohmann::json(nullptr);
 }
 
+// The final loss of a run that took no step: a resume at (or past) the run's last step.
+std::string no_steps_run(const TrainResult& r) {
+  if (!r.resumed_from.empty())
+    return "n/a (nothing to run: resumed at step " + std::to_string(r.resumed_at_step) + " of " +
+           std::to_string(r.config.steps) + ")";
+  return "n/a (no step ran)";
+}
+
 }  // namespace
 
 nlohmann::json train_result_to_json(const TrainResult& r) {
@@ -81,7 +89,7 @@ nlohmann::json train_result_to_json(const TrainResult& r) {
       {"achieved_tflops", r.achieved_tflops},
       {"peak_tflops", opt(r.peak_tflops)},
       {"utilization", opt(r.utilization)},
-      {"final_loss", r.final_loss},
+      {"final_loss", opt(r.final_loss)},
       {"data_wait_ms_mean", r.data_wait_ms_mean},
       {"data_wait_share", r.data_wait_share},
       {"profile_recorder", r.profile_recorder},
@@ -135,7 +143,7 @@ std::string render_train_summary(const TrainResult& r) {
                              (r.utilization ? " (" + report::format_percent(r.utilization) + " of " +
                                                   report::format_fixed(*r.peak_tflops, 2) + " peak)"
                                             : "")});
-  t.add_row({"final loss", report::format_fixed(r.final_loss, 4)});
+  t.add_row({"final loss", r.steps.empty() ? no_steps_run(r) : report::format_fixed(r.final_loss, 4)});
   if (r.final_loss_scale)
     t.add_row({"loss scale", report::format_fixed(*r.final_loss_scale, 1) + " (" + std::to_string(r.skipped_steps) +
                                  " skipped steps)"});

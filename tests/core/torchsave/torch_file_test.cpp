@@ -2,6 +2,7 @@
 // (tests/python/state_file_cases.py, checkpoint_layout_cases.py), every truncation of one, and
 // hand-written hostile pickles.
 #include "core/torchsave/torch_file.h"
+#include "core/torchsave/legacy_format.h"
 
 #include <fstream>
 #include <regex>
@@ -125,6 +126,21 @@ TEST_F(TorchFileCases, StorageRecordsShorterThanTheirTensorsAreRefusedAsPythonDo
             "float32 elements)");
 }
 
+// Files that are not torch.save's, named for what they are rather than "neither a zip ... nor ...".
+TEST_F(TorchFileCases, SafetensorsAndEmptyFilesAreNamedForWhatTheyAre) {
+  ASSERT_TRUE(ok_);
+  const std::string st = bytes("tv.safetensors");  // written by the safetensors package
+  ASSERT_GT(st.size(), 9u);
+  EXPECT_EQ(torch_file_layout(st), "safetensors");
+  EXPECT_EQ(error_of(st).rfind("a safetensors file, which crosstrain does not read", 0), 0u) << error_of(st);
+  EXPECT_NE(error_of(st).find("torch.save(safetensors.torch.load_file(PATH)"), std::string::npos) << error_of(st);
+  EXPECT_EQ(bytes("empty.pt"), "");
+  EXPECT_EQ(torch_file_layout(""), "empty");
+  EXPECT_EQ(error_of(""), "an empty file (0 bytes), not a torch.save() file");
+  // A length followed by something other than a JSON object is not taken for one.
+  EXPECT_EQ(torch_file_layout(std::string("\x02\0\0\0\0\0\0\0[]", 10)), "");
+}
+
 TEST_F(TorchFileCases, EveryTruncationAndEveryPickleByteFlipIsAnErrorOrAFile) {
   ASSERT_TRUE(ok_);
   const std::string file = bytes("small.pt");
@@ -236,6 +252,37 @@ TEST_F(LegacyTorchFile, ReadsTheSameTensorsAsTheZipOfTheSameStateDict) {
   EXPECT_EQ(a, b);
   EXPECT_EQ(a.at("['0.weight']").size(), 2 * 4u);
   EXPECT_EQ(a.at("['1.num_batches_tracked']").size(), 8u);
+}
+
+// torch.save(..., _use_new_zipfile_serialization=False, pickle_protocol=3) writes every pickle at
+// protocol 3 (PROTO 3 before the magic number); torch.load(weights_only=True) reads it, as protocol 2.
+TEST_F(LegacyTorchFile, Protocol3ReadsAsProtocol2AndOtherProtocolsAreNamed) {
+  ASSERT_TRUE(ok_);
+  EXPECT_NE(python_says_.find("legacy_small_p3.pt accepted"), std::string::npos) << python_says_;
+  const std::string p2 = bytes("legacy_small.pt"), p3 = bytes("legacy_small_p3.pt");
+  ASSERT_EQ(p3.substr(0, 2), std::string("\x80\x03", 2));
+  ASSERT_EQ(torch_file_layout(p3), "legacy");
+  EXPECT_EQ(tensor_bytes(read_torch_file(p3)), tensor_bytes(read_torch_file(p2)));
+  // The argparse.Namespace of a script's checkpoint at protocol 3: listed as unread, as at 2.
+  ReadOptions opaque;
+  opaque.opaque_objects = true;
+  const TorchFile tvref = read_torch_file(bytes("legacy_small_tvref_p3.pt"), opaque);
+  ASSERT_EQ(tvref.unread.size(), 1u);
+  EXPECT_EQ(tvref.unread[0].class_name, "argparse.Namespace");
+  EXPECT_EQ(tensor_bytes(tvref).size(), 7u);
+  // Protocols 0 (and 1, written alike), 4 and 5: Python's weights_only refuses them at the magic
+  // number's first opcode; crosstrain names the protocol instead of calling the file unknown.
+  for (const char* p : {"0", "4", "5"}) {
+    const std::string name = std::string("legacy_small_p") + p + ".pt";
+    EXPECT_NE(python_says_.find(name + " refused: Unsupported operand"), std::string::npos) << python_says_;
+    const std::string e = error_of(bytes(name));
+    EXPECT_EQ(e.rfind(std::string("a legacy torch.save file pickled at protocol ") + p, 0), 0u) << e;
+    EXPECT_NE(e.find("weights_only=True"), std::string::npos) << e;
+  }
+  EXPECT_EQ(legacy_pickle_protocol(bytes("legacy_small_p0.pt")), 0);
+  EXPECT_EQ(legacy_pickle_protocol(bytes("legacy_small_p4.pt")), 4);
+  EXPECT_EQ(legacy_pickle_protocol(p3), 3);
+  EXPECT_EQ(legacy_pickle_protocol(bytes("zip_cuda.pt")), -1);
 }
 
 TEST_F(LegacyTorchFile, CorruptTruncatedAndBigEndianFilesAreRefusedWithTheirReason) {
