@@ -173,6 +173,7 @@ class OpMode(_dispatch_mode_base()):
         kwargs = kwargs or {}
         rec = self.rec
         self._calls += 1
+        recomputed = None
         try:
             if self._pending:
                 self._tag_pending()
@@ -183,7 +184,11 @@ class OpMode(_dispatch_mode_base()):
                 return func(*args, **kwargs)
             info = self._info(func)
             node = self.torch._C._current_autograd_node()
-            if node is not None:
+            if node is not None and rec.recompute.running(node):
+                # checkpointing's forward again: not recorded, but its nodes are tagged as the forward's,
+                # for the backward that reentrant checkpointing runs over them
+                recomputed = (rec.names.current_label(),) + _source.where(2)
+            elif node is not None:
                 phase = "backward"
                 origin = node.metadata.get(_TAG)
                 module, source, user = origin if origin is not None else self._untagged(node)
@@ -193,11 +198,15 @@ class OpMode(_dispatch_mode_base()):
                     return func(*args, **kwargs)
                 module = rec.names.current_label()
                 source, user = _source.where(2)
-            saved_args = self._save_args(func, info, args, kwargs) if rec.tensors and not info.skip else None
+            saved_args = self._save_args(func, info, args, kwargs) \
+                if rec.tensors and not info.skip and recomputed is None else None
         except Exception as e:  # the agent's failure is never the script's
             rec.fail(e)
             return func(*args, **kwargs)
         out = func(*args, **kwargs)
+        if recomputed is not None:
+            self._pending.extend((t, recomputed) for t in _tensors_of(self.torch, out))
+            return out
         try:
             self._record(info, phase, module, source, user, saved_args, args, kwargs, out)
         except Exception as e:
@@ -378,6 +387,14 @@ def _any_requires_grad(torch, args, kwargs):
         if isinstance(v, (list, tuple)) and any(isinstance(x, torch.Tensor) and x.requires_grad for x in v):
             return True
     return False
+
+
+def _tensors_of(torch, out):
+    if isinstance(out, torch.Tensor):
+        return (out,)
+    if isinstance(out, (tuple, list)):
+        return [t for t in out if isinstance(t, torch.Tensor)]
+    return ()
 
 
 def _tensor_outputs(rec, out):

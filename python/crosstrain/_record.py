@@ -24,8 +24,10 @@ import weakref
 
 from . import _source, _stats
 from ._dumpfile import DumpFile, TakenBySibling
+from ._grad_outputs import hook_gradient
 from ._names import ModuleNames
 from ._nonfinite import NonfiniteWatch
+from ._recompute import Recompute
 
 
 def flatten(value, label):
@@ -103,6 +105,8 @@ class Recorder:
         self.in_optimizer = False
         self.backward_site = (None, None)  # (source, user) of this step's latest backward() call
         self._hooks = []
+        self._own_hooks = {}        # id(module) -> our hook, last of the module's own forward hooks
+        self.recompute = Recompute(torch)
         self._mode = None
         self._losses = []           # this step's losses (for loss.jsonl)
         self._loss_log = []         # (step, mean loss tensor or float) not yet written
@@ -194,16 +198,40 @@ class Recorder:
 
     # -- window -------------------------------------------------------------------------------------
     def _install_module_hooks(self):
+        """Global hooks: a module call's record is its output as the call returns it, so a module
+        with forward hooks of its own (which run after the global ones and may replace the output)
+        is recorded by a hook of ours put last among them (_last_of_own_hooks). always_call: a call
+        that raises (the early stop of a non-reentrant checkpoint's recompute) still leaves."""
         if self._hooks:
             return
         import torch.nn.modules.module as mm
-        self._hooks = [mm.register_module_forward_pre_hook(self._pre_forward),
-                       mm.register_module_forward_hook(self._post_forward)]
+        try:
+            post = mm.register_module_forward_hook(self._global_post_forward, always_call=True)
+        except TypeError:  # torch before 2.1
+            post = mm.register_module_forward_hook(self._global_post_forward)
+        self._hooks = [mm.register_module_forward_pre_hook(self._pre_forward), post]
+        self.recompute.clear()
 
     def _remove_module_hooks(self):
         for h in self._hooks:
             h.remove()
         self._hooks = []
+        for h in self._own_hooks.values():
+            h.remove()
+        self._own_hooks = {}
+
+    def _last_of_own_hooks(self, module):
+        """Puts our hook last among the module's own forward hooks (before they run: Module's call
+        takes its list of hooks after the forward)."""
+        handle = self._own_hooks.get(id(module))
+        if handle is None:
+            try:
+                handle = module.register_forward_hook(self._post_forward, always_call=True)
+            except TypeError:
+                handle = module.register_forward_hook(self._post_forward)
+            self._own_hooks[id(module)] = handle
+        elif next(reversed(module._forward_hooks)) != handle.id:
+            module._forward_hooks.move_to_end(handle.id)  # the script added one after ours
 
     def _open_window(self):
         if _in_dataloader_worker(self.torch):  # a spawned or forkserver worker runs the agent anew
@@ -279,6 +307,7 @@ class Recorder:
             self.file.rollback(self.provisional or None)
         self.provisional = self.provisional_kind = None
         self._seen.clear()
+        self.recompute.clear()
         if self._mode is not None:
             self._mode.forget()
 
@@ -297,6 +326,11 @@ class Recorder:
         # busy: the agent's own work, or a DataLoader making a batch (its transforms' modules)
         if os.getpid() != self.pid or self.busy or _is_compiling(self.torch):  # dynamo never traces the agent
             return None
+        if module._forward_hooks:
+            self._last_of_own_hooks(module)
+        if self.recompute.enter(module):  # checkpointing's forward again, inside backward: named only
+            self.names.enter(module)
+            return None
         path, is_root, _ = self.names.enter(module)
         if is_root and self.provisional is not None and self.open and _has_parameters(module) and \
                 (self.provisional_kind == "operator" or self.torch.is_grad_enabled()):
@@ -309,11 +343,22 @@ class Recorder:
                 self._mark_provisional("no_grad")
         if type(module).__name__ == "OptimizedModule":
             self._compiled_call(module)
+        if self.open and self.modules:
+            self.recompute.called(module)
         return None
+
+    def _global_post_forward(self, module, args, output):
+        if id(module) in self._own_hooks:
+            return None  # recorded by our hook after the module's own ones
+        return self._post_forward(module, args, output)
 
     @_guarded
     def _post_forward(self, module, args, output):
         if os.getpid() != self.pid or self.busy or _is_compiling(self.torch):
+            return None
+        if self.recompute.depth():
+            self.names.exit()
+            self._recomputed(self.recompute.exit(), args, output)
             return None
         s = self.names.stack()
         path = s[-1][1] if s else ""
@@ -322,9 +367,11 @@ class Recorder:
             transparent = False  # the compiled graph ran: its modules were not seen, its output is the model's
         self.names.exit()
         if not self.open or not self.modules or transparent:
+            self.recompute.returned(module, None, False)
             return None
         label = self.names.label(path, module)
         replaced = None
+        names, hooked = [], False
         for sub, t in flatten(output, label):
             if not self.recordable(t):
                 continue
@@ -332,11 +379,33 @@ class Recorder:
             if isinstance(name, tuple):  # the test disturbance returned a replacement
                 name, replaced = name
                 t = replaced
-            if name is not None and t.requires_grad:
-                t.register_hook(self._grad_hook(self.step, name[len("forward/"):]))
+            names.append(name[len("forward/"):])
+            if t.requires_grad:
+                self._hook_gradient(t, names[-1], args)
+                hooked = True
+        self.recompute.returned(module, names, hooked)
         if replaced is not None and isinstance(output, self.torch.Tensor):
             return replaced
         return None
+
+    def _recomputed(self, call, args, output):
+        """A recomputed module call: its output's gradient is hooked under the names of the forward
+        call it repeats when that call's output had no graph (reentrant checkpointing); nothing else."""
+        if call is None or call.hooked or not call.names or not self.open or not self.modules:
+            return
+        outputs = [t for _, t in flatten(output, "") if _stats.dumpable(t)]
+        if len(outputs) == len(call.names):
+            for name, t in zip(call.names, outputs):
+                if t.requires_grad:
+                    self._hook_gradient(t, name, args)
+
+    def _hook_gradient(self, t, label, args):
+        step = self.step
+        hook_gradient(t, lambda region: self._grad_hook(step, label, region), args, self._count_skipped)
+
+    def _count_skipped(self, reason):
+        skipped = self.state.setdefault("skipped", {})
+        skipped[reason] = skipped.get(reason, 0) + 1
 
     def _compiled_call(self, module):
         """A torch.compile'd model: its inner modules run inside the compiled graph, unseen (their
@@ -353,14 +422,19 @@ class Recorder:
                 "; to compare compiled against eager, dump the same command with TORCHDYNAMO_DISABLE=1 at module "
                 "level as the other side and compare them with --allow-missing\n")
 
-    def _grad_hook(self, step, label):
+    def _grad_hook(self, step, label, region=None):
+        """region: the gradient's part that is the output's (a view's place in its base's gradient)."""
         def hook(grad):
             if self.open and self.step == step:
                 try:
-                    self.emit(f"grad_output/{label}", "grad_output", grad, unique=False)
+                    self._grad_output(label, grad, region)
                 except Exception as e:
                     self.fail(e)
         return hook
+
+    @_agent_operators
+    def _grad_output(self, label, grad, region):
+        self.emit(f"grad_output/{label}", "grad_output", region(grad) if region is not None else grad, unique=False)
 
     # -- losses -------------------------------------------------------------------------------------
     @_guarded
@@ -378,6 +452,8 @@ class Recorder:
 
     @_guarded
     def on_backward(self, tensors):
+        if self.torch._C._current_autograd_node() is not None:
+            return  # a backward inside backward (reentrant checkpointing's): not the step's loss
         if self.open:
             self.backward_site = _source.where(1)
         t = tensors[0] if isinstance(tensors, (tuple, list)) and len(tensors) == 1 else tensors
@@ -506,8 +582,7 @@ class Recorder:
         reason = _stats.skip_reason(t)
         if reason is None:
             return True
-        skipped = self.state.setdefault("skipped", {})
-        skipped[reason] = skipped.get(reason, 0) + 1
+        self._count_skipped(reason)
         return False
 
     def _seen_row(self, tensor):
