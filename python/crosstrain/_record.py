@@ -165,6 +165,14 @@ class Recorder:
             self._mode.suspend()
 
     @_guarded
+    def on_optimizer_end(self, optimizer):
+        """An optimizer step that ended no step (a --step-marker names the step): what follows it
+        in the step is not the optimizer's."""
+        self.in_optimizer = False
+        if self._mode is not None:
+            self._mode.resume()
+
+    @_guarded
     def on_skipped_optimizer(self, optimizer):
         self.on_optimizer(optimizer)
         if self.watch.deferred is not None:

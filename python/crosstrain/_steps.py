@@ -5,7 +5,8 @@ it directly, through GradScaler.step, an LR scheduler's wrapper, ZeroRedundancyO
 implementation, reaches Optimizer's global step hooks. Nested calls (a subclass whose step calls
 its parent's, both wrapped) end one step. A GradScaler that skips the optimizer because gradients
 overflowed still ends the step. `module:qualname` names another boundary: the step ends when that
-function returns (for loops without a torch optimizer).
+function returns (for loops without a torch optimizer, or with several optimizers stepped one after
+the other in one iteration); optimizer steps inside it are still seen, but end no step.
 
 An optimizer step that takes a closure (LBFGS, every Lightning step, `optimizer.step(closure)`)
 runs the step's forward and backward inside the optimizer's step: the closure is wrapped so that
@@ -14,6 +15,7 @@ what it runs belongs to the forward and backward of the step, not to the optimiz
 Listeners: on_step_begin(step) is called when step N's window opens (after step N-1 ended, and
 for step 0 when the tracker starts); on_optimizer(optimizer, has_closure) right before an outermost
 optimizer step runs; on_closure_begin(optimizer) / on_closure_end(optimizer) around each call of its closure;
+on_optimizer_end(optimizer) after an outermost optimizer step that ended no step (under a marker);
 on_step_end(step) when it ends.
 """
 import functools
@@ -53,11 +55,11 @@ class StepTracker:
 
     def install(self, torch, marker=""):
         self.marker = marker
+        from torch.optim.optimizer import (register_optimizer_step_post_hook,
+                                           register_optimizer_step_pre_hook)
+        self._handles.append(register_optimizer_step_pre_hook(self._pre))
+        self._handles.append(register_optimizer_step_post_hook(self._post))
         if not marker:
-            from torch.optim.optimizer import (register_optimizer_step_post_hook,
-                                               register_optimizer_step_pre_hook)
-            self._handles.append(register_optimizer_step_pre_hook(self._pre))
-            self._handles.append(register_optimizer_step_post_hook(self._post))
             self._wrap_grad_scalers(torch)
         else:
             install_marker(marker, self.end_step)
@@ -77,7 +79,10 @@ class StepTracker:
             self._depth -= 1
             if self._depth == 0:
                 self._ended_in_call = True
-                self.end_step()
+                if self.marker:
+                    self._emit("on_optimizer_end", optimizer)
+                else:
+                    self.end_step()
 
     def _wrap_grad_scalers(self, torch):
         classes = []

@@ -5,7 +5,7 @@ import subprocess
 import sys
 import unittest
 
-from agent_test_support import BOOT, load_json, run_under_agent, scratch, torch_version
+from agent_test_support import BOOT, load_json, read_index, run_under_agent, scratch, torch_version
 
 # A program that prints, after each of its iterations, the step counter the agent keeps.
 COUNTER = """
@@ -126,6 +126,40 @@ for i in range(2):
 """, {"step_marker": "loop:one_step"}, d)
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertEqual(counts(r), [1, 2])
+
+
+    def test_step_marker_over_two_optimizers_is_one_step_with_both_gradients(self):
+        # Muon on the matrices and AdamW on the rest, stepped one after the other (nanochat): each
+        # optimizer alone would make a step with no forward; the marked function makes one step,
+        # and both optimizers' parameter gradients are recorded before their updates.
+        d = scratch()
+        r = run_under_agent(COUNTER + """
+torch.manual_seed(0)
+model = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 2))
+matrices = [p for p in model.parameters() if p.ndim == 2]
+vectors = [p for p in model.parameters() if p.ndim < 2]
+opt_m = torch.optim.SGD(matrices, lr=0.1, momentum=0.9)
+opt_v = torch.optim.AdamW(vectors, lr=0.01)
+def step_optimizers():
+    opt_m.step()
+    opt_v.step()
+    model.zero_grad(set_to_none=True)
+for i in range(3):
+    loss = model(torch.randn(5, 4)).pow(2).mean()
+    loss.backward()
+    step_optimizers()
+    print("steps", steps())
+""", {"step_marker": "__main__:step_optimizers", "dump": "dump", "dump_level": "both", "dump_steps": "0-2"}, d)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(counts(r), [1, 2, 3], r.stdout + r.stderr)
+        _, index = read_index(os.path.join(d, "dump"))
+        for step in range(3):
+            names = [e["name"] for e in index if e["step"] == step]
+            self.assertIn("forward/0", names)
+            grads = sorted(n for n in names if n.startswith("param_grad/"))
+            self.assertEqual(grads, ["param_grad/0.bias", "param_grad/0.weight", "param_grad/2.bias",
+                                     "param_grad/2.weight"], step)
+            self.assertFalse([n for n in names if n.startswith("op_forward/") and "_foreach" in n], names)
 
 
 class LoadingTest(unittest.TestCase):
