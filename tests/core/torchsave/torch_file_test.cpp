@@ -266,7 +266,8 @@ TEST_F(LegacyTorchFile, Protocol3ReadsAsProtocol2AndOtherProtocolsAreNamed) {
   // The argparse.Namespace of a script's checkpoint at protocol 3: listed as unread, as at 2.
   ReadOptions opaque;
   opaque.opaque_objects = true;
-  const TorchFile tvref = read_torch_file(bytes("legacy_small_tvref_p3.pt"), opaque);
+  const std::string tvref_bytes = bytes("legacy_small_tvref_p3.pt");
+  const TorchFile tvref = read_torch_file(tvref_bytes, opaque);
   ASSERT_EQ(tvref.unread.size(), 1u);
   EXPECT_EQ(tvref.unread[0].class_name, "argparse.Namespace");
   EXPECT_EQ(tensor_bytes(tvref).size(), 7u);
