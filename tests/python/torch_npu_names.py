@@ -6,7 +6,9 @@ ast: nothing of torch_npu is imported (that would need Ascend's CANN libraries).
 `torch.npu.X` is looked up as `torch_npu.npu.X`: torch_npu registers that module as torch.npu
 (torch._register_device_module("npu", torch_npu.npu)). A name exists when each part is a
 subpackage or module file, or, for the last part, a top-level definition, assignment, import or
-__all__ entry of the module before it (following `from .x import *`). Prints `ok NAME` or
+__all__ entry of the module before it (following `from .x import *`); a top-level `torch_npu.X` also
+exists when X is one of the compiled operators the extension puts on the module
+(torch_npu.npu_fusion_attention), which torch_npu/_op_plugin_docs.py documents by name. Prints `ok NAME` or
 `missing NAME: why` per name; exits 1 when one is missing.
 """
 import ast
@@ -68,6 +70,18 @@ def module_names(path, parts, root, seen=None):
     return names
 
 
+def compiled_operators(root):
+    """Names given to _add_torch_npu_docstr("NAME", ...) in torch_npu/_op_plugin_docs.py."""
+    path = os.path.join(root, "torch_npu", "_op_plugin_docs.py")
+    if not os.path.isfile(path):
+        return set()
+    with open(path, encoding="utf-8") as f:
+        tree = ast.parse(f.read(), path)
+    return {node.args[0].value for node in ast.walk(tree)
+            if isinstance(node, ast.Call) and getattr(node.func, "id", "") == "_add_torch_npu_docstr"
+            and node.args and isinstance(node.args[0], ast.Constant)}
+
+
 def exists(root, dotted):
     parts = dotted.split(".")
     if parts[:2] == ["torch", "npu"]:
@@ -80,7 +94,10 @@ def exists(root, dotted):
         if module_file(root, parts[: i + 1]):
             continue
         module = module_file(root, parts[:i])
-        if parts[i] not in module_names(module, parts[:i], root):
+        known = module_names(module, parts[:i], root)
+        if i == 1:
+            known |= compiled_operators(root)
+        if parts[i] not in known:
             return False, "%s defines no %s" % (os.path.relpath(module, root), parts[i])
         if i + 1 < len(parts):
             return True, "attribute %s of %s not checked" % (".".join(parts[i + 1:]), parts[i])
