@@ -19,7 +19,8 @@ cd "$(dirname "$0")/.."
 BIN=${BIN:-build/crosstrain}
 DECODE=${DECODE:-$(dirname "$BIN")/bench/jpeg_decode_bench}
 PY=${PY:-.venv/bin/python}
-ROOT=${ROOT:-/tmp/crosstrain_bench_imagefolder}
+DEFAULT_ROOT=/tmp/crosstrain_bench_imagefolder
+ROOT=${ROOT:-$DEFAULT_ROOT}
 TRAIN=${TRAIN:-1000}
 IMAGES=${IMAGES:-1500}
 WORKERS=${WORKERS:-1,2}
@@ -30,6 +31,11 @@ OUT=$(mktemp -d)
 trap 'rm -rf "$OUT"' EXIT
 
 if [ ! -f "$ROOT/complete" ]; then
+  # A folder given as ROOT (photo_imagefolder.py's) is never overwritten by synthetic images.
+  if [ "$ROOT" != "$DEFAULT_ROOT" ] && [ -d "$ROOT/train" ]; then
+    echo "input_pipeline.sh: $ROOT has no 'complete' marker: touch $ROOT/complete to use it as it is" >&2
+    exit 2
+  fi
   "$BIN" make-imagefolder --out "$ROOT" --train "$TRAIN" --val 200 --size 500x375 --quality 90 --overwrite
   touch "$ROOT/complete"
 fi

@@ -61,6 +61,7 @@ def main():
             path = cls / f"{i:06d}.jpg"
             img.save(path, quality=a.quality, progressive=a.progressive)
             total += path.stat().st_size
+    (out / "complete").touch()  # bench/input_pipeline.sh: the folder is whole, use it as it is
     kind = "progressive" if a.progressive else "baseline"
     print(f"wrote {a.train} train + {a.val} val {kind} photo JPEGs ({w}x{h}, q{a.quality}, {total / 2**20:.1f} MiB) "
           f"from {len(photos)} sources to {out}")
