@@ -91,6 +91,7 @@ class Matcher {
   void on_expression_statement(TSNode node, const std::vector<TSNode>& ancestors);
   bool report_module(std::string_view module, TSNode node);
   void report_torch_cuda_names(std::string_view module, const std::vector<TSNode>& names);
+  bool rename_torch_cuda_import(TSNode module_node, const std::vector<TSNode>& names);
   void on_import(TSNode node);
   void report_torch_module(std::string_view module, TSNode node);
   void on_import_from(TSNode node);

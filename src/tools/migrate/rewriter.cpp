@@ -89,6 +89,33 @@ void Matcher::report_torch_cuda_names(std::string_view module, const std::vector
   }
 }
 
+// `from torch.cuda import synchronize, device_count`: when the target's device module has every
+// name under the same name (each name's rule rewrites torch.cuda.X to torch.npu.X, or torch.cpu.X),
+// the import takes them from there and every use follows: torch_npu.npu (the module torch_npu
+// registers as torch.npu, importable before `import torch_npu` has run) or torch.cpu. Otherwise
+// (device-agnostic, a name the target lacks or spells otherwise, `*`) each name is flagged.
+bool Matcher::rename_torch_cuda_import(TSNode module_node, const std::vector<TSNode>& names) {
+  if (text(module_node) != "torch.cuda" || names.empty()) return false;
+  if (target_ != Target::Npu && target_ != Target::Cpu) return false;
+  const std::string same = target_ == Target::Npu ? "{torch}.npu." : "{torch}.cpu.";
+  std::vector<std::pair<const Rule*, TSNode>> renamed;
+  for (TSNode child : names) {
+    if (!is_type(child, "aliased_import") && !is_type(child, "dotted_name")) return false;
+    TSNode name = is_type(child, "aliased_import") ? field(child, "name") : child;
+    const std::string n(text(name));
+    const Rule* rule = find_torch_api_rule("cuda." + n);
+    if (!rule || rule->action != RuleAction::Rewrite || rule->id != "torch.cuda." + n ||
+        per_target(*rule) != same + n)
+      return false;
+    renamed.emplace_back(rule, name);
+  }
+  const std::string module = target_ == Target::Npu ? "torch_npu.npu" : "torch.cpu";
+  plan_.replace(*renamed.front().first, module_node, module, "import from " + module);
+  for (size_t i = 1; i < renamed.size(); ++i)  // counted as converted: their uses follow the module
+    plan_.replace(*renamed[i].first, renamed[i].second, std::string(text(renamed[i].second)), "import from " + module);
+  return true;
+}
+
 void Matcher::on_import(TSNode node) {
   for (TSNode child : named_children(node)) {
     TSNode name = is_type(child, "aliased_import") ? field(child, "name") : child;
@@ -154,7 +181,7 @@ void Matcher::on_import_from(TSNode node) {
     std::string full = std::string(module) + "." + std::string(text(name));
     report_torch_module(full, name);
   }
-  report_torch_cuda_names(module, names);
+  if (!rename_torch_cuda_import(module_node, names)) report_torch_cuda_names(module, names);
   if (report_module(module, module_node)) return;
   // `from numba import cuda`: the library is named by what is imported from it.
   for (TSNode child : names) {

@@ -101,6 +101,18 @@ TEST(MigratedScriptRuns, StreamsWithinWhatTorchCpuOffers) {
   expect_runs(src, C);
 }
 
+// Names imported from torch.cuda come from torch.cpu when it has them all.
+TEST(MigratedScriptRuns, NamesImportedFromTorchCuda) {
+  const std::string src =
+      "import torch\n"
+      "from torch.cuda import synchronize, current_stream, set_device\n"
+      "set_device(0)\n"
+      "current_stream().wait_stream(current_stream())\n"
+      "synchronize()\n"
+      "print(\"ok\")\n";
+  expect_runs(src, C);
+}
+
 // modded-nanogpt's FSDP-style backend string, one process with a file store.
 TEST(MigratedScriptRuns, CompositeBackend) {
   const std::string src =

@@ -266,3 +266,31 @@ TEST(MigrateNvidiaOnly, KernelLibrariesAreFlaggedAndCudaSettingsNoted) {
   }
   EXPECT_NE(migrate_source("f.py", env, N).findings[0].advice.find("PYTORCH_NPU_ALLOC_CONF"), std::string::npos);
 }
+
+// `from torch.cuda import synchronize, set_device` (gpu-mode lectures, Megatron's utilities): the
+// names' uses are not followed, so the import itself moves when the target's device module has
+// every name under the same name; otherwise each name is flagged at the import, as before.
+TEST(MigrateImportedCudaNames, TheImportMovesWhenEveryNameIsTheTargetsToo) {
+  const std::string src =
+      "import torch\n"
+      "from torch.cuda import synchronize, set_device as pick\n"
+      "def run(i):\n"
+      "    pick(i)\n"
+      "    synchronize()\n";
+  FileMigration npu = migrate_source("f.py", src, N);
+  EXPECT_TRUE(flagged(npu).empty()) << ::testing::PrintToString(flagged(npu));
+  const std::string out = output(npu, src);
+  EXPECT_NE(out.find("from torch_npu.npu import synchronize, set_device as pick\n"), std::string::npos) << out;
+  EXPECT_NE(out.find("    pick(i)\n    synchronize()\n"), std::string::npos) << out;
+  EXPECT_EQ(migrated(out, N), out) << "idempotent";
+  EXPECT_NE(migrated(src, C).find("from torch.cpu import synchronize, set_device as pick\n"), std::string::npos);
+  // device-agnostic spells them through the device's module: no single module to import from.
+  FileMigration agnostic = migrate_source("f.py", src, A);
+  EXPECT_TRUE(flags(agnostic, "torch.cuda", 2)) << ::testing::PrintToString(flagged(agnostic));
+  EXPECT_NE(output(agnostic, src).find("from torch.cuda import synchronize"), std::string::npos);
+  // One name the target spells otherwise (or keeps as torch.cuda's): the import stays, flagged.
+  const std::string mixed = "import torch\nfrom torch.cuda import synchronize, memory_allocated\n";
+  FileMigration cpu = migrate_source("f.py", mixed, C);
+  EXPECT_EQ(output(cpu, mixed), mixed);
+  EXPECT_TRUE(flags(cpu, "torch.cuda", 2)) << ::testing::PrintToString(flagged(cpu));
+}
