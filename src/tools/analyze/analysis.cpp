@@ -267,6 +267,21 @@ void compute_memory(const Trace& t, const AnalyzeOptions& opt, TraceAnalysis& ou
                    [](const MemoryCurve& a, const MemoryCurve& b) { return (a.device != "cpu") > (b.device != "cpu"); });
 }
 
+// A last ProfilerStep that did no backward or optimizer work after one that did is not a step: see
+// TraceAnalysis::partial_step.
+void leave_out_partial_last_step(const Trace& t, NameInfoCache& names, std::vector<StepWindow>& w,
+                                 TraceAnalysis& out) {
+  if (w.size() < 2 || !is_profiler_step_name(w.back().label)) return;
+  const StepWindow& last = w.back();
+  const StepWindow& before = w[w.size() - 2];
+  if (holds_update(t, names, last.host_start, last.host_end) ||
+      !holds_update(t, names, before.host_start, before.host_end))
+    return;
+  out.partial_step = last.label;
+  out.partial_step_us = last.end - last.start;
+  w.pop_back();
+}
+
 }  // namespace
 
 std::string TraceAnalysis::unrecognised() const {
@@ -309,6 +324,7 @@ TraceAnalysis analyze_trace(const Trace& t, const AnalyzeOptions& opt) {
   SpanLinks links = link_spans(t);
   auto windows = step_windows(t, links);
   NameInfoCache names(t.strings);
+  leave_out_partial_last_step(t, names, windows, out);
   const SourceIndex sources(t, links);
   ConcernSpans concern_spans;
   ConcernSpans* concerns = sources.available() ? &concern_spans : nullptr;

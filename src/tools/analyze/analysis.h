@@ -201,6 +201,12 @@ struct TraceAnalysis {
 
   std::vector<StepBreakdown> steps;
   StepBreakdown total;               // sums over steps (label "total")
+  // The trace's last ProfilerStep when it did no backward or optimizer work while the step before it
+  // did: the profiler stopped inside a step the loop never ran (the loop's tail after its last
+  // prof.step(), or a script that ended before the schedule's active steps were over). It is left
+  // out of the steps and said. "" when none.
+  std::string partial_step;
+  double partial_step_us = 0;
 
   int64_t kernel_count = 0;          // compute kernels in steps
   int64_t short_kernel_count = 0;

@@ -53,6 +53,7 @@ std::string render_analysis_html(const std::vector<TraceAnalysis>& all) {
                        (a.has_device ? ", device busy " + report::format_percent(a.share(a.total.device_busy_us)) : ""));
 
     if (a.device_missing()) page.add_paragraph(device_missing_text(a));
+    if (!a.partial_step.empty()) page.add_paragraph(partial_step_text(a));
     // Findings first: they are what the reader acts on.
     add_findings_html(page, a, suffix);
 

@@ -65,11 +65,20 @@ std::string device_missing_text(const TraceAnalysis& a) {
          "device's); device time, idle and launch delays are unknown and the advice that needs them is left out.";
 }
 
+std::string partial_step_text(const TraceAnalysis& a) {
+  if (a.partial_step.empty()) return "";
+  return "Left out: " + a.partial_step + " (" + format_us(a.partial_step_us) +
+         "), the trace's last step, did no backward or optimizer work after a step that did: the profiler stopped "
+         "inside a step the loop never ran (its tail after the last prof.step(), or a script that ended before the "
+         "profiling schedule's active steps were over), so it is not counted as a step.";
+}
+
 std::string render_console(const TraceAnalysis& a, const RenderOptions& opt) {
   std::ostringstream out;
   out << "Trace " << title_of(a) << ": " << format_count(static_cast<int64_t>(a.span_count)) << " spans, "
       << a.steps.size() << " step(s), mean step " << format_us(a.mean_step_us()) << "\n";
   if (a.device_missing()) out << device_missing_text(a) << "\n";
+  if (!a.partial_step.empty()) out << partial_step_text(a) << "\n";
   out << "\n";
 
   const bool device = a.has_device;
@@ -277,6 +286,8 @@ nlohmann::json analysis_to_json(const TraceAnalysis& a) {
   json steps = json::array();
   for (const auto& s : a.steps) steps.push_back(step_json(s));
   j["steps"] = steps;
+  j["partial_step"] = a.partial_step.empty() ? json(nullptr)
+                                             : json{{"label", a.partial_step}, {"duration_us", a.partial_step_us}};
   j["total"] = step_json(a.total);
   json gaps = json::array();
   for (const auto& g : a.idle_gaps)

@@ -39,6 +39,8 @@ nlohmann::json diff_to_json(const TraceDiff& d);
 // the device side was not recorded, so nothing about it is known and its advice is left out.
 // "" for other traces.
 std::string device_missing_text(const TraceAnalysis& a);
+// The note on a last step left out (TraceAnalysis::partial_step); "" when none.
+std::string partial_step_text(const TraceAnalysis& a);
 
 // operators.csv and steps.csv (one row per rank and step) in `dir`, created if missing.
 void write_analysis_csv(const std::vector<TraceAnalysis>& all, const std::string& dir);

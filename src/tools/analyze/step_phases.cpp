@@ -62,6 +62,20 @@ PhaseRule phase_rule(std::string_view name, bool data_loading) {
   return {};
 }
 
+}  // namespace
+
+bool holds_update(const Trace& t, NameInfoCache& names, double start, double end) {
+  for (const Span& s : t.spans) {
+    if (is_device(s.kind) || s.ts < start || s.ts >= end) continue;
+    const PhaseRule r = phase_rule(t.strings.str(s.name), names(s.name).data_loading);
+    if ((r.kinds & kind_bit(s.kind)) && (r.phase == StepPhase::Backward || r.phase == StepPhase::Optimizer))
+      return true;
+  }
+  return false;
+}
+
+namespace {
+
 struct Edge {
   double t;
   int8_t label;

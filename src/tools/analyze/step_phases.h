@@ -32,6 +32,10 @@ namespace crosstrain::analyze {
 void compute_step_phases(const Trace& t, const SpanLinks& links, const std::vector<StepWindow>& windows,
                          NameInfoCache& names, TraceAnalysis& out);
 
+// Whether host spans starting inside [start, end) do backward or optimizer work (by their names, as
+// the phases above find them).
+bool holds_update(const Trace& t, NameInfoCache& names, double start, double end);
+
 // "Memcpy HtoD (Pageable -> Device)", "Memcpy H2D", "Memcpy Host -> Device": a copy to the device.
 bool is_host_to_device_copy_name(const std::string& name);
 

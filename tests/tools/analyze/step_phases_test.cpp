@@ -112,3 +112,39 @@ TEST(StepPhases, ToDeviceIsTheCopiesNotTheOperatorsAroundThem) {
   EXPECT_EQ(s.h2d_copies, 3);
   EXPECT_NEAR(s.h2d_us, 242, 1e-6);
 }
+
+// `for batch in loader: train(batch); prof.step()` ends its trace with a ProfilerStep that holds only
+// the loop's tail (or a script ended before the schedule's active steps): it is no step, and is said.
+TEST(StepPhases, ALastStepWithoutBackwardOrOptimizerIsLeftOutAndSaid) {
+  auto train_step = [](KinetoTraceWriter& w, const std::string& name, double t0) {
+    w.step(name, t0, 1000);
+    w.op("aten::mm", t0 + 100, 200);
+    w.op("autograd::engine::evaluate_function: MmBackward0", t0 + 400, 300);
+    w.annotation("Optimizer.step#SGD.step", t0 + 750, 200);
+  };
+  KinetoTraceWriter w;
+  train_step(w, "ProfilerStep#1", 0);
+  train_step(w, "ProfilerStep#2", 1000);
+  w.step("ProfilerStep#3", 2000, 80);
+  w.op("aten::item", 2010, 20);
+  const TraceAnalysis a = analyze_trace(parse_trace(w.json(), "tail.json"));
+  ASSERT_EQ(a.steps.size(), 2u);
+  EXPECT_EQ(a.steps.back().label, "ProfilerStep#2");
+  EXPECT_EQ(a.partial_step, "ProfilerStep#3");
+  EXPECT_NEAR(a.partial_step_us, 80, 1e-6);
+  EXPECT_NEAR(a.mean_step_us(), 1000, 1e-6);
+
+  // Forward-only traces (inference) keep every step; so does a trace whose last step trains.
+  KinetoTraceWriter inference;
+  for (int i = 0; i < 3; ++i) {
+    inference.step("ProfilerStep#" + std::to_string(i), i * 500.0, 400);
+    inference.op("aten::mm", i * 500.0 + 10, 300);
+  }
+  const TraceAnalysis b = analyze_trace(parse_trace(inference.json(), "inference.json"));
+  EXPECT_EQ(b.steps.size(), 3u);
+  EXPECT_TRUE(b.partial_step.empty());
+  KinetoTraceWriter whole;
+  train_step(whole, "ProfilerStep#0", 0);
+  train_step(whole, "ProfilerStep#1", 1000);
+  EXPECT_EQ(analyze_trace(parse_trace(whole.json(), "whole.json")).steps.size(), 2u);
+}
