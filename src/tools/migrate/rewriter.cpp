@@ -93,7 +93,14 @@ void Matcher::report_torch_cuda_names(std::string_view module, const std::vector
 // name under the same name (each name's rule rewrites torch.cuda.X to torch.npu.X, or torch.cpu.X),
 // the import takes them from there and every use follows: torch_npu.npu (the module torch_npu
 // registers as torch.npu, importable before `import torch_npu` has run) or torch.cpu. Otherwise
-// (device-agnostic, a name the target lacks or spells otherwise, `*`) each name is flagged.
+// (device-agnostic, a name the target lacks or spells otherwise, `*`) each name is flagged, as are
+// on the CPU the names whose calls the CPU's rewrite checks at the call, which a bare name hides:
+// Event (enable_timing does not time there), Stream (no device argument) and current_stream (its
+// stream lacks synchronize and query).
+static bool cpu_checks_its_calls(std::string_view name) {
+  return name == "Event" || name == "Stream" || name == "current_stream";
+}
+
 bool Matcher::rename_torch_cuda_import(TSNode module_node, const std::vector<TSNode>& names) {
   if (text(module_node) != "torch.cuda" || names.empty()) return false;
   if (target_ != Target::Npu && target_ != Target::Cpu) return false;
@@ -105,7 +112,7 @@ bool Matcher::rename_torch_cuda_import(TSNode module_node, const std::vector<TSN
     const std::string n(text(name));
     const Rule* rule = find_torch_api_rule("cuda." + n);
     if (!rule || rule->action != RuleAction::Rewrite || rule->id != "torch.cuda." + n ||
-        per_target(*rule) != same + n)
+        per_target(*rule) != same + n || (target_ == Target::Cpu && cpu_checks_its_calls(n)))
       return false;
     renamed.emplace_back(rule, name);
   }

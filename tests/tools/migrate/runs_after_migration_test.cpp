@@ -105,10 +105,10 @@ TEST(MigratedScriptRuns, StreamsWithinWhatTorchCpuOffers) {
 TEST(MigratedScriptRuns, NamesImportedFromTorchCuda) {
   const std::string src =
       "import torch\n"
-      "from torch.cuda import synchronize, current_stream, set_device\n"
+      "from torch.cuda import synchronize, set_device, stream\n"
       "set_device(0)\n"
-      "current_stream().wait_stream(current_stream())\n"
-      "synchronize()\n"
+      "with stream(torch.cpu.Stream()):\n"
+      "    synchronize()\n"
       "print(\"ok\")\n";
   expect_runs(src, C);
 }
