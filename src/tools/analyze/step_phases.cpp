@@ -62,14 +62,37 @@ PhaseRule phase_rule(std::string_view name, bool data_loading) {
   return {};
 }
 
+// A span's phase by its name (Other when none), the rule decided once per interned name (traces
+// repeat a few thousand names millions of times).
+class NamedPhases {
+ public:
+  NamedPhases(const Trace& t, NameInfoCache& names)
+      : t_(t), names_(names), rule_(t.strings.size()), known_(t.strings.size(), 0) {}
+
+  StepPhase operator()(const Span& s) {
+    if (!known_[s.name]) {
+      rule_[s.name] = phase_rule(t_.strings.str(s.name), names_(s.name).data_loading);
+      known_[s.name] = 1;
+    }
+    const PhaseRule& r = rule_[s.name];
+    return (r.kinds & kind_bit(s.kind)) != 0 ? r.phase : StepPhase::Other;
+  }
+
+ private:
+  const Trace& t_;
+  NameInfoCache& names_;
+  std::vector<PhaseRule> rule_;
+  std::vector<char> known_;
+};
+
 }  // namespace
 
 bool holds_update(const Trace& t, NameInfoCache& names, double start, double end) {
+  NamedPhases phase(t, names);
   for (const Span& s : t.spans) {
     if (is_device(s.kind) || s.ts < start || s.ts >= end) continue;
-    const PhaseRule r = phase_rule(t.strings.str(s.name), names(s.name).data_loading);
-    if ((r.kinds & kind_bit(s.kind)) && (r.phase == StepPhase::Backward || r.phase == StepPhase::Optimizer))
-      return true;
+    const StepPhase p = phase(s);
+    if (p == StepPhase::Backward || p == StepPhase::Optimizer) return true;
   }
   return false;
 }
@@ -152,18 +175,7 @@ void compute_step_phases(const Trace& t, const SpanLinks& L, const std::vector<S
       copies_to_device[static_cast<size_t>(l)] = 1;
     }
   }
-  // The rule of a name, decided once per interned name (traces repeat a few thousand names
-  // millions of times).
-  std::vector<PhaseRule> rule_of_name(t.strings.size());
-  std::vector<char> rule_known(t.strings.size(), 0);
-  auto named_phase = [&](const Span& s) {
-    if (!rule_known[s.name]) {
-      rule_of_name[s.name] = phase_rule(t.strings.str(s.name), names(s.name).data_loading);
-      rule_known[s.name] = 1;
-    }
-    const PhaseRule& r = rule_of_name[s.name];
-    return (r.kinds & kind_bit(s.kind)) != 0 ? r.phase : StepPhase::Other;
-  };
+  NamedPhases named_phase(t, names);
   for (size_t i = 0; i < t.spans.size(); ++i) {
     const Span& s = t.spans[i];
     if (is_device(s.kind)) {
