@@ -74,6 +74,14 @@ def _agent_operators(method):
     return wrapper
 
 
+def _always_called(register, hook):
+    """A forward hook registered to run also when the call raises (always_call, torch 2.1 on)."""
+    try:
+        return register(hook, always_call=True)
+    except TypeError:  # torch before 2.1
+        return register(hook)
+
+
 class Recorder:
     def __init__(self, cfg, torch, state, on_stop, rank_of):
         self.cfg = cfg
@@ -213,10 +221,7 @@ class Recorder:
         if self._hooks:
             return
         import torch.nn.modules.module as mm
-        try:
-            post = mm.register_module_forward_hook(self._global_post_forward, always_call=True)
-        except TypeError:  # torch before 2.1
-            post = mm.register_module_forward_hook(self._global_post_forward)
+        post = _always_called(mm.register_module_forward_hook, self._global_post_forward)
         self._hooks = [mm.register_module_forward_pre_hook(self._pre_forward), post]
         self.recompute.clear()
 
@@ -233,10 +238,7 @@ class Recorder:
         takes its list of hooks after the forward)."""
         handle = self._own_hooks.get(id(module))
         if handle is None:
-            try:
-                handle = module.register_forward_hook(self._post_forward, always_call=True)
-            except TypeError:
-                handle = module.register_forward_hook(self._post_forward)
+            handle = _always_called(module.register_forward_hook, self._post_forward)
             self._own_hooks[id(module)] = handle
         elif next(reversed(module._forward_hooks)) != handle.id:
             module._forward_hooks.move_to_end(handle.id)  # the script added one after ours
